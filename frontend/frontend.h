@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+/* frontend.h: reading and writing graph XML format v1 (libxml2), and the
+ * dot and JSON dumps. */
+#ifndef DTOPT_FRONTEND_H
+#define DTOPT_FRONTEND_H
+
+#include "ir.h"
+
+struct dt_read_options {
+	/* Accept targets missing from the op table (for dump and diff). The
+	 * passes that need an op's semantics then reject the node. */
+	bool allow_unknown_targets;
+	/* Validate against the bundled RelaxNG schema (default on). */
+	bool skip_schema;
+	uint64_t max_bytes; /* 0 = DT_READ_MAX_BYTES */
+};
+#define DT_READ_MAX_BYTES (8ull << 30)
+#define DT_READ_MAX_DEPTH 8 /* the format nests at most 4 deep */
+
+/* Read a graph from `path` ("-" = standard input). On success stores a new
+ * module in *out (the caller destroys it) and returns DT_OK; otherwise
+ * reports `file:line: error:` diagnostics and returns DT_EINPUT or DT_EIO
+ * with *out NULL. Never loads DTDs, external entities or network resources. */
+int dt_read_file(const char *path, const struct dt_read_options *opt,
+		 struct dt_diag *d, struct dt_module **out);
+/* Same, from memory; `name` is used in diagnostics. */
+int dt_read_memory(const char *buf, size_t len, const char *name,
+		   const struct dt_read_options *opt, struct dt_diag *d,
+		   struct dt_module **out);
+
+/* Write the module as format v1 to `path` ("-" = standard output),
+ * atomically: a temporary file in the same directory renamed over `path`
+ * only after everything was written. On failure reports and returns DT_EIO;
+ * an existing `path` is left untouched. */
+int dt_write_file(const struct dt_module *m, const char *path,
+		  struct dt_diag *d);
+/* Write to an open stream; returns DT_OK or DT_EIO (stream error). */
+int dt_write_stream(const struct dt_module *m, FILE *out);
+
+/* Graphviz dot: one box per node, edges for data flow, collectives coloured
+ * by group, fused nodes highlighted. */
+void dt_dump_dot(const struct dt_module *m, FILE *out);
+/* JSON: the module as one JSON object (meshes, groups, nodes with args,
+ * tensors, sharding, meta, line). */
+void dt_dump_json(const struct dt_module *m, FILE *out);
+/* Write `s` as a JSON string literal (with quotes). */
+void dt_json_string(FILE *out, const char *s);
+
+#endif

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/* writer.c: writes a dt_module as graph XML format v1, canonically (load,
+ * write, load, write gives identical bytes), and atomically to files. */
+#include "frontend.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Attribute-value escaping; control characters become character refs so
+ * they survive attribute-value normalisation. */
+static void put_escaped(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\n': fputs("&#10;", out); break;
+		case '\r': fputs("&#13;", out); break;
+		case '\t': fputs("&#9;", out); break;
+		default: fputc(*s, out); break;
+		}
+	}
+}
+
+static void put_str(FILE *out, const struct dt_module *m, dt_str s)
+{
+	put_escaped(out, dt_str_get(m, s));
+}
+
+static void put_int(FILE *out, int64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	*--p = 0;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	fputs(p, out);
+}
+
+static void put_ints(FILE *out, const struct dt_module *m, dt_ints l)
+{
+	int n;
+	const int64_t *v = dt_ints_get(m, l, &n);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(' ', out);
+		put_int(out, v[i]);
+	}
+}
+
+static void put_double(FILE *out, double v)
+{
+	char buf[40];
+	dt_format_double(v, buf, sizeof(buf));
+	fputs(buf, out);
+}
+
+static void put_node_name(FILE *out, const struct dt_module *m, uint32_t id)
+{
+	put_str(out, m, dt_node_get(m, id)->name);
+}
+
+static void put_value(FILE *out, const struct dt_module *m,
+		      const struct dt_arg *a)
+{
+	switch ((enum dt_arg_kind)a->kind) {
+	case DT_ARG_NODE:
+		fputs(" node=\"", out);
+		put_node_name(out, m, a->v.node);
+		break;
+	case DT_ARG_NODES:
+		fputs(" nodes=\"", out);
+		for (uint32_t i = 0; i < a->len; i++) {
+			if (i)
+				fputc(' ', out);
+			put_node_name(out, m, m->refs.data[a->v.first + i]);
+		}
+		break;
+	case DT_ARG_INT:
+		fputs(" int=\"", out);
+		put_int(out, a->v.i);
+		break;
+	case DT_ARG_INTS:
+		fputs(" ints=\"", out);
+		put_ints(out, m, a->v.ints);
+		break;
+	case DT_ARG_FLOAT:
+		fputs(" float=\"", out);
+		put_double(out, a->v.f);
+		break;
+	case DT_ARG_FLOATS:
+		fputs(" floats=\"", out);
+		for (uint32_t i = 0; i < a->len; i++) {
+			if (i)
+				fputc(' ', out);
+			put_double(out, m->floats.data[a->v.first + i]);
+		}
+		break;
+	case DT_ARG_BOOL:
+		fputs(a->v.b ? " bool=\"true" : " bool=\"false", out);
+		break;
+	case DT_ARG_STR:
+		fputs(" str=\"", out);
+		put_str(out, m, a->v.s);
+		break;
+	case DT_ARG_DTYPE:
+		fputs(" dtype=\"", out);
+		fputs(dt_dtype_name((enum dt_dtype)a->v.dtype), out);
+		break;
+	case DT_ARG_NONE:
+		fputs(" none=\"true", out);
+		break;
+	case DT_ARG_ITEMS:
+		DT_REQUIRE(!"items are written by put_arg");
+	}
+	fputc('"', out);
+}
+
+static void put_arg(FILE *out, const struct dt_module *m,
+		    const struct dt_arg *a)
+{
+	if (a->name.id) {
+		fputs("    <kwarg name=\"", out);
+		put_str(out, m, a->name);
+		fputc('"', out);
+	} else {
+		fputs("    <arg", out);
+	}
+	if (a->kind != DT_ARG_ITEMS) {
+		put_value(out, m, a);
+		fputs("/>\n", out);
+		return;
+	}
+	fputs(">", out);
+	for (uint32_t i = 0; i < a->len; i++) {
+		fputs("<item", out);
+		put_value(out, m, &m->args.data[a->v.first + i]);
+		fputs("/>", out);
+	}
+	fputs(a->name.id ? "</kwarg>\n" : "</arg>\n", out);
+}
+
+static void put_tensor(FILE *out, const struct dt_module *m,
+		       const struct dt_tensor *t)
+{
+	fputs("    <tensor dtype=\"", out);
+	fputs(dt_dtype_name((enum dt_dtype)t->dtype), out);
+	fputs("\" shape=\"", out);
+	put_ints(out, m, t->shape);
+	fputs("\" stride=\"", out);
+	put_ints(out, m, t->stride);
+	fputc('"', out);
+	if (t->offset) {
+		fputs(" offset=\"", out);
+		put_int(out, t->offset);
+		fputc('"', out);
+	}
+	fputs("/>\n", out);
+}
+
+static void put_sharding(FILE *out, const struct dt_module *m,
+			 const struct dt_sharding *s)
+{
+	const struct dt_mesh *mesh = &m->meshes.data[s->mesh];
+	char buf[512];
+	fputs("    <sharding mesh=\"", out);
+	put_str(out, m, mesh->name);
+	dt_placements_print(&s->placements, buf, sizeof(buf));
+	fputs("\" placements=\"", out);
+	fputs(buf, out);
+	fputc('"', out);
+	if (!dt_placements_has_default_order(&s->placements)) {
+		dt_placements_print_order(&s->placements, mesh, &m->strings, buf,
+					  sizeof(buf));
+		fputs(" order=\"", out);
+		put_escaped(out, buf);
+		fputc('"', out);
+	}
+	if (s->has_global_shape) {
+		fputs(" global-shape=\"", out);
+		put_ints(out, m, s->global_shape);
+		fputc('"', out);
+	}
+	fputs("/>\n", out);
+}
+
+static const char *node_kind_name[] = {"placeholder", "call_function",
+				       "output"};
+
+static void put_node(FILE *out, const struct dt_module *m,
+		     const struct dt_node *n)
+{
+	fputs("  <node name=\"", out);
+	put_str(out, m, n->name);
+	fputs("\" op=\"", out);
+	fputs(node_kind_name[n->kind], out);
+	fputc('"', out);
+	if (n->target.id) {
+		fputs(" target=\"", out);
+		put_str(out, m, n->target);
+		fputc('"', out);
+	}
+	bool empty = !n->nargs && !n->ntensors && !n->nmetas &&
+		     n->sharding == DT_NO_SHARDING;
+	if (empty) {
+		fputs("/>\n", out);
+		return;
+	}
+	fputs(">\n", out);
+	for (int i = 0; i < n->nargs; i++)
+		put_arg(out, m, dt_node_arg(m, n, i));
+	for (int i = 0; i < n->ntensors; i++)
+		put_tensor(out, m, dt_node_tensor(m, n, i));
+	if (n->sharding != DT_NO_SHARDING)
+		put_sharding(out, m, dt_node_sharding(m, n));
+	for (uint32_t i = 0; i < n->nmetas; i++) {
+		const struct dt_meta *meta = &m->metas.data[n->metas + i];
+		fputs("    <meta key=\"", out);
+		put_str(out, m, meta->key);
+		fputs("\" value=\"", out);
+		put_str(out, m, meta->value);
+		fputs("\"/>\n", out);
+	}
+	fputs("  </node>\n", out);
+}
+
+int dt_write_stream(const struct dt_module *m, FILE *out)
+{
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+	fputs("<dtopt-graph version=\"1\" name=\"", out);
+	put_str(out, m, m->name);
+	fputs(m->view == DT_VIEW_GLOBAL ? "\" view=\"global\"" : "\" view=\"local\"",
+	      out);
+	if (m->rank >= 0) {
+		fputs(" rank=\"", out);
+		put_int(out, m->rank);
+		fputc('"', out);
+	}
+	fputs(">\n", out);
+	for (uint32_t i = 0; i < m->meshes.len; i++) {
+		const struct dt_mesh *mesh = &m->meshes.data[i];
+		fputs("  <mesh name=\"", out);
+		put_str(out, m, mesh->name);
+		fputs("\" shape=\"", out);
+		for (int d = 0; d < mesh->ndim; d++) {
+			if (d)
+				fputc(' ', out);
+			put_int(out, mesh->shape[d]);
+		}
+		fputs("\" dims=\"", out);
+		for (int d = 0; d < mesh->ndim; d++) {
+			if (d)
+				fputc(' ', out);
+			put_str(out, m, mesh->dims[d]);
+		}
+		fputc('"', out);
+		if (mesh->devices) {
+			fputs(" devices=\"", out);
+			for (int64_t k = 0; k < mesh->size; k++) {
+				if (k)
+					fputc(' ', out);
+				put_int(out, mesh->devices[k]);
+			}
+			fputc('"', out);
+		}
+		fputs("/>\n", out);
+	}
+	for (uint32_t i = 0; i < m->groups.len; i++) {
+		const struct dt_group *g = &m->groups.data[i];
+		const struct dt_mesh *mesh = &m->meshes.data[g->mesh];
+		fputs("  <group name=\"", out);
+		put_str(out, m, g->name);
+		fputs("\" mesh=\"", out);
+		put_str(out, m, mesh->name);
+		fputs("\" dims=\"", out);
+		for (int d = 0; d < g->ndims; d++) {
+			if (d)
+				fputc(' ', out);
+			put_str(out, m, mesh->dims[g->dims[d]]);
+		}
+		fputs("\"/>\n", out);
+	}
+	dt_foreach_node(m, id) put_node(out, m, dt_node_get(m, id));
+	fputs("</dtopt-graph>\n", out);
+	return ferror(out) ? DT_EIO : DT_OK;
+}
+
+int dt_write_file(const struct dt_module *m, const char *path,
+		  struct dt_diag *d)
+{
+	if (strcmp(path, "-") == 0) {
+		int rc = dt_write_stream(m, stdout);
+		if (fflush(stdout) != 0 || rc != DT_OK) {
+			dt_diag_report(d, DT_ERROR, "<stdout>", 0, NULL,
+				       "cannot write: %s", strerror(errno));
+			return DT_EIO;
+		}
+		return DT_OK;
+	}
+	struct stat st;
+	bool exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
+		/* A device or pipe (/dev/null): nothing to replace atomically. */
+		FILE *dev = fopen(path, "w");
+		int rc = dev ? dt_write_stream(m, dev) : DT_EIO;
+		if (dev && fclose(dev) != 0)
+			rc = DT_EIO;
+		if (rc != DT_OK)
+			dt_diag_report(d, DT_ERROR, path, 0, NULL,
+				       "cannot write: %s", strerror(errno));
+		return rc;
+	}
+	size_t n = strlen(path);
+	char *tmp = dt_malloc(n + 16);
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		dt_diag_report(d, DT_ERROR, path, 0, NULL,
+			       "cannot create a temporary file beside it: %s",
+			       strerror(errno));
+		dt_free(tmp);
+		return DT_EIO;
+	}
+	FILE *out = fdopen(fd, "w");
+	if (!out) {
+		close(fd);
+		unlink(tmp);
+		dt_free(tmp);
+		return DT_EIO;
+	}
+	fchmod(fd, exists ? (st.st_mode & 07777) : 0644);
+	char *buf = dt_malloc(1 << 16);
+	setvbuf(out, buf, _IOFBF, 1 << 16);
+	int rc = dt_write_stream(m, out);
+	int saved = errno;
+	int closed = fclose(out);
+	dt_free(buf);
+	if (closed != 0 && rc == DT_OK) {
+		saved = errno;
+		rc = DT_EIO;
+	}
+	if (rc == DT_OK && rename(tmp, path) != 0) {
+		saved = errno;
+		rc = DT_EIO;
+	}
+	if (rc != DT_OK) {
+		unlink(tmp);
+		dt_diag_report(d, DT_ERROR, path, 0, NULL, "cannot write: %s",
+			       strerror(saved));
+	}
+	dt_free(tmp);
+	return rc;
+}

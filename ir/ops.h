@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+/* ops.h: the op table (generated from ops.def), argument binding against
+ * each op's schema, and the shape/stride/dtype functions' interface.
+ * Included by ir.h; do not include directly. */
+#ifndef DTOPT_OPS_H
+#define DTOPT_OPS_H
+
+enum dt_op_flag {
+	DT_OPF_VIEW = 1 << 0,        /* result aliases its first input */
+	DT_OPF_COLLECTIVE = 1 << 1,  /* _c10d_functional collective */
+	DT_OPF_WAIT = 1 << 2,        /* wait_tensor */
+	DT_OPF_ELEMENTWISE = 1 << 3,
+	DT_OPF_REDUCTION = 1 << 4,
+	DT_OPF_CREATION = 1 << 5,    /* makes a tensor from no tensor input */
+	DT_OPF_PURE = 1 << 6,        /* no effects: removable when unused */
+	DT_OPF_MULTI = 1 << 7,       /* several results, read by getitem */
+	DT_OPF_MATMUL = 1 << 8,
+	DT_OPF_STRUCTURAL = 1 << 9,  /* placeholder, output, getitem */
+};
+
+struct dt_shape_ctx;
+/* Computes out[]/nout for a node whose inputs' metadata are known. Returns
+ * DT_OK, or DT_EINPUT after reporting through c->diag at the node. */
+typedef int (*dt_shape_fn)(struct dt_shape_ctx *c);
+
+enum dt_op {
+	DT_OP_UNKNOWN,
+#define DT_OP(e, target, schema, flags, shape) DT_OP_##e,
+#include "ops.def"
+#undef DT_OP
+	DT_NOPS
+};
+
+/* Parameter kinds of a schema ("name:KIND[=default]"; '*' starts the
+ * keyword-only parameters; a trailing '?' on KIND means None is allowed):
+ *   T tensor   T[] tensor list   int   int[]   float   scalar (int, float
+ *   or bool)   bool   str   dtype   any (device, layout, memory_format…) */
+enum dt_param_kind {
+	DT_PARAM_TENSOR,
+	DT_PARAM_TENSORS,
+	DT_PARAM_INT,
+	DT_PARAM_INTS,
+	DT_PARAM_FLOAT,
+	DT_PARAM_SCALAR,
+	DT_PARAM_BOOL,
+	DT_PARAM_STR,
+	DT_PARAM_DTYPE,
+	DT_PARAM_ANY,
+};
+
+#define DT_MAX_PARAMS 16
+#define DT_MAX_RESULTS 8
+
+struct dt_op_param {
+	const char *name;
+	uint8_t kind;        /* enum dt_param_kind */
+	bool optional;       /* accepts none */
+	bool kwarg_only;
+	bool has_default;    /* may be omitted */
+};
+
+struct dt_op_info {
+	const char *name;    /* short name for dumps, e.g. "all_gather_into_tensor" */
+	const char *target;  /* FX target string */
+	const char *schema;
+	uint32_t flags;
+	dt_shape_fn shape;   /* NULL for structural ops handled by the caller */
+	uint8_t nparams;
+	struct dt_op_param params[DT_MAX_PARAMS];
+};
+
+/* Table entry of `op` (params parsed from the schema). */
+const struct dt_op_info *dt_op_get(enum dt_op op);
+/* The op whose FX target is `target`, or DT_OP_UNKNOWN. */
+enum dt_op dt_op_lookup(const char *target);
+static inline bool dt_op_has(enum dt_op op, uint32_t flag)
+{
+	return (dt_op_get(op)->flags & flag) != 0;
+}
+
+/* The node's args matched to the op's parameters: arg[i] is the arg bound
+ * to parameter i, or NULL when omitted (default) or passed as none. */
+struct dt_bound_args {
+	const struct dt_arg *arg[DT_MAX_PARAMS];
+	uint8_t nparams;
+};
+/* Bind positional and keyword args of node `n` to its op's schema, checking
+ * arity and kinds. Reports `file:line: error:` naming the node, target and
+ * parameter; returns DT_OK or DT_EINPUT. Needs a known op. */
+int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
+	       struct dt_bound_args *out, struct dt_diag *d);
+
+struct dt_shape_ctx {
+	struct dt_module *m;
+	uint32_t node;                 /* id of the node being inferred */
+	struct dt_bound_args args;
+	struct dt_diag *diag;
+	struct dt_tensor out[DT_MAX_RESULTS];
+	uint32_t nout;
+};
+
+/* Infer the result metadata of node `id` from its inputs' metadata. On
+ * success fills c->out/nout. Reports and returns DT_EINPUT on bad input.
+ * Used by shape-infer and by passes that build new nodes. */
+int dt_infer_node(struct dt_module *m, uint32_t id, struct dt_diag *d,
+		  struct dt_shape_ctx *c);
+
+#endif

@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: MIT
+/* support.c: allocator hook, growable arrays, arena, interning, diagnostics
+ * and dtype facts shared by every part of dtopt. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Noreturn void dt_die(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "dtopt: internal error at %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+/* ---- allocation ---- */
+
+static void *libc_realloc(void *ud, void *ptr, size_t size)
+{
+	(void)ud;
+	if (size == 0) {
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, size);
+}
+
+static dt_realloc_fn alloc_fn = libc_realloc;
+static void *alloc_ud;
+
+void dt_set_allocator(dt_realloc_fn fn, void *ud)
+{
+	alloc_fn = fn ? fn : libc_realloc;
+	alloc_ud = fn ? ud : NULL;
+}
+
+void *dt_realloc(void *ptr, size_t size)
+{
+	void *p = alloc_fn(alloc_ud, ptr, size);
+	if (!p && size)
+		dt_die(__FILE__, __LINE__, "out of memory (%zu bytes)", size);
+	return p;
+}
+
+void *dt_malloc(size_t size) { return dt_realloc(NULL, size ? size : 1); }
+
+void *dt_calloc(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		dt_die(__FILE__, __LINE__, "allocation size overflow");
+	void *p = dt_malloc(n * size);
+	memset(p, 0, n * size);
+	return p;
+}
+
+void dt_free(void *ptr)
+{
+	if (ptr)
+		alloc_fn(alloc_ud, ptr, 0);
+}
+
+char *dt_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(dt_malloc(n), s, n);
+}
+
+uint32_t dt_vec_grow_(void **data, uint32_t *len, uint32_t *cap, size_t elem,
+		      uint32_t n)
+{
+	uint32_t at = *len;
+	if ((uint64_t)at + n > UINT32_MAX)
+		dt_die(__FILE__, __LINE__, "array too large");
+	if (at + n > *cap) {
+		uint64_t c = *cap ? (uint64_t)*cap * 2 : 8;
+		while (c < (uint64_t)at + n)
+			c *= 2;
+		if (c > UINT32_MAX)
+			c = UINT32_MAX;
+		*data = dt_realloc(*data, (size_t)c * elem);
+		*cap = (uint32_t)c;
+	}
+	*len = at + n;
+	return at;
+}
+
+/* ---- arena ---- */
+
+struct dt_arena_chunk {
+	struct dt_arena_chunk *next;
+	size_t size;
+	_Alignas(16) char data[];
+};
+
+enum { ARENA_CHUNK = 64 * 1024 };
+
+void dt_arena_init(struct dt_arena *a) { memset(a, 0, sizeof(*a)); }
+
+void dt_arena_fini(struct dt_arena *a)
+{
+	struct dt_arena_chunk *c = a->chunks;
+	while (c) {
+		struct dt_arena_chunk *next = c->next;
+		dt_free(c);
+		c = next;
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+void dt_arena_reset(struct dt_arena *a)
+{
+	struct dt_arena_chunk *c = a->chunks;
+	if (!c)
+		return;
+	struct dt_arena_chunk *rest = c->next;
+	while (rest) {
+		struct dt_arena_chunk *next = rest->next;
+		dt_free(rest);
+		rest = next;
+	}
+	c->next = NULL;
+	a->cur = c->data;
+	a->end = c->data + c->size;
+	a->bytes = 0;
+}
+
+void *dt_arena_alloc(struct dt_arena *a, size_t size)
+{
+	size = (size + 15) & ~(size_t)15;
+	if ((size_t)(a->end - a->cur) < size) {
+		size_t chunk = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+		struct dt_arena_chunk *c = dt_malloc(sizeof(*c) + chunk);
+		c->size = chunk;
+		/* The first chunk stays first so reset can keep it. */
+		if (a->chunks) {
+			c->next = a->chunks->next;
+			a->chunks->next = c;
+		} else {
+			c->next = NULL;
+			a->chunks = c;
+		}
+		a->cur = c->data;
+		a->end = c->data + chunk;
+	}
+	void *p = a->cur;
+	a->cur += size;
+	a->bytes += size;
+	memset(p, 0, size);
+	return p;
+}
+
+char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n)
+{
+	char *p = dt_arena_alloc(a, n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+/* ---- interning ---- */
+
+static uint32_t hash_bytes(const void *p, size_t n)
+{
+	/* FNV-1a */
+	const unsigned char *s = p;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+static const char *intern_bytes_at(const struct dt_intern *t, uint32_t id,
+				   uint32_t *n)
+{
+	const char *rec = t->bytes.data + t->offsets.data[id];
+	memcpy(n, rec, 4);
+	return rec + 8;
+}
+
+static void intern_rehash(struct dt_intern *t, uint32_t nslots)
+{
+	dt_free(t->slots);
+	t->slots = dt_calloc(nslots, sizeof(uint32_t));
+	t->nslots = nslots;
+	for (uint32_t id = 0; id < t->offsets.len; id++) {
+		uint32_t n;
+		const char *p = intern_bytes_at(t, id, &n);
+		uint32_t i = hash_bytes(p, n) & (nslots - 1);
+		while (t->slots[i])
+			i = (i + 1) & (nslots - 1);
+		t->slots[i] = id + 1;
+	}
+}
+
+void dt_intern_init(struct dt_intern *t)
+{
+	memset(t, 0, sizeof(*t));
+	dt_intern(t, "", 0); /* id 0 */
+}
+
+void dt_intern_fini(struct dt_intern *t)
+{
+	dt_vec_free(&t->offsets);
+	dt_vec_free(&t->bytes);
+	dt_free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
+{
+	if (n > UINT32_MAX / 2)
+		dt_die(__FILE__, __LINE__, "interned string too long");
+	if ((t->offsets.len + 1) * 2 > t->nslots)
+		intern_rehash(t, t->nslots ? t->nslots * 2 : 64);
+	uint32_t h = hash_bytes(p, n);
+	uint32_t i = h & (t->nslots - 1);
+	while (t->slots[i]) {
+		uint32_t len;
+		const char *q = intern_bytes_at(t, t->slots[i] - 1, &len);
+		if (len == n && memcmp(p, q, n) == 0)
+			return t->slots[i] - 1;
+		i = (i + 1) & (t->nslots - 1);
+	}
+	uint32_t id = t->offsets.len;
+	/* Records are 8-aligned so int64 lists can be read in place. */
+	uint32_t at = (t->bytes.len + 7) & ~7u;
+	uint32_t len32 = (uint32_t)n;
+	dt_vec_grow(&t->bytes, at - t->bytes.len + 8 + len32 + 1);
+	memcpy(t->bytes.data + at, &len32, 4);
+	if (n)
+		memcpy(t->bytes.data + at + 8, p, n);
+	t->bytes.data[at + 8 + n] = 0;
+	/* the 4 bytes after the length are padding so payloads are 8-aligned */
+	dt_vec_push(&t->offsets, at);
+	t->slots[i] = id + 1;
+	return id;
+}
+
+const void *dt_intern_get(const struct dt_intern *t, uint32_t id, size_t *n)
+{
+	DT_REQUIRE(id < t->offsets.len);
+	uint32_t len;
+	const char *rec = t->bytes.data + t->offsets.data[id];
+	memcpy(&len, rec, 4);
+	if (n)
+		*n = len;
+	return rec + 8;
+}
+
+uint32_t dt_intern_count(const struct dt_intern *t) { return t->offsets.len; }
+
+/* ---- diagnostics ---- */
+
+static const char *severity_name[] = {"note", "remark", "warning", "error"};
+
+void dt_diag_init(struct dt_diag *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->max_errors = 20;
+}
+
+void dt_diag_format(const struct dt_diag_entry *e, FILE *out)
+{
+	if (e->file && e->line)
+		fprintf(out, "%s:%u: ", e->file, e->line);
+	else if (e->file)
+		fprintf(out, "%s: ", e->file);
+	fprintf(out, "%s: %s", severity_name[e->severity], e->message);
+	if (e->tag)
+		fprintf(out, " [%s]", e->tag);
+}
+
+void dt_diag_vreport(struct dt_diag *d, enum dt_severity sev, const char *file,
+		     uint32_t line, const char *tag, const char *fmt, va_list ap)
+{
+	switch (sev) {
+	case DT_ERROR:
+		if (d->nerrors++ >= (d->max_errors ? d->max_errors : 20))
+			return;
+		break;
+	case DT_WARNING:
+		d->nwarnings++;
+		break;
+	case DT_REMARK:
+		d->nremarks++;
+		if (!d->remarks)
+			return;
+		break;
+	case DT_NOTE:
+		break;
+	}
+	char msg[2048];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	struct dt_diag_entry e = {sev, file, line, tag, msg};
+	if (d->emit) {
+		d->emit(d->ud, &e);
+	} else {
+		dt_diag_format(&e, stderr);
+		fputc('\n', stderr);
+	}
+}
+
+void dt_diag_report(struct dt_diag *d, enum dt_severity sev, const char *file,
+		    uint32_t line, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	dt_diag_vreport(d, sev, file, line, tag, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- dtypes ---- */
+
+static const struct {
+	const char *name;
+	int size;
+	bool is_float;
+} dtype_info[] = {
+#define X(e, n, s, f) {n, s, f},
+	DT_DTYPES(X)
+#undef X
+};
+
+const char *dt_dtype_name(enum dt_dtype t) { return dtype_info[t].name; }
+int dt_dtype_size(enum dt_dtype t) { return dtype_info[t].size; }
+bool dt_dtype_is_float(enum dt_dtype t) { return dtype_info[t].is_float; }
+
+bool dt_dtype_parse(const char *name, size_t len, enum dt_dtype *out)
+{
+	if (len > 6 && memcmp(name, "torch.", 6) == 0) {
+		name += 6;
+		len -= 6;
+	}
+	for (int i = 0; i < DT_NDTYPES; i++) {
+		if (strlen(dtype_info[i].name) == len &&
+		    memcmp(dtype_info[i].name, name, len) == 0) {
+			*out = (enum dt_dtype)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+void dt_contiguous_strides(const int64_t *shape, int rank, int64_t *stride)
+{
+	int64_t s = 1;
+	for (int i = rank - 1; i >= 0; i--) {
+		stride[i] = s;
+		s *= shape[i] > 1 ? shape[i] : 1;
+	}
+}
+
+int64_t dt_numel(const int64_t *shape, int rank)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= shape[i];
+	return n;
+}
+
+/* Shortest decimal that reads back as the same double. */
+void dt_format_double(double v, char *buf, size_t n)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "nan");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+}
+

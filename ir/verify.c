@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/* verify.c: structural and metadata checks of a module (dt_verify). Every
+ * problem is reported at its node's line; the graph is never changed. */
+#include "ir.h"
+
+#include <string.h>
+
+struct verifier {
+	struct dt_module *m;
+	struct dt_diag *d;
+	uint32_t *position; /* node id -> 1-based position in order, 0 = absent */
+	const struct dt_node *node;
+	int errors;
+};
+
+static void fail(struct verifier *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void fail(struct verifier *v, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dt_diag_report(v->d, DT_ERROR, v->m->file, v->node ? v->node->line : 0,
+		       NULL, "node '%s': %s",
+		       v->node ? dt_str_get(v->m, v->node->name) : "?", msg);
+	v->errors++;
+}
+
+static const char *name_of(const struct verifier *v, uint32_t id)
+{
+	return dt_str_get(v->m, dt_node_get(v->m, id)->name);
+}
+
+struct input_check {
+	struct verifier *v;
+	uint32_t self_pos;
+};
+
+static void check_input(void *ud, uint32_t input)
+{
+	struct input_check *c = ud;
+	struct verifier *v = c->v;
+	if (input == 0 || input >= v->m->nodes.len) {
+		fail(v, "refers to an invalid node");
+		return;
+	}
+	uint32_t pos = v->position[input];
+	if (pos == 0)
+		fail(v, "uses '%s', which is not in the graph",
+		     name_of(v, input));
+	else if (pos >= c->self_pos)
+		fail(v, "uses '%s', which is defined after it",
+		     name_of(v, input));
+	else if (dt_node_get(v->m, input)->kind == DT_NODE_OUTPUT)
+		fail(v, "uses the output node");
+}
+
+/* Group argument of a collective: exists, matches group_size. */
+static void check_collective(struct verifier *v, const struct dt_bound_args *b)
+{
+	const struct dt_node *n = v->node;
+	enum dt_op op = (enum dt_op)n->op;
+	const struct dt_op_info *info = dt_op_get(op);
+	int group_param = -1, size_param = -1, reduce_param = -1;
+	for (int i = 0; i < info->nparams; i++) {
+		if (strcmp(info->params[i].name, "group_name") == 0)
+			group_param = i;
+		else if (strcmp(info->params[i].name, "group_size") == 0)
+			size_param = i;
+		else if (strcmp(info->params[i].name, "reduce_op") == 0)
+			reduce_param = i;
+	}
+	if (reduce_param >= 0 && b->arg[reduce_param]) {
+		const char *r = dt_str_get(v->m, b->arg[reduce_param]->v.s);
+		enum dt_reduce_op ro;
+		if (!dt_reduce_parse(r, &ro))
+			fail(v, "unknown reduce_op '%s' (expected sum, avg, max, min or product)",
+			     r);
+	}
+	if (group_param < 0 || !b->arg[group_param])
+		return;
+	const char *gname = dt_str_get(v->m, b->arg[group_param]->v.s);
+	int g = dt_module_find_group(v->m, b->arg[group_param]->v.s);
+	if (g < 0) {
+		fail(v, "%s names group '%s', which is not declared (add a <group name=\"%s\" mesh=... dims=...>)",
+		     info->name, gname, gname);
+		return;
+	}
+	const struct dt_group *grp = &v->m->groups.data[g];
+	int64_t size = dt_group_size(&v->m->meshes.data[grp->mesh], grp->dims,
+				     grp->ndims);
+	if (size_param >= 0 && b->arg[size_param] &&
+	    b->arg[size_param]->v.i != size)
+		fail(v, "group_size is %lld but group '%s' has %lld ranks",
+		     (long long)b->arg[size_param]->v.i, gname, (long long)size);
+}
+
+static int tensor_rank(const struct dt_module *m, const struct dt_tensor *t)
+{
+	int n;
+	dt_ints_get(m, t->shape, &n);
+	return n;
+}
+
+static void check_sharding(struct verifier *v)
+{
+	const struct dt_node *n = v->node;
+	const struct dt_sharding *s = dt_node_sharding(v->m, n);
+	if (!s) {
+		if (v->m->view == DT_VIEW_GLOBAL && n->kind == DT_NODE_PLACEHOLDER)
+			fail(v, "a placeholder of a global-view graph needs a <sharding>");
+		return;
+	}
+	const struct dt_mesh *mesh = &v->m->meshes.data[s->mesh];
+	int rank = -1;
+	int64_t global[DT_MAX_RANK];
+	if (s->has_global_shape) {
+		const int64_t *g = dt_ints_get(v->m, s->global_shape, &rank);
+		if (rank > DT_MAX_RANK) {
+			fail(v, "global-shape has more than %d dims", DT_MAX_RANK);
+			return;
+		}
+		memcpy(global, g, sizeof(int64_t) * (size_t)rank);
+	} else if (n->ntensors) {
+		const struct dt_tensor *t = dt_node_tensor(v->m, n, 0);
+		rank = tensor_rank(v->m, t);
+		if (v->m->view == DT_VIEW_GLOBAL)
+			memcpy(global, dt_ints_get(v->m, t->shape, NULL),
+			       sizeof(int64_t) * (size_t)rank);
+	}
+	char err[256];
+	if (rank >= 0 && !dt_placements_validate(&s->placements, rank, err,
+						 sizeof(err))) {
+		fail(v, "%s", err);
+		return;
+	}
+	if (v->m->view == DT_VIEW_GLOBAL && s->has_global_shape &&
+	    n->ntensors) {
+		const struct dt_tensor *t = dt_node_tensor(v->m, n, 0);
+		int r2;
+		const int64_t *shape = dt_ints_get(v->m, t->shape, &r2);
+		if (r2 != rank || memcmp(shape, global, sizeof(int64_t) * (size_t)rank))
+			fail(v, "global-shape differs from the tensor shape of a global-view node");
+	}
+	/* A local value with a global shape must be this rank's shard (every
+	 * rank's, for an SPMD graph without rank="R"). */
+	if (v->m->view != DT_VIEW_LOCAL || !s->has_global_shape ||
+	    !n->ntensors)
+		return;
+	const struct dt_tensor *t = dt_node_tensor(v->m, n, 0);
+	int lrank;
+	const int64_t *local = dt_ints_get(v->m, t->shape, &lrank);
+	if (lrank != rank) {
+		fail(v, "local shape has %d dims but global-shape has %d", lrank,
+		     rank);
+		return;
+	}
+	for (int64_t pos = 0; pos < mesh->size; pos++) {
+		if (v->m->rank >= 0 && dt_mesh_device(mesh, pos) != v->m->rank)
+			continue;
+		int64_t coord[DT_MAX_MESH_DIMS];
+		dt_mesh_coords(mesh, pos, coord);
+		for (int d = 0; d < rank; d++) {
+			int64_t want = dt_shard_length(&s->placements, mesh->shape,
+						       coord, d, global[d]);
+			if (want != local[d]) {
+				fail(v, "local dim %d is %lld but rank %d holds %lld of global-shape dim %lld%s",
+				     d, (long long)local[d],
+				     dt_mesh_device(mesh, pos), (long long)want,
+				     (long long)global[d],
+				     v->m->rank < 0 ? " (uneven shards need a per-rank graph with rank=\"R\")"
+						    : "");
+				return;
+			}
+		}
+	}
+}
+
+static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
+{
+	const struct dt_node *n = dt_node_get(v->m, id);
+	v->node = n;
+	struct input_check ic = {v, pos};
+	dt_node_for_each_input(v->m, n, check_input, &ic);
+	if (n->kind == DT_NODE_OUTPUT) {
+		if (n->next)
+			fail(v, "the output node must be the last node");
+		return;
+	}
+	if (n->kind == DT_NODE_PLACEHOLDER && n->nargs)
+		fail(v, "a placeholder takes no arguments");
+	check_sharding(v);
+	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN)
+		return;
+	struct dt_bound_args b;
+	if (dt_op_bind(v->m, n, &b, v->d) != DT_OK) {
+		v->errors++;
+		return;
+	}
+	if (dt_op_has((enum dt_op)n->op, DT_OPF_COLLECTIVE)) {
+		if (v->m->view == DT_VIEW_GLOBAL)
+			fail(v, "a global-view graph has no collectives (use dtensor.redistribute)");
+		check_collective(v, &b);
+	}
+	if (n->op == DT_OP_WAIT && b.arg[0] && b.arg[0]->kind == DT_ARG_NODE) {
+		const struct dt_node *in = dt_node_get(v->m, b.arg[0]->v.node);
+		if (in->kind != DT_NODE_CALL || in->op == DT_OP_UNKNOWN ||
+		    !dt_op_has((enum dt_op)in->op, DT_OPF_COLLECTIVE))
+			fail(v, "wait_tensor waits on '%s', which is not a collective",
+			     dt_str_get(v->m, in->name));
+	}
+}
+
+/* A collective's result may only be read by its wait. */
+static void check_collective_users(struct verifier *v)
+{
+	struct dt_uses u;
+	dt_uses_fill(&u, v->m);
+	dt_foreach_node(v->m, id)
+	{
+		const struct dt_node *n = dt_node_get(v->m, id);
+		if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
+		    !dt_op_has((enum dt_op)n->op, DT_OPF_COLLECTIVE))
+			continue;
+		for (uint32_t k = u.first[id]; k < u.first[id + 1]; k++) {
+			const struct dt_node *user = dt_node_get(v->m, u.list[k]);
+			if (user->op != DT_OP_WAIT) {
+				v->node = user;
+				fail(v, "uses collective '%s' directly; read it through its wait_tensor",
+				     dt_str_get(v->m, n->name));
+			}
+		}
+	}
+	dt_uses_fini(&u);
+}
+
+int dt_verify(struct dt_module *m, struct dt_diag *d)
+{
+	struct verifier v = {.m = m, .d = d};
+	v.position = dt_calloc(m->nodes.len, sizeof(uint32_t));
+	uint32_t pos = 0, outputs = 0;
+	dt_foreach_node(m, id) v.position[id] = ++pos;
+	dt_foreach_node(m, id)
+	{
+		check_node(&v, id, v.position[id]);
+		outputs += dt_node_get(m, id)->kind == DT_NODE_OUTPUT;
+	}
+	v.node = NULL;
+	if (outputs == 0) {
+		dt_diag_report(d, DT_ERROR, m->file, 0, NULL,
+			       "the graph has no output node");
+		v.errors++;
+	}
+	if (!v.errors)
+		check_collective_users(&v);
+	dt_free(v.position);
+	return v.errors ? DT_EINPUT : DT_OK;
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/* pass_manager.c: the pass registry, pipeline parsing and the driver that
+ * runs passes with their required properties, dumps and timing. */
+#include "passes.h"
+
+#include <string.h>
+#include <time.h>
+
+static const struct dt_pass *const registry[] = {
+	&dt_pass_verify,
+	&dt_pass_shape_infer,
+	&dt_pass_dce,
+};
+enum { NPASSES = sizeof(registry) / sizeof(registry[0]) };
+
+double dt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const struct dt_pass *dt_pass_find(const char *name)
+{
+	for (int i = 0; i < NPASSES; i++)
+		if (strcmp(registry[i]->name, name) == 0)
+			return registry[i];
+	return NULL;
+}
+
+void dt_pass_list(FILE *out)
+{
+	for (int i = 0; i < NPASSES; i++)
+		fprintf(out, "  %-20s %s\n", registry[i]->name, registry[i]->help);
+}
+
+int dt_pipeline_parse(struct dt_pipeline *p, const char *text,
+		      struct dt_diag *d)
+{
+	p->npasses = 0;
+	const char *s = text;
+	while (*s) {
+		const char *e = strchr(s, ',');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		char name[64];
+		if (n == 0 || n >= sizeof(name)) {
+			dt_diag_report(d, DT_ERROR, NULL, 0, NULL,
+				       "bad pipeline '%s': empty or overlong pass name",
+				       text);
+			return DT_EUSAGE;
+		}
+		memcpy(name, s, n);
+		name[n] = 0;
+		const struct dt_pass *pass = dt_pass_find(name);
+		if (!pass) {
+			char known[512] = "";
+			for (int i = 0; i < NPASSES; i++) {
+				if (i)
+					strncat(known, ", ", sizeof(known) - strlen(known) - 1);
+				strncat(known, registry[i]->name,
+					sizeof(known) - strlen(known) - 1);
+			}
+			dt_diag_report(d, DT_ERROR, NULL, 0, NULL,
+				       "unknown pass '%s' in pipeline (passes: %s)",
+				       name, known);
+			return DT_EUSAGE;
+		}
+		if (p->npasses == DT_MAX_PIPELINE) {
+			dt_diag_report(d, DT_ERROR, NULL, 0, NULL,
+				       "pipeline longer than %d passes",
+				       DT_MAX_PIPELINE);
+			return DT_EUSAGE;
+		}
+		p->passes[p->npasses++] = pass;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	if (p->npasses == 0) {
+		dt_diag_report(d, DT_ERROR, NULL, 0, NULL, "empty pipeline");
+		return DT_EUSAGE;
+	}
+	return DT_OK;
+}
+
+const char *dt_default_pipeline(const struct dt_module *m)
+{
+	(void)m; /* both views share it until lowering and fusion exist */
+	return "verify,shape-infer,dce";
+}
+
+/* The pass that establishes `prop`. */
+static const struct dt_pass *establisher(uint32_t prop)
+{
+	for (int i = 0; i < NPASSES; i++)
+		if (registry[i]->establishes & prop)
+			return registry[i];
+	return NULL;
+}
+
+struct timing {
+	const char *name;
+	double seconds;
+};
+
+/* Timing rows, one per pass run (prerequisites included). */
+struct timings {
+	struct timing rows[DT_MAX_PIPELINE * 4];
+	int n;
+};
+
+static int run_one(struct dt_module *m, const struct dt_pass *pass,
+		   uint32_t *props, const struct dt_pipeline_options *opt,
+		   struct dt_diag *d, struct dt_arena *scratch,
+		   struct timings *t, int depth)
+{
+	uint32_t missing = pass->requires & ~*props;
+	for (uint32_t bit = 1; missing && depth < 4; bit <<= 1) {
+		if (!(missing & bit))
+			continue;
+		const struct dt_pass *pre = establisher(bit);
+		DT_REQUIRE(pre);
+		int rc = run_one(m, pre, props, opt, d, scratch, t, depth + 1);
+		if (rc != DT_OK)
+			return rc;
+		missing &= ~*props;
+	}
+	struct dt_pass_ctx ctx = {m, d, scratch, &opt->pass};
+	double start = dt_now();
+	unsigned errors = d->nerrors;
+	int rc = pass->run(&ctx);
+	if (rc == DT_OK && d->nerrors > errors)
+		rc = DT_EINPUT;
+	if (t->n < (int)(sizeof(t->rows) / sizeof(t->rows[0])))
+		t->rows[t->n++] = (struct timing){pass->name, dt_now() - start};
+	dt_arena_reset(scratch);
+	if (rc != DT_OK)
+		return rc;
+	*props = (*props & pass->preserves) | pass->establishes;
+	FILE *dump = opt->dump_out ? opt->dump_out : stderr;
+	if (opt->dump_after && (strcmp(opt->dump_after, "all") == 0 ||
+				strcmp(opt->dump_after, pass->name) == 0)) {
+		fprintf(dump, "// ----- dump after %s -----\n", pass->name);
+		dt_print_text(m, dump);
+	}
+	if (opt->verify_each && pass != &dt_pass_verify) {
+		rc = dt_verify(m, d);
+		if (rc != DT_OK) {
+			dt_diag_report(d, DT_NOTE, m->file, 0, NULL,
+				       "the graph became invalid after pass '%s'",
+				       pass->name);
+			return rc;
+		}
+	}
+	return DT_OK;
+}
+
+int dt_pipeline_run(struct dt_module *m, const struct dt_pipeline *p,
+		    const struct dt_pipeline_options *opt, struct dt_diag *d)
+{
+	struct dt_arena scratch;
+	dt_arena_init(&scratch);
+	struct timings times;
+	times.n = 0;
+	uint32_t props = 0;
+	int rc = DT_OK;
+	for (int i = 0; i < p->npasses && rc == DT_OK; i++)
+		rc = run_one(m, p->passes[i], &props, opt, d, &scratch, &times,
+			     0);
+	dt_arena_fini(&scratch);
+	if (opt->time_passes) {
+		FILE *out = opt->time_out ? opt->time_out : stderr;
+		double total = 0;
+		for (int i = 0; i < times.n; i++)
+			total += times.rows[i].seconds;
+		fprintf(out, "===-- pass timing (%u nodes) --===\n",
+			dt_graph_count(m));
+		fprintf(out, "  %10s  %6s  %s\n", "seconds", "%", "pass");
+		for (int i = 0; i < times.n; i++)
+			fprintf(out, "  %10.6f  %5.1f%%  %s\n",
+				times.rows[i].seconds,
+				total > 0 ? 100 * times.rows[i].seconds / total : 0,
+				times.rows[i].name);
+		fprintf(out, "  %10.6f  100.0%%  total\n", total);
+	}
+	return rc;
+}

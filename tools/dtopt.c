@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/* dtopt.c: the dtopt executable: dispatches subcommands and owns the
+ * process (exit codes, stdout/stderr). */
+#include "cli.h"
+#include "dtopt_config.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{"opt", dt_cmd_opt, "run a pass pipeline over a graph"},
+	{"dump", dt_cmd_dump, "print a graph as text, dot or json"},
+	{"verify", dt_cmd_verify, "check a graph and report every problem"},
+	{"gen", dt_cmd_gen, "generate a synthetic transformer-like graph"},
+};
+enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
+
+int dt_exit_code(int status)
+{
+	switch (status) {
+	case DT_OK: return DT_EXIT_OK;
+	case DT_EUSAGE: return DT_EXIT_USAGE;
+	case DT_ERUNTIME: return DT_EXIT_RUNTIME;
+	default: return DT_EXIT_INPUT;
+	}
+}
+
+int dt_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "dtopt %s: error: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'dtopt %s --help')\n", cmd);
+	return DT_EXIT_USAGE;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: dtopt COMMAND [ARGS]\n\n"
+		     "dtopt decides and rewrites how tensors are sharded and "
+		     "communicated across a device mesh.\n\ncommands:\n");
+	for (int i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\n'dtopt COMMAND --help' describes a command. Exit codes: "
+		     "0 ok, 1 bad input, 2 usage, 3 runtime failure.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return DT_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return DT_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("dtopt %s\n", DTOPT_VERSION);
+		return DT_EXIT_OK;
+	}
+	for (int i = 0; i < NCOMMANDS; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "dtopt: error: unknown command '%s' (see 'dtopt --help')\n",
+		argv[1]);
+	return DT_EXIT_USAGE;
+}

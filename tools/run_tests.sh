@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# run_tests.sh: set up, build and run every test this machine can run: the
+# main build (warnings as errors under CI) and an address+undefined sanitizer
+# build of the unit, golden and bad-input suites.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh --asan
+ninja -C build
+meson test -C build --print-errorlogs
+ninja -C build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C build-asan --print-errorlogs --suite unit --suite golden --suite bad
