@@ -61,7 +61,8 @@ static void error_at(struct reader *r, uint32_t line, const char *fmt, ...)
 static void libxml_error(void *ud, xmlErrorPtr e)
 {
 	struct reader *r = ud;
-	if (!e || e->level == XML_ERR_WARNING)
+	/* libxml2 follows its first error with consequences of it. */
+	if (!e || e->level == XML_ERR_WARNING || r->failed)
 		return;
 	char msg[1024];
 	snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "XML error");
@@ -264,7 +265,7 @@ static bool parse_value(struct reader *r, xmlNodePtr el, struct dt_arg *a,
 			char *dup = dt_strdup(v), *save = NULL;
 			for (char *t = strtok_r(dup, " \t\n", &save); t;
 			     t = strtok_r(NULL, " \t\n", &save)) {
-				double f;
+				double f = 0;
 				if (!parse_float(t, &f))
 					error_at(r, line,
 						 "<%s floats=...>: '%s' is not a number",
@@ -790,10 +791,16 @@ static void element_end(struct reader *r, const char *n, int depth)
 		list_end(r);
 }
 
+/* Where the prolog scan got to: a DOCTYPE (and its line), the start of
+ * the document element (or junk, which libxml2 reports), or the end of the
+ * bytes seen so far. */
+enum prolog { PROLOG_DOCTYPE, PROLOG_CLEAN, PROLOG_MORE };
+
 /* Reject a DOCTYPE (and so every entity declaration) before parsing: format
  * v1 has none, and refusing it up front makes entity attacks impossible.
- * Returns the 1-based line of the DOCTYPE, or 0. */
-static uint32_t find_doctype(const char *buf, size_t len)
+ * `eof` tells whether `buf` holds the whole input. */
+static enum prolog scan_prolog(const char *buf, size_t len, bool eof,
+			       uint32_t *line_out)
 {
 	uint32_t line = 1;
 	size_t i = 0;
@@ -801,30 +808,36 @@ static uint32_t find_doctype(const char *buf, size_t len)
 		i = 3;
 	while (i < len) {
 		char c = buf[i];
-		if (c == '\n') {
-			line++;
+		const char *close = NULL;
+		size_t skip = 0;
+		if (c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+			line += c == '\n';
 			i++;
-		} else if (c == ' ' || c == '\t' || c == '\r') {
-			i++;
-		} else if (c == '<' && i + 1 < len && buf[i + 1] == '?') {
-			const char *e = memmem(buf + i, len - i, "?>", 2);
-			size_t stop = e ? (size_t)(e - buf) + 2 : len;
-			for (; i < stop; i++)
-				line += buf[i] == '\n';
-		} else if (c == '<' && len - i >= 4 &&
-			   memcmp(buf + i, "<!--", 4) == 0) {
-			const char *e = memmem(buf + i, len - i, "-->", 3);
-			size_t stop = e ? (size_t)(e - buf) + 3 : len;
-			for (; i < stop; i++)
-				line += buf[i] == '\n';
-		} else if (c == '<' && len - i >= 9 &&
-			   memcmp(buf + i, "<!DOCTYPE", 9) == 0) {
-			return line;
-		} else {
-			return 0; /* the root element or junk: libxml2 decides */
+			continue;
 		}
+		if (c != '<' || i + 1 >= len)
+			return eof || c != '<' ? PROLOG_CLEAN : PROLOG_MORE;
+		if (buf[i + 1] == '?') {
+			close = "?>";
+			skip = 2;
+		} else if (len - i >= 4 && memcmp(buf + i, "<!--", 4) == 0) {
+			close = "-->";
+			skip = 3;
+		} else if (len - i >= 9 && memcmp(buf + i, "<!DOCTYPE", 9) == 0) {
+			*line_out = line;
+			return PROLOG_DOCTYPE;
+		} else if (buf[i + 1] == '!' && len - i < 9 && !eof) {
+			return PROLOG_MORE;
+		} else {
+			return PROLOG_CLEAN; /* the root element, or junk */
+		}
+		const char *e = memmem(buf + i, len - i, close, skip);
+		if (!e)
+			return eof ? PROLOG_CLEAN : PROLOG_MORE;
+		for (size_t stop = (size_t)(e - buf) + skip; i < stop; i++)
+			line += buf[i] == '\n';
 	}
-	return 0;
+	return eof ? PROLOG_CLEAN : PROLOG_MORE;
 }
 
 static xmlRelaxNGPtr load_schema(void)
@@ -838,106 +851,167 @@ static xmlRelaxNGPtr load_schema(void)
 	return schema;
 }
 
-int dt_read_memory(const char *buf, size_t len, const char *name,
-		   const struct dt_read_options *opt, struct dt_diag *d,
-		   struct dt_module **out)
+/* Parse the document behind r->xr (which this frees) into r->m. */
+static int parse(struct reader *r)
 {
-	static const struct dt_read_options defaults;
-	if (!opt)
-		opt = &defaults;
-	*out = NULL;
-	struct reader r = {.diag = d, .opt = opt};
-	r.m = dt_module_create(name);
-	uint64_t max = opt->max_bytes ? opt->max_bytes : DT_READ_MAX_BYTES;
-	if (len == 0) {
-		error_at(&r, 0, "the file is empty (expected a <dtopt-graph> document)");
-		dt_module_destroy(r.m);
-		return DT_EINPUT;
-	}
-	if (len > max || len > INT32_MAX) {
-		error_at(&r, 0, "the file is larger than the limit of %llu bytes",
-			 (unsigned long long)(max < INT32_MAX ? max : INT32_MAX));
-		dt_module_destroy(r.m);
-		return DT_EINPUT;
-	}
-	uint32_t doctype = find_doctype(buf, len);
-	if (doctype) {
-		error_at(&r, doctype,
-			 "DOCTYPE declarations are not allowed (format v1 has no DTD; "
-			 "entities are never loaded)");
-		dt_module_destroy(r.m);
-		return DT_EINPUT;
-	}
-	xmlSetExternalEntityLoader(refuse_external_entity);
-	r.xr = xmlReaderForMemory(buf, (int)len, name, NULL,
-				  XML_PARSE_NONET | XML_PARSE_BIG_LINES |
-					  XML_PARSE_COMPACT | XML_PARSE_NOCDATA);
-	if (!r.xr) {
-		error_at(&r, 0, "cannot create the XML reader");
-		dt_module_destroy(r.m);
-		return DT_EIO;
-	}
-	xmlTextReaderSetStructuredErrorHandler(r.xr, libxml_error, &r);
+	xmlTextReaderSetStructuredErrorHandler(r->xr, libxml_error, r);
 	xmlRelaxNGPtr schema = NULL;
-	if (!opt->skip_schema) {
+	if (!r->opt->skip_schema) {
 		schema = load_schema();
-		if (xmlTextReaderRelaxNGSetSchema(r.xr, schema) != 0)
-			error_at(&r, 0, "cannot attach the format v1 schema");
+		if (xmlTextReaderRelaxNGSetSchema(r->xr, schema) != 0)
+			error_at(r, 0, "cannot attach the format v1 schema");
 	}
 	bool saw_root = false;
-	int ret;
-	while (!r.failed && (ret = xmlTextReaderRead(r.xr)) == 1) {
-		int type = xmlTextReaderNodeType(r.xr);
-		int depth = xmlTextReaderDepth(r.xr);
+	int ret = 0;
+	while (!r->failed && (ret = xmlTextReaderRead(r->xr)) == 1) {
+		int type = xmlTextReaderNodeType(r->xr);
+		int depth = xmlTextReaderDepth(r->xr);
 		if (type == XML_READER_TYPE_ELEMENT) {
-			xmlNodePtr el = xmlTextReaderCurrentNode(r.xr);
+			xmlNodePtr el = xmlTextReaderCurrentNode(r->xr);
 			if (depth > DT_READ_MAX_DEPTH) {
-				error_at(&r, node_line(el),
+				error_at(r, node_line(el),
 					 "elements nest deeper than %d levels",
 					 DT_READ_MAX_DEPTH);
 				break;
 			}
 			saw_root = true;
-			element_start(&r, el, depth,
-				      xmlTextReaderIsEmptyElement(r.xr) == 1);
+			element_start(r, el, depth,
+				      xmlTextReaderIsEmptyElement(r->xr) == 1);
 		} else if (type == XML_READER_TYPE_END_ELEMENT) {
-			element_end(&r, (const char *)xmlTextReaderConstLocalName(r.xr),
+			element_end(r, (const char *)xmlTextReaderConstLocalName(r->xr),
 				    depth);
 		} else if (type == XML_READER_TYPE_TEXT ||
 			   type == XML_READER_TYPE_CDATA) {
-			xmlNodePtr el = xmlTextReaderCurrentNode(r.xr);
-			error_at(&r, el ? node_line(el) : 0,
+			xmlNodePtr el = xmlTextReaderCurrentNode(r->xr);
+			error_at(r, el ? node_line(el) : 0,
 				 "unexpected text content");
 		}
 	}
-	if (!r.failed && ret != 0)
-		error_at(&r, (uint32_t)xmlTextReaderGetParserLineNumber(r.xr),
+	if (!r->failed && ret != 0)
+		error_at(r, (uint32_t)xmlTextReaderGetParserLineNumber(r->xr),
 			 "malformed XML");
-	if (!r.failed && !saw_root)
-		error_at(&r, 0, "no <dtopt-graph> element");
-	if (!r.failed && schema && xmlTextReaderIsValid(r.xr) != 1)
-		error_at(&r, 0, "does not match the format v1 schema");
-	xmlFreeTextReader(r.xr);
+	if (!r->failed && !saw_root)
+		error_at(r, 0, "no <dtopt-graph> element");
+	if (!r->failed && schema && xmlTextReaderIsValid(r->xr) != 1)
+		error_at(r, 0, "does not match the format v1 schema");
+	xmlFreeTextReader(r->xr);
+	r->xr = NULL;
 	if (schema)
 		xmlRelaxNGFree(schema);
-	struct pending_node *p = &r.node;
+	return r->failed ? DT_EINPUT : DT_OK;
+}
+
+static const int parse_options = XML_PARSE_NONET | XML_PARSE_BIG_LINES |
+				 XML_PARSE_COMPACT | XML_PARSE_NOCDATA;
+
+/* Finish a read: free the reader's buffers; hand the module over or
+ * destroy it. */
+static int finish(struct reader *r, int rc, struct dt_module **out)
+{
+	struct pending_node *p = &r->node;
 	dt_vec_free(&p->args);
 	dt_vec_free(&p->kwargs);
 	dt_vec_free(&p->items);
 	dt_vec_free(&p->tensors);
 	dt_vec_free(&p->metas);
-	dt_vec_free(&r.scratch);
-	if (r.failed) {
-		dt_module_destroy(r.m);
+	dt_vec_free(&r->scratch);
+	if (rc != DT_OK || r->failed) {
+		dt_module_destroy(r->m);
+		return rc != DT_OK ? rc : DT_EINPUT;
+	}
+	*out = r->m;
+	return DT_OK;
+}
+
+/* Checks shared by both entry points before libxml2 sees any byte. */
+static int check_prefix(struct reader *r, const char *buf, size_t len,
+			bool eof)
+{
+	if (len == 0 && eof) {
+		error_at(r, 0, "the file is empty (expected a <dtopt-graph> document)");
 		return DT_EINPUT;
 	}
-	*out = r.m;
+	uint32_t line = 0;
+	if (scan_prolog(buf, len, eof, &line) == PROLOG_DOCTYPE) {
+		error_at(r, line,
+			 "DOCTYPE declarations are not allowed (format v1 has no DTD; "
+			 "entities are never loaded)");
+		return DT_EINPUT;
+	}
+	xmlSetExternalEntityLoader(refuse_external_entity);
 	return DT_OK;
+}
+
+int dt_read_memory(const char *buf, size_t len, const char *name,
+		   const struct dt_read_options *opt, struct dt_diag *d,
+		   struct dt_module **out)
+{
+	static const struct dt_read_options defaults;
+	*out = NULL;
+	struct reader r = {.diag = d, .opt = opt ? opt : &defaults};
+	r.m = dt_module_create(name);
+	uint64_t max = r.opt->max_bytes ? r.opt->max_bytes : DT_READ_MAX_BYTES;
+	if (len > max || len > INT32_MAX) {
+		error_at(&r, 0, "the input is larger than the limit of %llu bytes",
+			 (unsigned long long)(max < INT32_MAX ? max : INT32_MAX));
+		return finish(&r, DT_EINPUT, out);
+	}
+	int rc = check_prefix(&r, buf, len, true);
+	if (rc != DT_OK)
+		return finish(&r, rc, out);
+	r.xr = xmlReaderForMemory(buf, (int)len, name, NULL, parse_options);
+	if (!r.xr) {
+		error_at(&r, 0, "cannot create the XML reader");
+		return finish(&r, DT_EIO, out);
+	}
+	return finish(&r, parse(&r), out);
+}
+
+/* Streaming input: first the bytes read for the prolog check, then the
+ * rest of the file, counting against the size limit. */
+struct stream {
+	FILE *f;
+	const char *prefix;
+	size_t prefix_len, prefix_pos;
+	uint64_t total, max;
+	bool too_big, io_error;
+};
+
+static int stream_read(void *ctx, char *buf, int len)
+{
+	struct stream *s = ctx;
+	size_t n;
+	if (s->prefix_pos < s->prefix_len) {
+		n = s->prefix_len - s->prefix_pos;
+		if (n > (size_t)len)
+			n = (size_t)len;
+		memcpy(buf, s->prefix + s->prefix_pos, n);
+		s->prefix_pos += n;
+	} else {
+		n = fread(buf, 1, (size_t)len, s->f);
+		if (n == 0 && ferror(s->f)) {
+			s->io_error = true;
+			return -1;
+		}
+	}
+	s->total += n;
+	if (s->total > s->max) {
+		s->too_big = true;
+		return -1;
+	}
+	return (int)n;
+}
+
+static int stream_close(void *ctx)
+{
+	(void)ctx;
+	return 0;
 }
 
 int dt_read_file(const char *path, const struct dt_read_options *opt,
 		 struct dt_diag *d, struct dt_module **out)
 {
+	static const struct dt_read_options defaults;
 	*out = NULL;
 	bool is_stdin = strcmp(path, "-") == 0;
 	const char *name = is_stdin ? "<stdin>" : path;
@@ -947,27 +1021,52 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 			       strerror(errno));
 		return DT_EIO;
 	}
-	uint64_t max = opt && opt->max_bytes ? opt->max_bytes : DT_READ_MAX_BYTES;
-	DT_VEC(char) buf = {0};
-	size_t got;
-	do {
-		uint32_t at = dt_vec_grow(&buf, 1 << 20);
-		got = fread(buf.data + at, 1, 1 << 20, f);
-		buf.len = at + (uint32_t)got;
-		if (buf.len > max || buf.len > INT32_MAX)
-			break;
-	} while (got > 0);
-	bool err = ferror(f);
+	struct reader r = {.diag = d, .opt = opt ? opt : &defaults};
+	r.m = dt_module_create(name);
+	struct stream s = {.f = f};
+	s.max = r.opt->max_bytes ? r.opt->max_bytes : DT_READ_MAX_BYTES;
+	/* Read until the prolog check can decide (usually the first block). */
+	DT_VEC(char) prefix = {0};
+	enum prolog state = PROLOG_MORE;
+	bool eof = false;
+	uint32_t ignored;
+	while (state == PROLOG_MORE && !eof && prefix.len < (64u << 20)) {
+		uint32_t at = dt_vec_grow(&prefix, 1 << 16);
+		size_t got = fread(prefix.data + at, 1, 1 << 16, f);
+		prefix.len = at + (uint32_t)got;
+		eof = got == 0;
+		state = scan_prolog(prefix.data, prefix.len, eof, &ignored);
+	}
+	int rc = DT_OK;
+	if (ferror(f)) {
+		error_at(&r, 0, "cannot read: %s", strerror(errno));
+		rc = DT_EIO;
+	} else {
+		rc = check_prefix(&r, prefix.data ? prefix.data : "", prefix.len,
+				  eof);
+	}
+	if (rc == DT_OK) {
+		s.prefix = prefix.data;
+		s.prefix_len = prefix.len;
+		r.xr = xmlReaderForIO(stream_read, stream_close, &s, name, NULL,
+				      parse_options);
+		if (!r.xr) {
+			error_at(&r, 0, "cannot create the XML reader");
+			rc = DT_EIO;
+		} else {
+			rc = parse(&r);
+		}
+		if (s.too_big) {
+			error_at(&r, 0, "the file is larger than the limit of %llu bytes",
+				 (unsigned long long)s.max);
+			rc = DT_EINPUT;
+		} else if (s.io_error) {
+			error_at(&r, 0, "cannot read: %s", strerror(errno));
+			rc = DT_EIO;
+		}
+	}
+	dt_vec_free(&prefix);
 	if (!is_stdin)
 		fclose(f);
-	if (err) {
-		dt_diag_report(d, DT_ERROR, name, 0, NULL, "cannot read: %s",
-			       strerror(errno));
-		dt_vec_free(&buf);
-		return DT_EIO;
-	}
-	int rc = dt_read_memory(buf.data ? buf.data : "", buf.len, name, opt, d,
-				out);
-	dt_vec_free(&buf);
-	return rc;
+	return finish(&r, rc, out);
 }

@@ -49,7 +49,7 @@ enum dt_param_kind {
 };
 
 #define DT_MAX_PARAMS 16
-#define DT_MAX_RESULTS 8
+#define DT_MAX_RESULTS 64 /* split/unbind may make many */
 
 struct dt_op_param {
 	const char *name;

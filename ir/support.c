@@ -188,9 +188,7 @@ static void intern_rehash(struct dt_intern *t, uint32_t nslots)
 	t->slots = dt_calloc(nslots, sizeof(uint32_t));
 	t->nslots = nslots;
 	for (uint32_t id = 0; id < t->offsets.len; id++) {
-		uint32_t n;
-		const char *p = intern_bytes_at(t, id, &n);
-		uint32_t i = hash_bytes(p, n) & (nslots - 1);
+		uint32_t i = t->hashes.data[id] & (nslots - 1);
 		while (t->slots[i])
 			i = (i + 1) & (nslots - 1);
 		t->slots[i] = id + 1;
@@ -206,6 +204,7 @@ void dt_intern_init(struct dt_intern *t)
 void dt_intern_fini(struct dt_intern *t)
 {
 	dt_vec_free(&t->offsets);
+	dt_vec_free(&t->hashes);
 	dt_vec_free(&t->bytes);
 	dt_free(t->slots);
 	memset(t, 0, sizeof(*t));
@@ -220,10 +219,12 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 	uint32_t h = hash_bytes(p, n);
 	uint32_t i = h & (t->nslots - 1);
 	while (t->slots[i]) {
-		uint32_t len;
-		const char *q = intern_bytes_at(t, t->slots[i] - 1, &len);
-		if (len == n && memcmp(p, q, n) == 0)
-			return t->slots[i] - 1;
+		uint32_t other = t->slots[i] - 1, len;
+		if (t->hashes.data[other] == h) {
+			const char *q = intern_bytes_at(t, other, &len);
+			if (len == n && memcmp(p, q, n) == 0)
+				return other;
+		}
 		i = (i + 1) & (t->nslots - 1);
 	}
 	uint32_t id = t->offsets.len;
@@ -237,6 +238,7 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 	t->bytes.data[at + 8 + n] = 0;
 	/* the 4 bytes after the length are padding so payloads are 8-aligned */
 	dt_vec_push(&t->offsets, at);
+	dt_vec_push(&t->hashes, h);
 	t->slots[i] = id + 1;
 	return id;
 }

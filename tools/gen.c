@@ -320,9 +320,9 @@ static uint32_t emit(struct gen *g, enum dt_node_kind kind, dt_str name,
 }
 
 /* A call_function node named FX-style after its op ("mm", "mm_1", …). */
-static uint32_t emit_op(struct gen *g, enum gen_op op, const struct dt_arg *args,
-			uint32_t nargs, const struct gen_val *outs,
-			uint32_t nouts)
+static uint32_t emit_op(struct gen *g, enum gen_op op,
+			const struct dt_arg *args, uint32_t nargs,
+			const struct gen_val *outs, uint32_t nouts)
 {
 	dt_str name = gen_name(g, gen_ops[op].base, g->count[op]++);
 	return emit(g, DT_NODE_CALL, name, g->target[op], args, nargs, outs,
@@ -992,7 +992,8 @@ static void gen_usage(FILE *out)
 	      "                        (default: alternate per weight)\n"
 	      "  --declare-groups G    all (default: single-dim groups and every\n"
 	      "                        flattened group the chains fuse onto, in\n"
-	      "                        both orders), singles, none\n"
+	      "                        both orders), singles, or none (no\n"
+	      "                        <group> at all)\n"
 	      "  --seed N              seed of the random choices (default 1)\n"
 	      "  -o FILE               output file (default -, stdout)\n"
 	      "  -h, --help            show this help\n",

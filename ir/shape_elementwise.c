@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/* shape_elementwise.c: shape functions of elementwise ops. Output shapes
+ * broadcast; dtypes follow at::result_type (with the float/bool rules of
+ * each op); output strides follow TensorIterator: the fast setup
+ * (all-contiguous, all-channels-last, or identical dense strides) and
+ * otherwise reorder_dimensions, which gives the output the memory order of
+ * the first input with a strict stride order between two dims
+ * (aten/src/ATen/TensorIterator.cpp). */
+#include "shape.h"
+
+#include <string.h>
+
+/* reorder_dimensions' comparison of dims d0 (currently inner) and d1 over
+ * the inputs in order: 1 = swap them, -1 = keep, 0 = ambiguous (ask the
+ * next insertion step). `st` holds each input's strides (0 = broadcast,
+ * skipped); equal strides put the smaller dim inside. */
+static int should_swap(int64_t st[][DT_MAX_RANK], int n, const int64_t *shape,
+		       int d0, int d1)
+{
+	for (int k = 0; k < n; k++) {
+		int64_t s0 = st[k][d0], s1 = st[k][d1];
+		if (s0 == 0 || s1 == 0)
+			continue;
+		if (s0 < s1)
+			return -1;
+		if (s0 > s1)
+			return 1;
+		if (shape[d0] > shape[d1])
+			return 1;
+	}
+	return 0;
+}
+
+/* The output geometry TensorIterator gives inputs `o` (in operand order):
+ * out->rank/shape/stride, offset 0; dtype is left to the caller. */
+static int iter_geometry(struct dt_shape_ctx *c, const struct dt_operand *o,
+			 int n, struct dt_tinfo *out)
+{
+	bool same = true;
+	int rank = o[0].t.rank;
+	int64_t shape[DT_MAX_RANK];
+	memcpy(shape, o[0].t.shape, sizeof(shape));
+	for (int k = 1; k < n; k++) {
+		const struct dt_tinfo *t = &o[k].t;
+		if (t->rank == rank &&
+		    memcmp(t->shape, shape, (size_t)rank * sizeof(int64_t)) == 0)
+			continue;
+		same = false;
+		if (dt_shape_broadcast(c, shape, rank, t->shape, t->rank, shape,
+				       &rank) != DT_OK)
+			return DT_EINPUT;
+	}
+	memset(out, 0, sizeof(*out));
+	out->rank = rank;
+	memcpy(out->shape, shape, sizeof(shape));
+	if (same) { /* fast setup */
+		bool contig = true, cl = true, dense = true;
+		for (int k = 0; k < n; k++) {
+			contig = contig && dt_tinfo_is_contiguous(&o[k].t);
+			cl = cl && dt_tinfo_is_channels_last(&o[k].t);
+			dense = dense && dt_tinfo_is_dense(&o[k].t);
+		}
+		if (contig || cl) {
+			dt_tinfo_set_strides(out, contig ? DT_MEMFMT_CONTIGUOUS
+							 : DT_MEMFMT_CL);
+			return DT_OK;
+		}
+		bool equal = dense;
+		for (int k = 1; k < n && equal; k++)
+			equal = memcmp(o[k].t.stride, o[0].t.stride,
+				       (size_t)rank * sizeof(int64_t)) == 0;
+		if (equal) {
+			memcpy(out->stride, o[n - 1].t.stride, sizeof(out->stride));
+			return DT_OK;
+		}
+	}
+	/* compute_strides: inputs aligned to the right, broadcast dims 0 */
+	int64_t st[4][DT_MAX_RANK];
+	DT_REQUIRE(n <= 4);
+	for (int k = 0; k < n; k++) {
+		const struct dt_tinfo *t = &o[k].t;
+		int lead = rank - t->rank;
+		for (int d = 0; d < rank; d++) {
+			int i = d - lead;
+			st[k][d] = i < 0 || (t->shape[i] == 1 && shape[d] != 1)
+					   ? 0
+					   : t->stride[i];
+		}
+	}
+	/* perm[0] is the innermost dim; initially the last dim */
+	int perm[DT_MAX_RANK];
+	for (int i = 0; i < rank; i++)
+		perm[i] = rank - 1 - i;
+	for (int i = 1; i < rank && rank > 1; i++) {
+		int dim1 = i;
+		for (int dim0 = i - 1; dim0 >= 0; dim0--) {
+			int cmp = should_swap(st, n, shape, perm[dim0], perm[dim1]);
+			if (cmp > 0) {
+				int tmp = perm[dim0];
+				perm[dim0] = perm[dim1];
+				perm[dim1] = tmp;
+				dim1 = dim0;
+			} else if (cmp < 0) {
+				break;
+			}
+		}
+	}
+	bool inverted = true;
+	for (int i = 0; i < rank; i++)
+		inverted = inverted && perm[i] == rank - 1 - i;
+	if (inverted) {
+		dt_tinfo_set_strides(out, DT_MEMFMT_CONTIGUOUS);
+		return DT_OK;
+	}
+	int64_t next = 1; /* compatible_stride: plain products */
+	for (int i = 0; i < rank; i++) {
+		out->stride[perm[i]] = next;
+		next *= shape[perm[i]];
+	}
+	return DT_OK;
+}
+
+static bool is_integral(enum dt_dtype t)
+{
+	return !dt_dtype_is_float(t);
+}
+
+/* Reads operands from params `ps` and computes geometry and result type. */
+static int operands(struct dt_shape_ctx *c, const int *ps, int n,
+		    struct dt_operand *o, struct dt_tinfo *out)
+{
+	for (int k = 0; k < n; k++)
+		if (dt_shape_operand(c, ps[k], &o[k]) != DT_OK)
+			return DT_EINPUT;
+	if (iter_geometry(c, o, n, out) != DT_OK)
+		return DT_EINPUT;
+	out->dtype = (uint8_t)dt_operands_result_type(o, n);
+	return DT_OK;
+}
+
+/* add/sub/rsub/mul/pow/maximum/minimum: promoted dtype. */
+int dt_shape_binary(struct dt_shape_ctx *c)
+{
+	static const int ps[2] = {0, 1};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	if (operands(c, ps, 2, o, &out) != DT_OK)
+		return DT_EINPUT;
+	enum dt_op op = dt_shape_op(c);
+	bool sub = op == DT_OP_SUB_TENSOR || op == DT_OP_SUB_SCALAR ||
+		   op == DT_OP_RSUB_TENSOR || op == DT_OP_RSUB_SCALAR;
+	if (sub && o[0].t.dtype == DT_BOOL && o[1].t.dtype == DT_BOOL)
+		return dt_shape_fail(c, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* div: integer results become float32 unless a rounding mode is given. */
+int dt_shape_div(struct dt_shape_ctx *c)
+{
+	static const int ps[2] = {0, 1};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	if (operands(c, ps, 2, o, &out) != DT_OK)
+		return DT_EINPUT;
+	enum dt_op op = dt_shape_op(c);
+	bool rounding = (op == DT_OP_DIV_TENSOR_MODE || op == DT_OP_DIV_SCALAR_MODE) &&
+			dt_shape_str(c, 2) != NULL;
+	if (!rounding && is_integral((enum dt_dtype)out.dtype))
+		out.dtype = DT_DEFAULT_FLOAT;
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* eq/ne/lt/le/gt/ge and logical_not: bool results. */
+int dt_shape_compare(struct dt_shape_ctx *c)
+{
+	static const int ps[2] = {0, 1};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	int n = dt_shape_op(c) == DT_OP_LOGICAL_NOT ? 1 : 2;
+	if (operands(c, ps, n, o, &out) != DT_OK)
+		return DT_EINPUT;
+	out.dtype = DT_BOOL;
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* addcmul/addcdiv(self, tensor1, tensor2, value). */
+int dt_shape_ternary(struct dt_shape_ctx *c)
+{
+	static const int ps[3] = {0, 1, 2};
+	struct dt_operand o[3];
+	struct dt_tinfo out;
+	if (operands(c, ps, 3, o, &out) != DT_OK)
+		return DT_EINPUT;
+	if (dt_shape_op(c) == DT_OP_ADDCDIV && is_integral((enum dt_dtype)o[1].t.dtype) &&
+	    is_integral((enum dt_dtype)o[2].t.dtype))
+		return dt_shape_fail(c, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2.");
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* where(condition, self, other): geometry over all three, dtype of
+ * result_type(self, other). */
+int dt_shape_where(struct dt_shape_ctx *c)
+{
+	static const int ps[3] = {0, 1, 2};
+	struct dt_operand o[3];
+	struct dt_tinfo out;
+	if (operands(c, ps, 3, o, &out) != DT_OK)
+		return DT_EINPUT;
+	if (o[0].t.dtype != DT_BOOL && o[0].t.dtype != DT_UINT8)
+		return dt_shape_fail(c, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+				     dt_dtype_name((enum dt_dtype)o[0].t.dtype));
+	out.dtype = (uint8_t)dt_operands_result_type(o + 1, 2);
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* masked_fill(self, mask, value) = self expanded to the broadcast shape
+ * and cloned contiguous, then filled. */
+int dt_shape_masked_fill(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo self, mask, out = {0};
+	if (dt_shape_tensor(c, 0, &self) != DT_OK ||
+	    dt_shape_tensor(c, 1, &mask) != DT_OK)
+		return DT_EINPUT;
+	if (mask.dtype != DT_BOOL)
+		return dt_shape_fail(c, "masked_fill_ only supports boolean masks, but got mask with dtype %s",
+				     dt_dtype_name((enum dt_dtype)mask.dtype));
+	if (dt_shape_op(c) == DT_OP_MASKED_FILL_TENSOR) {
+		struct dt_operand v;
+		if (dt_shape_operand(c, 2, &v) != DT_OK)
+			return DT_EINPUT;
+		if (v.t.rank != 0)
+			return dt_shape_fail(c, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
+					     v.t.rank);
+	}
+	if (dt_shape_broadcast(c, mask.shape, mask.rank, self.shape, self.rank,
+			       out.shape, &out.rank) != DT_OK)
+		return DT_EINPUT;
+	out.dtype = self.dtype;
+	dt_tinfo_set_strides(&out, DT_MEMFMT_CONTIGUOUS);
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* neg, abs, relu, gelu, silu: the input's dtype. */
+int dt_shape_unary(struct dt_shape_ctx *c)
+{
+	static const int ps[1] = {0};
+	struct dt_operand o[1];
+	struct dt_tinfo out;
+	if (operands(c, ps, 1, o, &out) != DT_OK)
+		return DT_EINPUT;
+	if (dt_shape_op(c) == DT_OP_NEG && out.dtype == DT_BOOL)
+		return dt_shape_fail(c, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* sigmoid, tanh, exp, log, sqrt, …: integer inputs give float32. */
+int dt_shape_unary_float(struct dt_shape_ctx *c)
+{
+	static const int ps[1] = {0};
+	struct dt_operand o[1];
+	struct dt_tinfo out;
+	if (operands(c, ps, 1, o, &out) != DT_OK)
+		return DT_EINPUT;
+	if (is_integral((enum dt_dtype)out.dtype))
+		out.dtype = DT_DEFAULT_FLOAT;
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* clamp(self, min, max), clamp_min, clamp_max: a float self keeps its
+ * dtype; otherwise the bounds take part in promotion. */
+int dt_shape_clamp(struct dt_shape_ctx *c)
+{
+	struct dt_operand o[3];
+	struct dt_tinfo out;
+	int n = 1;
+	if (dt_shape_operand(c, 0, &o[0]) != DT_OK)
+		return DT_EINPUT;
+	int nb = dt_shape_op(c) == DT_OP_CLAMP ? 2 : 1;
+	for (int p = 1; p <= nb; p++)
+		if (dt_shape_has(c, p) && dt_shape_operand(c, p, &o[n++]) != DT_OK)
+			return DT_EINPUT;
+	if (n == 1)
+		return dt_shape_fail(c, "torch.clamp: At least one of 'min' or 'max' must not be None");
+	if (iter_geometry(c, o, 1, &out) != DT_OK)
+		return DT_EINPUT;
+	out.dtype = dt_dtype_is_float((enum dt_dtype)o[0].t.dtype)
+			    ? o[0].t.dtype
+			    : (uint8_t)dt_operands_result_type(o, n);
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* threshold_backward(grad, self, threshold) iterates (self, grad); the
+ * other backward ops (grad, x). Promoted dtype. */
+int dt_shape_backward_binary(struct dt_shape_ctx *c)
+{
+	static const int grad_first[2] = {0, 1}, self_first[2] = {1, 0};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	const int *ps = dt_shape_op(c) == DT_OP_THRESHOLD_BACKWARD ? self_first
+								  : grad_first;
+	if (operands(c, ps, 2, o, &out) != DT_OK)
+		return DT_EINPUT;
+	if (dt_shape_op(c) == DT_OP_NATIVE_DROPOUT_BACKWARD)
+		out.dtype = o[0].t.dtype;
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* native_dropout(input, p, train) -> (output, mask). Training: mask is a
+ * fresh contiguous bool tensor (CUDA's dtype; the CPU kernel uses the
+ * input's), output = input * mask. Eval: a clone and a bool ones_like. */
+int dt_shape_native_dropout(struct dt_shape_ctx *c)
+{
+	struct dt_operand o[2];
+	struct dt_tinfo out, mask;
+	bool train = true;
+	if (dt_shape_operand(c, 0, &o[0]) != DT_OK)
+		return DT_EINPUT;
+	if (o[0].number)
+		return dt_shape_fail(c, "argument 'input' must be a tensor");
+	dt_shape_bool(c, 2, &train);
+	if (train) {
+		memset(&o[1], 0, sizeof(o[1]));
+		o[1].t = o[0].t;
+		dt_tinfo_set_strides(&o[1].t, DT_MEMFMT_CONTIGUOUS);
+		mask = o[1].t;
+		if (iter_geometry(c, o, 2, &out) != DT_OK)
+			return DT_EINPUT;
+	} else {
+		dt_tinfo_like(&out, &o[0].t);
+		mask = out;
+	}
+	out.dtype = o[0].t.dtype;
+	mask.dtype = DT_BOOL;
+	dt_shape_emit(c, &out);
+	dt_shape_emit(c, &mask);
+	return DT_OK;
+}

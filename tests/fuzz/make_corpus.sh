@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make_corpus.sh [OUTDIR]: build the seed corpus and dictionary of the
+# fuzz targets under OUTDIR (default build-fuzz/fuzz): OUTDIR/corpus holds
+# copies of the example graphs and of the golden and bad-input test files
+# (named after their paths), OUTDIR/reader.dict the format's element and
+# attribute names, placement tokens and every op table target. Run from the
+# repository root, then for example:
+#   build-fuzz/tests/fuzz/fuzz_reader -dict=build-fuzz/fuzz/reader.dict \
+#     -max_len=65536 -timeout=10 -rss_limit_mb=2048 build-fuzz/fuzz/corpus
+set -eu
+out=${1:-build-fuzz/fuzz}
+mkdir -p "$out/corpus"
+for f in tools/examples/*.xml tests/golden/*/*.xml tests/golden/*.xml \
+	 tests/bad/*; do
+	[ -f "$f" ] || continue
+	case "$f" in *.expected|*.run) continue ;; esac
+	[ "$(wc -c <"$f")" -le 65536 ] || continue
+	cp "$f" "$out/corpus/$(echo "$f" | tr / _)"
+done
+{
+	for w in '<?xml version="1.0" encoding="UTF-8"?>' '<dtopt-graph' \
+		 '</dtopt-graph>' '<mesh' '<group' '<node' '</node>' '<arg' \
+		 '</arg>' '<kwarg' '</kwarg>' '<item' '<tensor' '<sharding' \
+		 '<meta' '/>' 'version="1"' 'view="local"' 'view="global"' \
+		 'rank="' 'name="' 'shape="' 'dims="' 'devices="' 'mesh="' \
+		 'op="placeholder"' 'op="call_function"' 'op="output"' \
+		 'target="' 'node="' 'nodes="' 'int="' 'ints="' 'float="' \
+		 'floats="' 'bool="true"' 'str="' 'dtype="' 'none="true"' \
+		 'stride="' 'offset="' 'placements="' 'order="' \
+		 'global-shape="' 'key="' 'value="' 'R' 'S(0)' 'S(1)' \
+		 '_S(0,2)' 'P(sum)' 'P(avg)' 'P(max)' 'float32' 'bfloat16' \
+		 'int64' 'bool' '-1' '&#10;' '&amp;'; do
+		printf '"%s"\n' "$(printf '%s' "$w" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+	done
+	sed -n 's/^DT_OP([A-Z0-9_]*, "\([^"]*\)".*/"\1"/p' ir/ops.def
+} >"$out/reader.dict"
+echo "$(ls "$out/corpus" | wc -l) seeds in $out/corpus, dictionary $out/reader.dict"
