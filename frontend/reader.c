@@ -791,6 +791,23 @@ static void element_end(struct reader *r, const char *n, int depth)
 		list_end(r);
 }
 
+/* The line of the last non-blank character of text node `n` (libxml2
+ * numbers a text node by the line where it ends, blanks included); *text
+ * is advanced past leading blanks. 0 when unknown. */
+static uint32_t text_line(xmlNodePtr n, const char **text)
+{
+	uint32_t line = n ? node_line(n) : 0;
+	const char *s = *text;
+	size_t len = strlen(s);
+	for (; len && strchr(" \t\r\n", s[len - 1]); len--)
+		if (s[len - 1] == '\n' && line > 1)
+			line--;
+	while (*s && strchr(" \t\r\n", *s))
+		s++;
+	*text = s;
+	return line;
+}
+
 /* Where the prolog scan got to: a DOCTYPE (and its line), the start of
  * the document element (or junk, which libxml2 reports), or the end of the
  * bytes seen so far. */
@@ -883,8 +900,16 @@ static int parse(struct reader *r)
 		} else if (type == XML_READER_TYPE_TEXT ||
 			   type == XML_READER_TYPE_CDATA) {
 			xmlNodePtr el = xmlTextReaderCurrentNode(r->xr);
-			error_at(r, el ? node_line(el) : 0,
-				 "unexpected text content");
+			const char *text = el && el->content
+						   ? (const char *)el->content
+						   : "";
+			uint32_t line = text_line(el, &text);
+			int shown = (int)strcspn(text, "\r\n");
+			while (shown && (text[shown - 1] == ' ' ||
+					 text[shown - 1] == '\t'))
+				shown--;
+			error_at(r, line, "unexpected text content '%.*s'",
+				 shown < 40 ? shown : 40, text);
 		}
 	}
 	if (!r->failed && ret != 0)

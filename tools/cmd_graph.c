@@ -22,7 +22,8 @@ static const char opt_help[] =
 	"  -o, --output=FILE     write the graph to FILE (- for stdout, the default);\n"
 	"                        written atomically, and not at all on error\n"
 	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
-	"      --verify-each     run the verifier after every pass (default)\n"
+	"      --verify-each     run the verifier after every pass (the default\n"
+	"                        in debug builds)\n"
 	"      --no-verify-each  do not\n"
 	"      --time-passes     print load, per-pass and write times to stderr\n"
 	"      --list-passes     list the passes and exit\n";
@@ -41,7 +42,12 @@ int dt_cmd_opt(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *pipeline_text = NULL, *output = "-";
+	/* Verify after every pass in debug builds; release builds opt in. */
+#ifdef NDEBUG
+	struct dt_pipeline_options popt = {.verify_each = false};
+#else
 	struct dt_pipeline_options popt = {.verify_each = true};
+#endif
 	int c;
 	optind = 1;
 	opterr = 0;

@@ -62,7 +62,10 @@ int main(int argc, char **argv)
 		return DT_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("dtopt %s\n", DTOPT_VERSION);
+		printf("dtopt %s (mpi %s, cuda %s, nccl %s)\n", DTOPT_VERSION,
+		       DTOPT_HAVE_MPI ? "yes" : "no",
+		       DTOPT_HAVE_CUDA ? "yes" : "no",
+		       DTOPT_HAVE_NCCL ? "yes" : "no");
 		return DT_EXIT_OK;
 	}
 	for (int i = 0; i < NCOMMANDS; i++)

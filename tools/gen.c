@@ -30,8 +30,9 @@
  *
  * The output is a deterministic function of the options. Every node's
  * metadata is computed from its inputs' metadata as PyTorch would (so
- * shape-infer agrees), and the structure per layer does not depend on the
- * seed, so --nodes can size the graph from two small trial builds. */
+ * shape-infer agrees). The seed picks dims and reduce ops but never the
+ * node count of a layer, which is the same for every layer, so --nodes
+ * can size the graph from two small trial builds. */
 #include "cli.h"
 #include "frontend.h"
 #include "ir.h"
@@ -46,7 +47,6 @@
 #define GEN_MAX_LAYERS 1000000
 #define GEN_MAX_NODES 200000000LL
 #define GEN_MAX_RANKS (1LL << 30)
-#define GEN_MAX_GROUPS 64
 #define GEN_LN_EPS 1e-05
 
 /* ------------------------------------------------------------------ */
@@ -60,7 +60,6 @@ enum gen_direction {
 
 enum gen_declare {
 	GEN_DECLARE_ALL,     /* single-dim groups and every fused group */
-	GEN_DECLARE_NONE,    /* no groups at all */
 	GEN_DECLARE_SINGLES, /* single-dim groups only: fusions are missed */
 };
 
@@ -167,11 +166,6 @@ struct gen_layer {
 /* ------------------------------------------------------------------ */
 /* Builder state (one per build; no globals). */
 
-struct gen_group {
-	uint8_t ndims;
-	uint8_t dims[DT_MAX_MESH_DIMS];
-};
-
 struct gen {
 	struct dt_module *m;
 	const struct gen_options *o;
@@ -185,8 +179,7 @@ struct gen {
 	dt_str target[GEN_NOPS];
 	dt_str reduce_name[2];      /* "sum", "avg" */
 	dt_str dim_group[DT_MAX_MESH_DIMS]; /* single-dim group names */
-	struct gen_group groups[GEN_MAX_GROUPS]; /* fused groups needed */
-	int ngroups;
+	DT_VEC(uint64_t) groups;    /* fused groups needed, group_key() */
 };
 
 /* splitmix64: a small, well-mixed deterministic sequence. */
@@ -554,22 +547,27 @@ static uint32_t collective(struct gen *g, enum gen_op op, uint32_t x, int dim,
 		    g->target[OP_WAIT], wargs, 1, &r, 1, NULL);
 }
 
-/* Record that a chain over `dims` (in order) fuses onto the group of
- * ordered dims `dims`; --declare-groups=all declares it and its reverse. */
+/* A group's ordered dims packed into one word: 4 bits per dim, the count
+ * in the top bits. */
+static uint64_t group_key(const uint8_t *dims, int n, bool reverse)
+{
+	uint64_t key = (uint64_t)n << 60;
+	for (int i = 0; i < n; i++)
+		key |= (uint64_t)dims[reverse ? n - 1 - i : i] << (4 * i);
+	return key;
+}
+
+/* Record that a chain fuses onto the group of ordered dims `dims`;
+ * --declare-groups=all declares it and its reverse. */
 static void need_group(struct gen *g, const uint8_t *dims, int n)
 {
 	for (int rev = 0; rev < 2; rev++) {
-		struct gen_group want = {.ndims = (uint8_t)n};
-		for (int i = 0; i < n; i++)
-			want.dims[i] = dims[rev ? n - 1 - i : i];
+		uint64_t key = group_key(dims, n, rev);
 		bool seen = false;
-		for (int i = 0; i < g->ngroups && !seen; i++)
-			seen = g->groups[i].ndims == want.ndims &&
-			       !memcmp(g->groups[i].dims, want.dims, (size_t)n);
-		if (!seen) {
-			DT_REQUIRE(g->ngroups < GEN_MAX_GROUPS);
-			g->groups[g->ngroups++] = want;
-		}
+		for (uint32_t i = 0; i < g->groups.len && !seen; i++)
+			seen = g->groups.data[i] == key;
+		if (!seen)
+			dt_vec_push(&g->groups, key);
 	}
 }
 
@@ -881,8 +879,6 @@ static void declare_mesh(struct gen *g)
 		mesh.size *= o->mesh[d];
 	}
 	dt_vec_push(&g->m->meshes, mesh);
-	if (o->declare == GEN_DECLARE_NONE)
-		return;
 	for (int d = 0; d < o->ndim; d++) {
 		struct dt_group grp = {.name = g->dim_group[d], .ndims = 1};
 		grp.dims[0] = (uint8_t)d;
@@ -890,17 +886,18 @@ static void declare_mesh(struct gen *g)
 	}
 	if (o->declare != GEN_DECLARE_ALL)
 		return;
-	for (int i = 0; i < g->ngroups; i++) {
-		const struct gen_group *f = &g->groups[i];
+	for (uint32_t i = 0; i < g->groups.len; i++) {
+		uint64_t key = g->groups.data[i];
+		struct dt_group grp = {.ndims = (uint8_t)(key >> 60)};
 		char name[DT_MAX_MESH_DIMS * 33] = "";
 		size_t len = 0;
-		for (int j = 0; j < f->ndims; j++)
+		for (int j = 0; j < grp.ndims; j++) {
+			grp.dims[j] = (uint8_t)(key >> (4 * j) & 0xf);
 			len += (size_t)snprintf(name + len, sizeof(name) - len,
 						"%s%s", j ? "_" : "",
-						o->dims[f->dims[j]]);
-		struct dt_group grp = {.name = dt_str_intern(g->m, name),
-				       .ndims = f->ndims};
-		memcpy(grp.dims, f->dims, f->ndims);
+						o->dims[grp.dims[j]]);
+		}
+		grp.name = dt_str_intern(g->m, name);
 		dt_vec_push(&g->m->groups, grp);
 	}
 }
@@ -966,6 +963,7 @@ static struct dt_module *gen_build(const struct gen_options *o, int64_t layers)
 	dt_free(L);
 
 	declare_mesh(&g);
+	dt_vec_free(&g.groups);
 	return g.m;
 }
 
@@ -992,8 +990,8 @@ static void gen_usage(FILE *out)
 	      "                        (default: alternate per weight)\n"
 	      "  --declare-groups G    all (default: single-dim groups and every\n"
 	      "                        flattened group the chains fuse onto, in\n"
-	      "                        both orders), singles, or none (no\n"
-	      "                        <group> at all)\n"
+	      "                        both orders) or singles (one group per\n"
+	      "                        mesh dim, so chains cannot fuse)\n"
 	      "  --seed N              seed of the random choices (default 1)\n"
 	      "  -o FILE               output file (default -, stdout)\n"
 	      "  -h, --help            show this help\n",
@@ -1156,13 +1154,11 @@ static int gen_parse(int argc, char **argv, struct gen_options *o)
 		case OPT_DECLARE:
 			if (!strcmp(optarg, "all"))
 				o->declare = GEN_DECLARE_ALL;
-			else if (!strcmp(optarg, "none"))
-				o->declare = GEN_DECLARE_NONE;
 			else if (!strcmp(optarg, "singles"))
 				o->declare = GEN_DECLARE_SINGLES;
 			else
 				return dt_usage_error(GEN_CMD,
-					"bad --declare-groups '%s' (want all, singles or none)",
+					"bad --declare-groups '%s' (want all or singles)",
 					optarg);
 			break;
 		case 'o':
