@@ -65,7 +65,11 @@ static void libxml_error(void *ud, xmlErrorPtr e)
 	if (!e || e->level == XML_ERR_WARNING || r->failed)
 		return;
 	char msg[1024];
-	snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "XML error");
+	/* libxml2 says "Document is empty" of any input without a start tag. */
+	snprintf(msg, sizeof(msg), "%s",
+		 e->code == XML_ERR_DOCUMENT_EMPTY ? "no start tag of an element found"
+		 : e->message			   ? e->message
+						   : "XML error");
 	size_t n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
 		msg[--n] = 0;
@@ -182,15 +186,17 @@ static bool parse_bool(const char *s, bool *out)
 	return true;
 }
 
-/* Resolve a node reference to an earlier node. */
-static uint32_t node_ref(struct reader *r, const char *name, uint32_t line)
+/* Resolve a reference to an earlier node, named by the `len` bytes at
+ * `name`. */
+static uint32_t node_ref(struct reader *r, const char *name, size_t len,
+			 uint32_t line)
 {
-	dt_str s = dt_str_intern(r->m, name);
+	dt_str s = dt_str_intern_n(r->m, name, len);
 	uint32_t id = dt_module_find_node(r->m, s);
 	if (!id || !(dt_node_get(r->m, id)->flags & DT_NODE_LINKED)) {
 		error_at(r, line,
 			 "node '%s' uses '%s', which is not defined before it",
-			 dt_str_get(r->m, r->node.init.name), name);
+			 dt_str_get(r->m, r->node.init.name), dt_str_get(r->m, s));
 		return 0;
 	}
 	return id;
@@ -219,7 +225,7 @@ static bool parse_value(struct reader *r, xmlNodePtr el, struct dt_arg *a,
 		}
 		if (strcmp(k, "node") == 0) {
 			a->kind = DT_ARG_NODE;
-			a->v.node = node_ref(r, v, line);
+			a->v.node = node_ref(r, v, strlen(v), line);
 		} else if (strcmp(k, "nodes") == 0 && !item) {
 			a->kind = DT_ARG_NODES;
 			DT_VEC(uint32_t) ids = {0};
@@ -230,12 +236,10 @@ static bool parse_value(struct reader *r, xmlNodePtr el, struct dt_arg *a,
 				const char *st = s;
 				while (*s && *s != ' ')
 					s++;
-				if (s > st) {
-					char nm[256];
-					snprintf(nm, sizeof(nm), "%.*s",
-						 (int)(s - st), st);
-					dt_vec_push(&ids, node_ref(r, nm, line));
-				}
+				if (s > st)
+					dt_vec_push(&ids, node_ref(r, st,
+								   (size_t)(s - st),
+								   line));
 			}
 			a->len = ids.len;
 			a->v.first = dt_module_add_refs(r->m, ids.data, ids.len);
@@ -304,6 +308,38 @@ static bool parse_value(struct reader *r, xmlNodePtr el, struct dt_arg *a,
 		}
 	}
 	return found > 0;
+}
+
+/* Tensors span at most 2^60 elements of storage, so that sizes, strides,
+ * element counts and byte offsets computed from them fit in int64. */
+#define MAX_ELEMENTS ((int64_t)1 << 60)
+
+/* Whether the contiguous layout of `sizes` spans at most MAX_ELEMENTS
+ * (size-0 dims count as 1, as in contiguous strides). */
+static bool sizes_in_bounds(const int64_t *sizes, uint32_t rank)
+{
+	int64_t span = 1;
+	for (uint32_t i = 0; i < rank; i++)
+		if (__builtin_mul_overflow(span, sizes[i] > 1 ? sizes[i] : 1,
+					   &span) ||
+		    span > MAX_ELEMENTS)
+			return false;
+	return true;
+}
+
+/* Whether every stride and the last element reached stay within
+ * MAX_ELEMENTS. */
+static bool layout_in_bounds(const int64_t *sizes, const int64_t *strides,
+			     uint32_t rank, int64_t offset)
+{
+	int64_t last = offset, term;
+	for (uint32_t i = 0; i < rank; i++)
+		if (strides[i] > MAX_ELEMENTS ||
+		    __builtin_mul_overflow(sizes[i] ? sizes[i] - 1 : 0,
+					   strides[i], &term) ||
+		    __builtin_add_overflow(last, term, &last))
+			return false;
+	return last <= MAX_ELEMENTS;
 }
 
 /* ---- elements ---- */
@@ -403,9 +439,9 @@ static void read_mesh(struct reader *r, xmlNodePtr el)
 	dt_free(dup);
 	if (nd != mesh.ndim) {
 		error_at(r, line,
-			 "mesh '%s': shape has %d dims but dims names %s",
+			 "mesh '%s': shape has %d dims but dims names %s than %d",
 			 name, mesh.ndim,
-			 nd > mesh.ndim ? "more" : "fewer");
+			 nd > mesh.ndim ? "more" : "fewer", mesh.ndim);
 		return;
 	}
 	const char *devices = attr(el, "devices");
@@ -578,6 +614,11 @@ static void read_tensor(struct reader *r, xmlNodePtr el)
 			return;
 		}
 	}
+	if (!sizes_in_bounds(sizes, rank)) {
+		error_at(r, line, "node '%s': shape '%s' has more than 2^60 elements",
+			 node, shape);
+		return;
+	}
 	const char *stride = attr(el, "stride");
 	if (stride) {
 		if (!parse_int_list(r, stride, bad, sizeof(bad))) {
@@ -609,6 +650,12 @@ static void read_tensor(struct reader *r, xmlNodePtr el)
 			 node, offset);
 		return;
 	}
+	if (!layout_in_bounds(sizes, strides, rank, t.offset)) {
+		error_at(r, line,
+			 "node '%s': strides and offset reach past 2^60 elements of storage",
+			 node);
+		return;
+	}
 	t.shape = dt_ints_intern(r->m, sizes, rank);
 	t.stride = dt_ints_intern(r->m, strides, rank);
 	dt_vec_push(&r->node.tensors, t);
@@ -628,6 +675,7 @@ static void read_sharding(struct reader *r, xmlNodePtr el)
 	if (!mesh_name || !placements)
 		return;
 	int mesh = dt_module_find_mesh(r->m, dt_str_intern(r->m, mesh_name));
+	node = dt_str_get(r->m, p->init.name); /* interning moves the bytes */
 	if (mesh < 0) {
 		error_at(r, line, "node '%s': sharding names mesh '%s', which is not declared",
 			 node, mesh_name);
@@ -656,6 +704,12 @@ static void read_sharding(struct reader *r, xmlNodePtr el)
 					 node);
 				return;
 			}
+		if (!sizes_in_bounds(r->scratch.data, r->scratch.len)) {
+			error_at(r, line,
+				 "node '%s': global-shape '%s' has more than 2^60 elements",
+				 node, gs);
+			return;
+		}
 		s.global_shape = dt_ints_intern(r->m, r->scratch.data,
 						r->scratch.len);
 		s.has_global_shape = true;
@@ -808,6 +862,10 @@ static uint32_t text_line(xmlNodePtr n, const char **text)
 	return line;
 }
 
+static const char doctype_refused[] =
+	"DOCTYPE declarations are not allowed (format v1 has no DTD; entities "
+	"are never loaded)";
+
 /* Where the prolog scan got to: a DOCTYPE (and its line), the start of
  * the document element (or junk, which libxml2 reports), or the end of the
  * bytes seen so far. */
@@ -897,6 +955,10 @@ static int parse(struct reader *r)
 		} else if (type == XML_READER_TYPE_END_ELEMENT) {
 			element_end(r, (const char *)xmlTextReaderConstLocalName(r->xr),
 				    depth);
+		} else if (type == XML_READER_TYPE_DOCUMENT_TYPE) {
+			/* The prolog scan refuses these; never let one by. */
+			error_at(r, (uint32_t)xmlTextReaderGetParserLineNumber(r->xr),
+				 "%s", doctype_refused);
 		} else if (type == XML_READER_TYPE_TEXT ||
 			   type == XML_READER_TYPE_CDATA) {
 			xmlNodePtr el = xmlTextReaderCurrentNode(r->xr);
@@ -926,8 +988,13 @@ static int parse(struct reader *r)
 	return r->failed ? DT_EINPUT : DT_OK;
 }
 
+/* The input is read as UTF-8 whatever its first bytes or its declaration
+ * say: in UTF-16 or a declared encoding="UTF-7" a DOCTYPE would escape the
+ * byte-level prolog scan. */
+static const char parse_encoding[] = "UTF-8";
 static const int parse_options = XML_PARSE_NONET | XML_PARSE_BIG_LINES |
-				 XML_PARSE_COMPACT | XML_PARSE_NOCDATA;
+				 XML_PARSE_COMPACT | XML_PARSE_NOCDATA |
+				 XML_PARSE_IGNORE_ENC;
 
 /* Finish a read: free the reader's buffers; hand the module over or
  * destroy it. */
@@ -956,11 +1023,17 @@ static int check_prefix(struct reader *r, const char *buf, size_t len,
 		error_at(r, 0, "the file is empty (expected a <dtopt-graph> document)");
 		return DT_EINPUT;
 	}
+	/* UTF-16 and UTF-32, with or without a byte order mark. */
+	const unsigned char *u = (const unsigned char *)buf;
+	if ((len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) ||
+			  (u[0] == 0xFF && u[1] == 0xFE))) ||
+	    memchr(buf, 0, len < 4 ? len : 4)) {
+		error_at(r, 1, "the file is not UTF-8 text (format v1 files are UTF-8)");
+		return DT_EINPUT;
+	}
 	uint32_t line = 0;
 	if (scan_prolog(buf, len, eof, &line) == PROLOG_DOCTYPE) {
-		error_at(r, line,
-			 "DOCTYPE declarations are not allowed (format v1 has no DTD; "
-			 "entities are never loaded)");
+		error_at(r, line, "%s", doctype_refused);
 		return DT_EINPUT;
 	}
 	xmlSetExternalEntityLoader(refuse_external_entity);
@@ -984,7 +1057,8 @@ int dt_read_memory(const char *buf, size_t len, const char *name,
 	int rc = check_prefix(&r, buf, len, true);
 	if (rc != DT_OK)
 		return finish(&r, rc, out);
-	r.xr = xmlReaderForMemory(buf, (int)len, name, NULL, parse_options);
+	r.xr = xmlReaderForMemory(buf, (int)len, name, parse_encoding,
+				  parse_options);
 	if (!r.xr) {
 		error_at(&r, 0, "cannot create the XML reader");
 		return finish(&r, DT_EIO, out);
@@ -1073,8 +1147,8 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 	if (rc == DT_OK) {
 		s.prefix = prefix.data;
 		s.prefix_len = prefix.len;
-		r.xr = xmlReaderForIO(stream_read, stream_close, &s, name, NULL,
-				      parse_options);
+		r.xr = xmlReaderForIO(stream_read, stream_close, &s, name,
+				      parse_encoding, parse_options);
 		if (!r.xr) {
 			error_at(&r, 0, "cannot create the XML reader");
 			rc = DT_EIO;

@@ -412,6 +412,9 @@ int dt_infer_node(struct dt_module *m, uint32_t id, struct dt_diag *d,
 	if (n->op == DT_OP_UNKNOWN)
 		return dt_shape_fail_node(c, "unknown target '%s' (not in dtopt's op table)",
 					  dt_str_get(m, n->target));
+	if (n->op == DT_OP_PLACEHOLDER || n->op == DT_OP_OUTPUT)
+		return dt_shape_fail_node(c, "'%s' is a node kind, not a call target",
+					  dt_str_get(m, n->target));
 	struct input_check ic = {c, DT_OK};
 	dt_node_for_each_input(m, n, check_input, &ic);
 	if (ic.status != DT_OK)
@@ -449,7 +452,8 @@ int dt_shape_output(struct dt_shape_ctx *c)
 	return DT_OK;
 }
 
-/* operator.getitem(tuple, i): result i of the tuple-producing node. */
+/* operator.getitem(tuple, i): result i of a MULTI node (negative i counts
+ * from the end, as in Python). */
 int dt_shape_getitem(struct dt_shape_ctx *c)
 {
 	const struct dt_arg *a = c->args.arg[0];
@@ -458,6 +462,9 @@ int dt_shape_getitem(struct dt_shape_ctx *c)
 	int64_t idx;
 	dt_shape_int(c, 1, &idx);
 	const struct dt_node *src = dt_node_get(c->m, a->v.node);
+	if (!dt_op_has((enum dt_op)src->op, DT_OPF_MULTI))
+		return dt_shape_fail(c, "'%s' is a single tensor, not a tuple (tensor indexing is not supported)",
+				     dt_str_get(c->m, src->name));
 	int64_t count = src->ntensors;
 	if (idx < -count || idx >= count)
 		return dt_shape_fail(c, "index %lld out of range for '%s' (%lld result%s)",

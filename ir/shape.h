@@ -110,6 +110,15 @@ void dt_shape_emit(struct dt_shape_ctx *c, const struct dt_tinfo *t);
 /* Reports when a multi-result op would produce more than DT_MAX_RESULTS. */
 int dt_shape_check_results(struct dt_shape_ctx *c, int64_t n);
 
+/* Every size is >= 0 and the contiguous span of `shape` is at most
+ * DT_MAX_ELEMENTS, so stride and element-count arithmetic on it cannot
+ * overflow (the reader bounds input tensors the same way). Reports. */
+#define DT_MAX_ELEMENTS ((int64_t)1 << 60)
+int dt_shape_check_sizes(struct dt_shape_ctx *c, const int64_t *shape, int rank);
+/* dt_shape_check_sizes plus non-negative strides and the last element
+ * reached (offset included) within DT_MAX_ELEMENTS. */
+int dt_shape_check_layout(struct dt_shape_ctx *c, const struct dt_tinfo *t);
+
 /* maybe_wrap_dim: wraps a negative dim for a tensor of rank `rank` (rank 0
  * behaves as rank 1), or reports PyTorch's "Dimension out of range". */
 bool dt_shape_wrap_dim(struct dt_shape_ctx *c, int64_t *dim, int rank);

@@ -45,7 +45,10 @@ int dt_shape_all_gather(struct dt_shape_ctx *c)
 	int64_t n = 1;
 	if (collective_input(c, 1, &t, &n) != DT_OK)
 		return DT_EINPUT;
-	t.shape[0] *= n;
+	if (__builtin_mul_overflow(t.shape[0], n, &t.shape[0]))
+		return dt_shape_fail(c, "the gathered tensor is too large");
+	if (dt_shape_check_sizes(c, t.shape, t.rank) != DT_OK)
+		return DT_EINPUT;
 	dt_tinfo_set_strides(&t, DT_MEMFMT_CONTIGUOUS);
 	dt_shape_emit(c, &t);
 	return DT_OK;
@@ -96,9 +99,11 @@ int dt_shape_all_to_all(struct dt_shape_ctx *c)
 	struct dt_dimbuf b;
 	if (nin >= 0) {
 		int64_t sum = 0;
+		bool bad = false;
 		for (int i = 0; i < nin; i++)
-			sum += in_split[i];
-		if (sum != t.shape[0])
+			bad = bad || in_split[i] < 0 ||
+			      __builtin_add_overflow(sum, in_split[i], &sum);
+		if (bad || sum != t.shape[0])
 			return dt_shape_fail(c, "input_split_sizes %s do not add up to dim 0 of the input (%lld)",
 					     dt_dims_format(&b, in_split, nin),
 					     (long long)t.shape[0]);
@@ -115,9 +120,12 @@ int dt_shape_all_to_all(struct dt_shape_ctx *c)
 			if (out_split[i] < 0)
 				return dt_shape_fail(c, "output_split_sizes %s has a negative size",
 						     dt_dims_format(&b, out_split, nout));
-			sum += out_split[i];
+			if (__builtin_add_overflow(sum, out_split[i], &sum))
+				return dt_shape_fail(c, "output_split_sizes add up to too much");
 		}
 		t.shape[0] = sum;
+		if (dt_shape_check_sizes(c, t.shape, t.rank) != DT_OK)
+			return DT_EINPUT;
 	} else if (group > 0 && t.shape[0] % group != 0) {
 		return dt_shape_fail(c, "dim 0 of size %lld is not divisible by the group size %lld",
 				     (long long)t.shape[0], (long long)group);

@@ -352,6 +352,40 @@ void dt_shape_emit(struct dt_shape_ctx *c, const struct dt_tinfo *t)
 
 /* ---- dims and sizes ---- */
 
+int dt_shape_check_sizes(struct dt_shape_ctx *c, const int64_t *shape, int rank)
+{
+	struct dt_dimbuf b;
+	int64_t span = 1;
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] < 0)
+			return dt_shape_fail(c, "negative size %lld in %s",
+					     (long long)shape[i],
+					     dt_dims_format(&b, shape, rank));
+		if (__builtin_mul_overflow(span, shape[i] > 1 ? shape[i] : 1, &span) ||
+		    span > DT_MAX_ELEMENTS)
+			return dt_shape_fail(c, "shape %s has more than 2^60 elements",
+					     dt_dims_format(&b, shape, rank));
+	}
+	return DT_OK;
+}
+
+int dt_shape_check_layout(struct dt_shape_ctx *c, const struct dt_tinfo *t)
+{
+	if (dt_shape_check_sizes(c, t->shape, t->rank) != DT_OK)
+		return DT_EINPUT;
+	int64_t last = t->offset, term;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->stride[i] < 0)
+			return dt_shape_fail(c, "negative stride %lld",
+					     (long long)t->stride[i]);
+		if (__builtin_mul_overflow(t->shape[i] ? t->shape[i] - 1 : 0,
+					   t->stride[i], &term) ||
+		    __builtin_add_overflow(last, term, &last) || last > DT_MAX_ELEMENTS)
+			return dt_shape_fail(c, "the layout reaches beyond 2^60 elements");
+	}
+	return DT_OK;
+}
+
 bool dt_shape_wrap_dim(struct dt_shape_ctx *c, int64_t *dim, int rank)
 {
 	int64_t r = rank > 0 ? rank : 1;
@@ -379,8 +413,9 @@ int dt_shape_infer_size(struct dt_shape_ctx *c, int64_t *shape, int rank,
 		} else if (shape[i] < 0) {
 			return dt_shape_fail(c, "invalid shape dimension %lld",
 					     (long long)shape[i]);
-		} else {
-			known *= shape[i];
+		} else if (__builtin_mul_overflow(known, shape[i], &known)) {
+			return dt_shape_fail(c, "shape '%s' is invalid for input of size %lld",
+					     dt_dims_format(&b, shape, rank), (long long)numel);
 		}
 	}
 	if (numel == known || (infer >= 0 && known > 0 && numel % known == 0)) {
@@ -390,7 +425,7 @@ int dt_shape_infer_size(struct dt_shape_ctx *c, int64_t *shape, int rank,
 						     dt_dims_format(&b, shape, rank));
 			shape[infer] = numel / known;
 		}
-		return DT_OK;
+		return dt_shape_check_sizes(c, shape, rank);
 	}
 	return dt_shape_fail(c, "shape '%s' is invalid for input of size %lld",
 			     dt_dims_format(&b, shape, rank), (long long)numel);
@@ -415,7 +450,7 @@ int dt_shape_broadcast(struct dt_shape_ctx *c, const int64_t *a, int ra,
 	}
 	memcpy(out, tmp, (size_t)r * sizeof(int64_t));
 	*rout = r;
-	return DT_OK;
+	return dt_shape_check_sizes(c, out, r);
 }
 
 /* ---- geometry ---- */
@@ -461,6 +496,10 @@ bool dt_tinfo_is_channels_last(const struct dt_tinfo *t)
 
 bool dt_tinfo_is_dense(const struct dt_tinfo *t)
 {
+	/* TensorImpl: contiguous (every empty tensor is) or channels-last
+	 * contiguous, else compute_non_overlapping_and_dense */
+	if (dt_tinfo_is_contiguous(t) || dt_tinfo_is_channels_last(t))
+		return true;
 	if (t->rank == 1)
 		return t->shape[0] < 2 || t->stride[0] == 1;
 	int perm[DT_MAX_RANK];

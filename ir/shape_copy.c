@@ -60,7 +60,9 @@ static int cat_tensors(struct dt_shape_ctx *c, const struct dt_tinfo *t, int n,
 	}
 	out.rank = t[valid].rank;
 	memcpy(out.shape, t[valid].shape, sizeof(out.shape));
-	out.shape[dim] = total;
+	out.shape[dim] = total; /* n <= 64 sizes <= 2^60: no overflow */
+	if (dt_shape_check_sizes(c, out.shape, out.rank) != DT_OK)
+		return DT_EINPUT;
 	dt_tinfo_set_strides(&out, fmt);
 	dt_shape_emit(c, &out);
 	return DT_OK;
@@ -251,13 +253,19 @@ int dt_shape_constant_pad_nd(struct dt_shape_ctx *c)
 	out = t;
 	for (int i = 0; i < lpad; i++) {
 		int at = npad - (i + 1) * 2;
-		int64_t size = t.shape[ldiff + i] + pad[at] + pad[at + 1];
-		if (size <= 0)
+		int64_t size;
+		if (__builtin_add_overflow(t.shape[ldiff + i], pad[at], &size) ||
+		    __builtin_add_overflow(size, pad[at + 1], &size))
+			return dt_shape_fail(c, "padding %lld and %lld is too large",
+					     (long long)pad[at], (long long)pad[at + 1]);
+		if (size < 0) /* torch 1.13 also rejects 0; later versions do not */
 			return dt_shape_fail(c, "The input size %lld, plus negative padding %lld and %lld resulted in a negative output size, which is invalid. Check dimension %d of your input.",
 					     (long long)t.shape[ldiff + i], (long long)pad[at],
 					     (long long)pad[at + 1], ldiff + i);
 		out.shape[ldiff + i] = size;
 	}
+	if (dt_shape_check_sizes(c, out.shape, out.rank) != DT_OK)
+		return DT_EINPUT;
 	dt_tinfo_set_strides(&out, dt_tinfo_suggest_memfmt(&t));
 	dt_shape_emit(c, &out);
 	return DT_OK;
@@ -274,9 +282,8 @@ int dt_shape_slice_backward(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	out.rank = n;
 	out.dtype = g.dtype;
-	for (int i = 0; i < n; i++)
-		if (out.shape[i] < 0)
-			return dt_shape_fail(c, "negative size in input_sizes");
+	if (dt_shape_check_sizes(c, out.shape, n) != DT_OK)
+		return DT_EINPUT;
 	dt_tinfo_set_strides(&out, DT_MEMFMT_CONTIGUOUS);
 	dt_shape_emit(c, &out);
 	return DT_OK;

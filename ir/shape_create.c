@@ -65,10 +65,12 @@ static int size_arg(struct dt_shape_ctx *c, int p, struct dt_tinfo *out)
 					     dt_dims_format(&b, out->shape, n));
 		}
 	}
-	return DT_OK;
+	return dt_shape_check_sizes(c, out->shape, n);
 }
 
-/* The dtype a Python number gives a new tensor (torch.full's rule). */
+/* The dtype torch.full infers from its fill value: bool, int64 or
+ * float32 (torch 1.13's aten.full without a dtype gave int64 for bools;
+ * its Python torch.full passed dtype=torch.bool explicitly). */
 static enum dt_dtype scalar_dtype(const struct dt_scalar *s)
 {
 	return s->kind == DT_ARG_BOOL  ? DT_BOOL
@@ -108,9 +110,8 @@ int dt_shape_empty_strided(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	if (n != out.rank)
 		return dt_shape_fail(c, "mismatch in length of strides and shape");
-	for (int i = 0; i < n; i++)
-		if (out.stride[i] < 0)
-			return dt_shape_fail(c, "negative stride %lld", (long long)out.stride[i]);
+	if (dt_shape_check_layout(c, &out) != DT_OK)
+		return DT_EINPUT;
 	out.dtype = (uint8_t)dtype_kw(c, DT_DEFAULT_FLOAT);
 	dt_shape_emit(c, &out);
 	return DT_OK;
@@ -161,7 +162,9 @@ int dt_shape_arange(struct dt_shape_ctx *c)
 		any_float = any_float || s[i].kind == DT_ARG_FLOAT;
 	enum dt_dtype dt = dtype_kw(c, any_float ? DT_DEFAULT_FLOAT : DT_INT64);
 	double start = s[0].f, end = s[1].f, step = s[2].f;
-	double size;
+	double size, limit = (double)((int64_t)1 << 61);
+	if (!(fabs(start) <= limit && fabs(end) <= limit && fabs(step) <= limit))
+		return dt_shape_fail(c, "unsupported range: %g -> %g step %g", start, end, step);
 	if (!dt_dtype_is_float(dt)) {
 		int64_t is = (int64_t)start, ie = (int64_t)end, ist = (int64_t)step;
 		start = (double)is;
@@ -176,11 +179,9 @@ int dt_shape_arange(struct dt_shape_ctx *c)
 	}
 	if (step == 0)
 		return dt_shape_fail(c, "step must be nonzero");
-	if (!isfinite(start) || !isfinite(end))
-		return dt_shape_fail(c, "unsupported range: %g -> %g", start, end);
 	if (!((step > 0 && end >= start) || (step < 0 && end <= start)))
 		return dt_shape_fail(c, "upper bound and larger bound inconsistent with step sign");
-	if (!(size >= 0 && size <= 9.0e18))
+	if (!(size >= 0 && size <= (double)DT_MAX_ELEMENTS))
 		return dt_shape_fail(c, "invalid size, possible overflow?");
 	struct dt_tinfo out = {0};
 	out.rank = 1;

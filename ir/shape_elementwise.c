@@ -125,61 +125,107 @@ static bool is_integral(enum dt_dtype t)
 	return !dt_dtype_is_float(t);
 }
 
-/* Reads operands from params `ps` and computes geometry and result type. */
-static int operands(struct dt_shape_ctx *c, const int *ps, int n,
-		    struct dt_operand *o, struct dt_tinfo *out)
+/* Reads operands from params `ps`, in TensorIterator's operand order. */
+static int read_operands(struct dt_shape_ctx *c, const int *ps, int n,
+			 struct dt_operand *o)
 {
 	for (int k = 0; k < n; k++)
 		if (dt_shape_operand(c, ps[k], &o[k]) != DT_OK)
 			return DT_EINPUT;
-	if (iter_geometry(c, o, n, out) != DT_OK)
-		return DT_EINPUT;
-	out->dtype = (uint8_t)dt_operands_result_type(o, n);
 	return DT_OK;
 }
 
-/* add/sub/rsub/mul/pow/maximum/minimum: promoted dtype. */
+/* Explicit input.to(common) of the inputs of another dtype (where, pow,
+ * clamp): copies that keep dense strides and densify the others
+ * (empty_like's rule), so they vote with their copies' strides. */
+static void convert_inputs(struct dt_operand *o, int n, enum dt_dtype common)
+{
+	for (int k = 0; k < n; k++) {
+		if (o[k].number || o[k].t.dtype == common)
+			continue;
+		dt_tinfo_like(&o[k].t, &o[k].t);
+		o[k].t.dtype = (uint8_t)common;
+	}
+}
+
+/* The result of a TensorIterator op computing in `common` over inputs
+ * `o`. TensorIterator casts inputs of another dtype while it runs, except
+ * on CPU, where it first replaces them by converted copies (which vote
+ * with their own strides); dtopt follows CUDA and meta tensors (fake-mode
+ * tracing), where the inputs' own strides vote. */
+static int promoted(struct dt_shape_ctx *c, struct dt_operand *o, int n,
+		    enum dt_dtype common, struct dt_tinfo *out)
+{
+	if (iter_geometry(c, o, n, out) != DT_OK)
+		return DT_EINPUT;
+	out->dtype = (uint8_t)common;
+	return DT_OK;
+}
+
+/* add/sub/mul/maximum/minimum/pow.Tensor_Tensor: the promoted dtype.
+ * rsub(self, other) is sub(other, self); pow.Tensor_Scalar is a unary op
+ * on base.to(result_type); pow.Scalar(number, exponent) is contiguous. */
 int dt_shape_binary(struct dt_shape_ctx *c)
 {
-	static const int ps[2] = {0, 1};
+	static const int ps[2] = {0, 1}, swapped[2] = {1, 0};
 	struct dt_operand o[2];
 	struct dt_tinfo out;
-	if (operands(c, ps, 2, o, &out) != DT_OK)
-		return DT_EINPUT;
 	enum dt_op op = dt_shape_op(c);
+	if (read_operands(c, op == DT_OP_RSUB_TENSOR ? swapped : ps, 2, o) != DT_OK)
+		return DT_EINPUT;
+	enum dt_dtype common = dt_operands_result_type(o, 2);
 	bool sub = op == DT_OP_SUB_TENSOR || op == DT_OP_SUB_SCALAR ||
 		   op == DT_OP_RSUB_TENSOR || op == DT_OP_RSUB_SCALAR;
 	if (sub && o[0].t.dtype == DT_BOOL && o[1].t.dtype == DT_BOOL)
 		return dt_shape_fail(c, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
+	if (op == DT_OP_POW_SCALAR) {
+		out = o[1].t;
+		out.dtype = (uint8_t)common;
+		dt_tinfo_set_strides(&out, DT_MEMFMT_CONTIGUOUS);
+		dt_shape_emit(c, &out);
+		return DT_OK;
+	}
+	int n = 2;
+	if (op == DT_OP_POW_TENSOR_SCALAR) { /* unary on base.to(common) */
+		convert_inputs(o, 1, common);
+		n = 1;
+	}
+	if (promoted(c, o, n, common, &out) != DT_OK)
+		return DT_EINPUT;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
 
-/* div: integer results become float32 unless a rounding mode is given. */
+/* div: integer inputs compute in float32 unless a rounding mode is given. */
 int dt_shape_div(struct dt_shape_ctx *c)
 {
 	static const int ps[2] = {0, 1};
 	struct dt_operand o[2];
 	struct dt_tinfo out;
-	if (operands(c, ps, 2, o, &out) != DT_OK)
+	if (read_operands(c, ps, 2, o) != DT_OK)
 		return DT_EINPUT;
 	enum dt_op op = dt_shape_op(c);
 	bool rounding = (op == DT_OP_DIV_TENSOR_MODE || op == DT_OP_DIV_SCALAR_MODE) &&
 			dt_shape_str(c, 2) != NULL;
-	if (!rounding && is_integral((enum dt_dtype)out.dtype))
-		out.dtype = DT_DEFAULT_FLOAT;
+	enum dt_dtype common = dt_operands_result_type(o, 2);
+	if (!rounding && is_integral(common))
+		common = DT_DEFAULT_FLOAT;
+	if (promoted(c, o, 2, common, &out) != DT_OK)
+		return DT_EINPUT;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
 
-/* eq/ne/lt/le/gt/ge and logical_not: bool results. */
+/* eq/ne/lt/le/gt/ge (inputs promoted to each other) and logical_not:
+ * bool results. */
 int dt_shape_compare(struct dt_shape_ctx *c)
 {
 	static const int ps[2] = {0, 1};
 	struct dt_operand o[2];
 	struct dt_tinfo out;
 	int n = dt_shape_op(c) == DT_OP_LOGICAL_NOT ? 1 : 2;
-	if (operands(c, ps, n, o, &out) != DT_OK)
+	if (read_operands(c, ps, n, o) != DT_OK ||
+	    promoted(c, o, n, dt_operands_result_type(o, n), &out) != DT_OK)
 		return DT_EINPUT;
 	out.dtype = DT_BOOL;
 	dt_shape_emit(c, &out);
@@ -192,28 +238,35 @@ int dt_shape_ternary(struct dt_shape_ctx *c)
 	static const int ps[3] = {0, 1, 2};
 	struct dt_operand o[3];
 	struct dt_tinfo out;
-	if (operands(c, ps, 3, o, &out) != DT_OK)
+	if (read_operands(c, ps, 3, o) != DT_OK)
 		return DT_EINPUT;
 	if (dt_shape_op(c) == DT_OP_ADDCDIV && is_integral((enum dt_dtype)o[1].t.dtype) &&
 	    is_integral((enum dt_dtype)o[2].t.dtype))
 		return dt_shape_fail(c, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2.");
+	if (promoted(c, o, 3, dt_operands_result_type(o, 3), &out) != DT_OK)
+		return DT_EINPUT;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
 
-/* where(condition, self, other): geometry over all three, dtype of
- * result_type(self, other). */
+/* where(condition, self, other): a uint8 condition is converted to bool,
+ * self and other to result_type(self, other); all three are operands. */
 int dt_shape_where(struct dt_shape_ctx *c)
 {
 	static const int ps[3] = {0, 1, 2};
 	struct dt_operand o[3];
 	struct dt_tinfo out;
-	if (operands(c, ps, 3, o, &out) != DT_OK)
+	if (read_operands(c, ps, 3, o) != DT_OK)
 		return DT_EINPUT;
 	if (o[0].t.dtype != DT_BOOL && o[0].t.dtype != DT_UINT8)
 		return dt_shape_fail(c, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
 				     dt_dtype_name((enum dt_dtype)o[0].t.dtype));
-	out.dtype = (uint8_t)dt_operands_result_type(o + 1, 2);
+	convert_inputs(o, 1, DT_BOOL);
+	enum dt_dtype common = dt_operands_result_type(o + 1, 2);
+	convert_inputs(o + 1, 2, common);
+	if (iter_geometry(c, o, 3, &out) != DT_OK)
+		return DT_EINPUT;
+	out.dtype = (uint8_t)common;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
@@ -252,7 +305,8 @@ int dt_shape_unary(struct dt_shape_ctx *c)
 	static const int ps[1] = {0};
 	struct dt_operand o[1];
 	struct dt_tinfo out;
-	if (operands(c, ps, 1, o, &out) != DT_OK)
+	if (read_operands(c, ps, 1, o) != DT_OK ||
+	    promoted(c, o, 1, (enum dt_dtype)o[0].t.dtype, &out) != DT_OK)
 		return DT_EINPUT;
 	if (dt_shape_op(c) == DT_OP_NEG && out.dtype == DT_BOOL)
 		return dt_shape_fail(c, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
@@ -260,22 +314,25 @@ int dt_shape_unary(struct dt_shape_ctx *c)
 	return DT_OK;
 }
 
-/* sigmoid, tanh, exp, log, sqrt, …: integer inputs give float32. */
+/* sigmoid, tanh, exp, log, sqrt, …: integer inputs compute in float32. */
 int dt_shape_unary_float(struct dt_shape_ctx *c)
 {
 	static const int ps[1] = {0};
 	struct dt_operand o[1];
 	struct dt_tinfo out;
-	if (operands(c, ps, 1, o, &out) != DT_OK)
+	if (read_operands(c, ps, 1, o) != DT_OK)
 		return DT_EINPUT;
-	if (is_integral((enum dt_dtype)out.dtype))
-		out.dtype = DT_DEFAULT_FLOAT;
+	enum dt_dtype common = (enum dt_dtype)o[0].t.dtype;
+	if (promoted(c, o, 1, is_integral(common) ? DT_DEFAULT_FLOAT : common,
+		     &out) != DT_OK)
+		return DT_EINPUT;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
 
 /* clamp(self, min, max), clamp_min, clamp_max: a float self keeps its
- * dtype; otherwise the bounds take part in promotion. */
+ * dtype; otherwise the bounds take part in promotion and the op runs on
+ * self.to(result_type). */
 int dt_shape_clamp(struct dt_shape_ctx *c)
 {
 	struct dt_operand o[3];
@@ -289,11 +346,12 @@ int dt_shape_clamp(struct dt_shape_ctx *c)
 			return DT_EINPUT;
 	if (n == 1)
 		return dt_shape_fail(c, "torch.clamp: At least one of 'min' or 'max' must not be None");
-	if (iter_geometry(c, o, 1, &out) != DT_OK)
+	enum dt_dtype common = dt_dtype_is_float((enum dt_dtype)o[0].t.dtype)
+				       ? (enum dt_dtype)o[0].t.dtype
+				       : dt_operands_result_type(o, n);
+	convert_inputs(o, 1, common);
+	if (promoted(c, o, 1, common, &out) != DT_OK)
 		return DT_EINPUT;
-	out.dtype = dt_dtype_is_float((enum dt_dtype)o[0].t.dtype)
-			    ? o[0].t.dtype
-			    : (uint8_t)dt_operands_result_type(o, n);
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
@@ -307,41 +365,58 @@ int dt_shape_backward_binary(struct dt_shape_ctx *c)
 	struct dt_tinfo out;
 	const int *ps = dt_shape_op(c) == DT_OP_THRESHOLD_BACKWARD ? self_first
 								  : grad_first;
-	if (operands(c, ps, 2, o, &out) != DT_OK)
+	if (read_operands(c, ps, 2, o) != DT_OK ||
+	    promoted(c, o, 2, dt_operands_result_type(o, 2), &out) != DT_OK)
 		return DT_EINPUT;
-	if (dt_shape_op(c) == DT_OP_NATIVE_DROPOUT_BACKWARD)
-		out.dtype = o[0].t.dtype;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
 
-/* native_dropout(input, p, train) -> (output, mask). Training: mask is a
- * fresh contiguous bool tensor (CUDA's dtype; the CPU kernel uses the
- * input's), output = input * mask. Eval: a clone and a bool ones_like. */
+/* native_dropout(input, p, train) -> (output, mask): CUDA's kernel makes
+ * both empty_like(input), the mask bool (training or not; the CPU kernel
+ * of torch 1.13 computes input * mask instead). */
 int dt_shape_native_dropout(struct dt_shape_ctx *c)
 {
-	struct dt_operand o[2];
-	struct dt_tinfo out, mask;
-	bool train = true;
-	if (dt_shape_operand(c, 0, &o[0]) != DT_OK)
+	struct dt_tinfo t, out, mask;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK)
 		return DT_EINPUT;
-	if (o[0].number)
-		return dt_shape_fail(c, "argument 'input' must be a tensor");
-	dt_shape_bool(c, 2, &train);
-	if (train) {
-		memset(&o[1], 0, sizeof(o[1]));
-		o[1].t = o[0].t;
-		dt_tinfo_set_strides(&o[1].t, DT_MEMFMT_CONTIGUOUS);
-		mask = o[1].t;
-		if (iter_geometry(c, o, 2, &out) != DT_OK)
-			return DT_EINPUT;
-	} else {
-		dt_tinfo_like(&out, &o[0].t);
-		mask = out;
-	}
-	out.dtype = o[0].t.dtype;
+	dt_tinfo_like(&out, &t);
+	mask = out;
 	mask.dtype = DT_BOOL;
 	dt_shape_emit(c, &out);
 	dt_shape_emit(c, &mask);
+	return DT_OK;
+}
+
+/* native_dropout_backward(grad, mask, scale): CUDA's kernel gives
+ * empty_like(grad, grad.suggest_memory_format()). */
+int dt_shape_dropout_backward(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo g, mask;
+	if (dt_shape_tensor(c, 0, &g) != DT_OK || dt_shape_tensor(c, 1, &mask) != DT_OK)
+		return DT_EINPUT;
+	if (mask.dtype != DT_BOOL)
+		return dt_shape_fail(c, "Mask should be Bool Scalar Type %s",
+				     dt_dtype_name((enum dt_dtype)mask.dtype));
+	struct dt_dimbuf b1, b2;
+	if (mask.rank != g.rank ||
+	    memcmp(mask.shape, g.shape, (size_t)g.rank * sizeof(int64_t)))
+		return dt_shape_fail(c, "mask of shape %s does not match grad_output of shape %s",
+				     dt_dims_format(&b1, mask.shape, mask.rank),
+				     dt_dims_format(&b2, g.shape, g.rank));
+	dt_tinfo_set_strides(&g, dt_tinfo_suggest_memfmt(&g));
+	dt_shape_emit(c, &g);
+	return DT_OK;
+}
+
+/* bernoulli(self) and bernoulli.p(self, p): a contiguous tensor like self
+ * (empty_like with LEGACY_CONTIGUOUS_MEMORY_FORMAT). */
+int dt_shape_bernoulli(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK)
+		return DT_EINPUT;
+	dt_tinfo_set_strides(&t, DT_MEMFMT_CONTIGUOUS);
+	dt_shape_emit(c, &t);
 	return DT_OK;
 }

@@ -55,6 +55,8 @@ static int matmul(struct dt_shape_ctx *c, int pa, int pb, int rank,
 		shape[0] = a.shape[0];
 	shape[rank - 2] = a.shape[rank - 2];
 	shape[rank - 1] = b.shape[rank - 1];
+	if (dt_shape_check_sizes(c, shape, rank) != DT_OK)
+		return DT_EINPUT;
 	*out = fresh((enum dt_dtype)a.dtype, shape, rank);
 	return DT_OK;
 }
@@ -104,9 +106,6 @@ int dt_shape_softmax(struct dt_shape_ctx *c)
 	dt_shape_bool(c, 2, &half_to_float);
 	if (!dt_shape_wrap_dim(c, &dim, t.rank))
 		return DT_EINPUT;
-	if (!dt_dtype_is_float((enum dt_dtype)t.dtype))
-		return dt_shape_fail(c, "softmax needs a floating-point input, got %s",
-				     dt_dtype_name((enum dt_dtype)t.dtype));
 	struct dt_tinfo r = fresh(half_to_float ? DT_FLOAT32 : (enum dt_dtype)t.dtype,
 				  t.shape, t.rank);
 	dt_shape_emit(c, &r);
@@ -172,8 +171,9 @@ static int layer_norm_check(struct dt_shape_ctx *c, const struct dt_tinfo *in,
 }
 
 /* native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out,
- * mean, rstd); mean/rstd have the batch dims followed by 1s. Their dtype
- * is the accumulation type of CUDA (float32 for half inputs). */
+ * mean, rstd); mean/rstd have the batch dims followed by 1s and CUDA's
+ * accumulation dtype: float32 for half inputs (also what meta tensors
+ * give; torch 1.13's CPU kernel keeps bfloat16). */
 int dt_shape_layer_norm(struct dt_shape_ctx *c)
 {
 	struct dt_tinfo in;
@@ -203,10 +203,11 @@ int dt_shape_layer_norm(struct dt_shape_ctx *c)
  * describes them (weight/bias-like) so getitem indices stay valid. */
 int dt_shape_layer_norm_backward(struct dt_shape_ctx *c)
 {
-	struct dt_tinfo g, in;
+	struct dt_tinfo g, in, mean, rstd;
 	int64_t ns[DT_MAX_RANK + 1];
 	int nn, axis;
 	if (dt_shape_tensor(c, 0, &g) != DT_OK || dt_shape_tensor(c, 1, &in) != DT_OK ||
+	    dt_shape_tensor(c, 3, &mean) != DT_OK || dt_shape_tensor(c, 4, &rstd) != DT_OK ||
 	    dt_shape_ints(c, 2, ns, DT_MAX_RANK + 1, &nn) != DT_OK ||
 	    layer_norm_check(c, &in, ns, nn, 5, 6, &axis) != DT_OK)
 		return DT_EINPUT;
@@ -255,6 +256,8 @@ int dt_shape_embedding(struct dt_shape_ctx *c)
 	int64_t shape[DT_MAX_RANK];
 	memcpy(shape, idx.shape, (size_t)idx.rank * sizeof(int64_t));
 	shape[idx.rank] = w.shape[1];
+	if (dt_shape_check_sizes(c, shape, idx.rank + 1) != DT_OK)
+		return DT_EINPUT;
 	struct dt_tinfo r = fresh((enum dt_dtype)w.dtype, shape, idx.rank + 1);
 	dt_shape_emit(c, &r);
 	return DT_OK;
@@ -273,6 +276,8 @@ int dt_shape_embedding_backward(struct dt_shape_ctx *c)
 	if (g.rank == 0 || shape[0] < 0)
 		return dt_shape_fail(c, "needs a grad with dimensions and num_weights >= 0");
 	shape[1] = g.shape[g.rank - 1];
+	if (dt_shape_check_sizes(c, shape, 2) != DT_OK)
+		return DT_EINPUT;
 	struct dt_tinfo r = fresh((enum dt_dtype)g.dtype, shape, 2);
 	dt_shape_emit(c, &r);
 	return DT_OK;

@@ -88,8 +88,7 @@ int dt_shape_view(struct dt_shape_ctx *c)
 }
 
 /* reshape(self, shape): a view when strides allow, else a contiguous copy
- * (_unsafe_view(clone(contiguous))). _unsafe_view computes like view;
- * dtopt lets it fall back to a copy too instead of failing. */
+ * (_unsafe_view(clone(contiguous))). */
 int dt_shape_reshape(struct dt_shape_ctx *c)
 {
 	struct dt_tinfo in, out;
@@ -101,9 +100,11 @@ int dt_shape_reshape(struct dt_shape_ctx *c)
 	return DT_OK;
 }
 
+/* _unsafe_view(self, size) computes exactly like view (and fails where
+ * view fails); it is only not an alias for autograd. */
 int dt_shape_unsafe_view(struct dt_shape_ctx *c)
 {
-	return dt_shape_reshape(c);
+	return dt_shape_view(c);
 }
 
 /* as_strided(self, size, stride, storage_offset=None) and
@@ -118,15 +119,6 @@ int dt_shape_as_strided(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	if (rank != nstride)
 		return dt_shape_fail(c, "mismatch in length of strides and shape");
-	struct dt_dimbuf b;
-	for (int i = 0; i < rank; i++) {
-		if (out.shape[i] < 0)
-			return dt_shape_fail(c, "negative size in %s",
-					     dt_dims_format(&b, out.shape, rank));
-		if (out.stride[i] < 0)
-			return dt_shape_fail(c, "Negative strides are not supported at the moment, got strides: %s",
-					     dt_dims_format(&b, out.stride, rank));
-	}
 	out.rank = rank;
 	out.dtype = in.dtype;
 	out.offset = in.offset;
@@ -137,6 +129,8 @@ int dt_shape_as_strided(struct dt_shape_ctx *c)
 					     (long long)off);
 		out.offset = off;
 	}
+	if (dt_shape_check_layout(c, &out) != DT_OK)
+		return DT_EINPUT;
 	dt_shape_emit(c, &out);
 	return DT_OK;
 }
@@ -232,8 +226,15 @@ int dt_shape_expand(struct dt_shape_ctx *c)
 		dt_shape_emit(c, &out);
 		return DT_OK;
 	}
-	int64_t target[DT_MAX_RANK];
+	int64_t target[DT_MAX_RANK], bounded[DT_MAX_RANK];
 	memcpy(target, out.shape, sizeof(target));
+	for (int i = 0; i < n; i++)
+		bounded[i] = target[i] == -1 ? 1 : target[i];
+	for (int i = 0; i < n; i++)
+		if (target[i] == -1 && i - (n - in.rank) >= 0)
+			bounded[i] = in.shape[i - (n - in.rank)];
+	if (dt_shape_check_sizes(c, bounded, n) != DT_OK)
+		return DT_EINPUT;
 	for (int i = n - 1; i >= 0; i--) {
 		int dim = in.rank - 1 - (n - 1 - i);
 		int64_t size = dim >= 0 ? in.shape[dim] : 1;
@@ -339,8 +340,8 @@ static struct dt_tinfo sliced(const struct dt_tinfo *t, int64_t dim,
 {
 	struct dt_tinfo r = *t;
 	r.offset += start * t->stride[dim];
-	r.shape[dim] = (len + step - 1) / step;
-	r.stride[dim] *= step;
+	r.shape[dim] = len == 0 ? 0 : (len - 1) / step + 1;
+	r.stride[dim] *= step; /* callers check it fits */
 	return r;
 }
 
@@ -363,6 +364,10 @@ int dt_shape_slice(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	if (step <= 0)
 		return dt_shape_fail(c, "slice step must be positive");
+	int64_t new_stride;
+	if (__builtin_mul_overflow(t.stride[dim], step, &new_stride) ||
+	    new_stride > DT_MAX_ELEMENTS)
+		return dt_shape_fail(c, "slice step %lld is too large", (long long)step);
 	int64_t size = t.shape[dim];
 	if (start < 0)
 		start += size;
@@ -498,7 +503,7 @@ static int split_even(struct dt_shape_ctx *c, const struct dt_tinfo *t,
 				     (long long)dim_size);
 	int64_t n = 1;
 	if (split_size != 0) {
-		n = (dim_size + split_size - 1) / split_size;
+		n = dim_size / split_size + (dim_size % split_size != 0);
 		if (n < 1)
 			n = 1;
 	}
@@ -530,14 +535,15 @@ int dt_shape_split_with_sizes(struct dt_shape_ctx *c)
 	    dt_shape_ints(c, 1, sizes, MAX_LIST, &n) != DT_OK)
 		return DT_EINPUT;
 	int64_t sum = 0;
+	bool overflow = false;
 	struct dt_dimbuf b;
 	for (int i = 0; i < n; i++) {
 		if (sizes[i] < 0)
 			return dt_shape_fail(c, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=%s",
 					     dt_dims_format(&b, sizes, n));
-		sum += sizes[i];
+		overflow = overflow || __builtin_add_overflow(sum, sizes[i], &sum);
 	}
-	if (sum != t.shape[dim])
+	if (overflow || sum != t.shape[dim])
 		return dt_shape_fail(c, "split_with_sizes expects split_sizes to sum exactly to %lld (input tensor's size at dimension %lld), but got split_sizes=%s",
 				     (long long)t.shape[dim], (long long)dim,
 				     dt_dims_format(&b, sizes, n));
@@ -557,7 +563,7 @@ int dt_shape_chunk(struct dt_shape_ctx *c)
 		return dt_shape_fail(c, "chunk expects `chunks` to be greater than 0, got: %lld",
 				     (long long)chunks);
 	int64_t dim_size = t.shape[dim];
-	int64_t split_size = (dim_size + chunks - 1) / chunks;
+	int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
 	if (split_size == 0 && dim_size == 0) {
 		if (dt_shape_check_results(c, chunks) != DT_OK)
 			return DT_EINPUT;

@@ -249,8 +249,13 @@ int dt_verify(struct dt_module *m, struct dt_diag *d)
 	}
 	v.node = NULL;
 	if (outputs == 0) {
-		dt_diag_report(d, DT_ERROR, m->file, 0, NULL,
-			       "the graph has no output node");
+		/* Point at the end of the graph: its last node. */
+		const struct dt_node *last = m->last ? dt_node_get(m, m->last) : NULL;
+		dt_diag_report(d, DT_ERROR, m->file, last ? last->line : 0, NULL,
+			       "the graph has no output node%s%s%s",
+			       last ? " (it ends with node '" : "",
+			       last ? dt_str_get(m, last->name) : "",
+			       last ? "')" : "");
 		v.errors++;
 	}
 	if (!v.errors)

@@ -30,7 +30,9 @@ done
 		 'stride="' 'offset="' 'placements="' 'order="' \
 		 'global-shape="' 'key="' 'value="' 'R' 'S(0)' 'S(1)' \
 		 '_S(0,2)' 'P(sum)' 'P(avg)' 'P(max)' 'float32' 'bfloat16' \
-		 'int64' 'bool' '-1' '&#10;' '&amp;'; do
+		 'int64' 'bool' '-1' '0' '9223372036854775807' \
+		 '-9223372036854775808' '4611686018427387904' 'nan' 'inf' \
+		 '1e308' '&#10;' '&amp;'; do
 		printf '"%s"\n' "$(printf '%s' "$w" | sed 's/\\/\\\\/g; s/"/\\"/g')"
 	done
 	sed -n 's/^DT_OP([A-Z0-9_]*, "\([^"]*\)".*/"\1"/p' ir/ops.def

@@ -230,6 +230,13 @@ static void test_infer_errors(void **state)
 	struct dt_arg gi2[] = {a_node(split), a_int(2)};
 	tg_fails(&g, tg_call(&g, "g2", "operator.getitem", gi2, 2),
 		 "index 2 out of range for 'split' (2 results)");
+	struct dt_arg single[] = {a_node(a), a_int(0)};
+	tg_fails(&g, tg_call(&g, "g3", "operator.getitem", single, 2),
+		 "'a' is a single tensor, not a tuple");
+	struct dt_arg last[] = {a_node(split), a_int(-2)};
+	tg_ok(&g, tg_call(&g, "g4", "operator.getitem", last, 2), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(3, 8), L(8, 1), 0);
+	tg_fails(&g, tg_call(&g, "p", "placeholder", one, 1), "is a node kind, not a call target");
 	struct dt_arg tuple[] = {a_node(split)};
 	tg_fails(&g, tg_call(&g, "r2", "aten.relu.default", tuple, 1),
 		 "refers to 'split', which has 2 results");
@@ -295,10 +302,15 @@ static void test_view_vs_reshape(void **state)
 	check_tensor(&g, &c, 0, DT_FLOAT16, L(32), L(1), 0);
 	tg_ok(&g, with_ints(&g, "aten._unsafe_view.default", s, L(2, 2, 8)), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT16, L(2, 2, 8), L(32, 16, 1), 2);
+	tg_fails(&g, with_ints(&g, "aten._unsafe_view.default", s, L(32)), "Use .reshape");
 	tg_fails(&g, with_ints(&g, "aten.view.default", s, L(5, -1)),
 		 "shape '[5, -1]' is invalid for input of size 32");
 	tg_fails(&g, with_ints(&g, "aten.view.default", s, L(-1, -1)),
 		 "only one dimension can be inferred");
+	/* a size-1 dim never splits a chunk, whatever its stride */
+	uint32_t odd = tg_input(&g, "odd", DT_FLOAT32, L(2, 1, 3), L(3, 7, 1), 0);
+	tg_ok(&g, with_ints(&g, "aten.view.default", odd, L(6)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(6), L(1), 0);
 	/* a 0-d tensor views as any shape of one element with strides 1 */
 	uint32_t z = tg_scalar(&g, "z", DT_INT64);
 	tg_ok(&g, with_ints(&g, "aten.view.default", z, L(1, 1)), &c);

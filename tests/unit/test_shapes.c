@@ -51,6 +51,9 @@ static void test_elementwise_strides(void **state)
 	struct dt_shape_ctx c;
 	uint32_t tr = tg_input(&g, "tr", DT_FLOAT32, L(4, 8), L(1, 4), 0);
 	uint32_t ct = tg_input(&g, "ct", DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	uint32_t cl = tg_input(&g, "cl", DT_FLOAT32, L(2, 3, 4, 5), L(60, 1, 15, 3), 0);
+	tg_ok(&g, binary(&g, "aten.mul.Tensor", a_node(cl), a_node(cl)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 3, 4, 5), L(60, 1, 15, 3), 0);
 	/* the first input with a strict order decides */
 	tg_ok(&g, binary(&g, "aten.add.Tensor", a_node(tr), a_node(ct)), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
@@ -64,6 +67,10 @@ static void test_elementwise_strides(void **state)
 	uint32_t p3 = tg_input(&g, "p3", DT_FLOAT32, L(2, 3, 4), L(1, 8, 2), 0);
 	tg_ok(&g, unary(&g, "aten.relu.default", p3), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 3, 4), L(1, 8, 2), 0);
+	/* identical dense strides are copied, size-1 dims included */
+	uint32_t odd = tg_input(&g, "odd", DT_FLOAT32, L(3, 1, 2), L(1, 9, 3), 0);
+	tg_ok(&g, binary(&g, "aten.add.Tensor", a_node(odd), a_node(odd)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(3, 1, 2), L(1, 9, 3), 0);
 	/* ... and makes a non-dense input dense in the same order */
 	uint32_t gap = tg_input(&g, "gap", DT_FLOAT32, L(3, 4), L(1, 6), 2);
 	tg_ok(&g, unary(&g, "aten.exp.default", gap), &c);
@@ -103,6 +110,53 @@ static void test_elementwise_strides(void **state)
 	tg_ok(&g, tg_call(&g, "th", "aten.threshold_backward.default", th, 3), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
 	tg_ok(&g, binary(&g, "aten.gelu_backward.default", a_node(ct), a_node(tr)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	tg_fini(&g);
+}
+
+/* Device-dependent behaviour follows CUDA (checked against torch on an
+ * H100): inputs of another dtype vote with their own strides (the CPU
+ * would vote with converted copies) unless the op converts explicitly
+ * (pow.Tensor_Scalar, where); rsub swaps its operands; dropout outputs are
+ * like the input, its backward contiguous; bernoulli is contiguous. */
+static void test_device_rules(void **state)
+{
+	(void)state;
+	struct tg g;
+	tg_init(&g);
+	struct dt_shape_ctx c;
+	uint32_t tr = tg_input(&g, "tr", DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	uint32_t ct = tg_input(&g, "ct", DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	uint32_t ei = tg_input(&g, "ei", DT_INT64, L(4, 8), L(0, 1), 0);
+	uint32_t ef = tg_input(&g, "ef", DT_FLOAT32, L(4, 8), L(0, 1), 0);
+	tg_ok(&g, binary(&g, "aten.add.Tensor", a_node(ei), a_node(tr)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	tg_ok(&g, binary(&g, "aten.add.Tensor", a_node(ef), a_node(tr)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	/* where converts its inputs first: a densified int copy votes */
+	uint32_t m = tg_input(&g, "m", DT_BOOL, L(4, 8), L(0, 0), 0);
+	struct dt_arg wh[] = {a_node(m), a_node(ei), a_node(tr)};
+	tg_ok(&g, tg_call(&g, "wh", "aten.where.self", wh, 3), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	uint32_t gi = tg_input(&g, "gi", DT_INT32, L(4, 8), L(1, 8), 0);
+	tg_ok(&g, binary(&g, "aten.pow.Tensor_Scalar", a_node(gi), a_float(0.5)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	tg_ok(&g, binary(&g, "aten.rsub.Tensor", a_node(tr), a_node(ct)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	tg_ok(&g, binary(&g, "aten.sub.Tensor", a_node(tr), a_node(ct)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	tg_ok(&g, binary(&g, "aten.pow.Scalar", a_int(2), a_node(tr)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	struct dt_arg dr[] = {a_node(tr), a_float(0.1), a_bool(true)};
+	tg_ok(&g, tg_call(&g, "dr", "aten.native_dropout.default", dr, 3), &c);
+	assert_int_equal(c.nout, 2);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	check_tensor(&g, &c, 1, DT_BOOL, L(4, 8), L(1, 4), 0);
+	uint32_t mask = tg_input(&g, "mask", DT_BOOL, L(4, 8), L(8, 1), 0);
+	struct dt_arg db[] = {a_node(tr), a_node(mask), a_float(2.0)};
+	tg_ok(&g, tg_call(&g, "db", "aten.native_dropout_backward.default", db, 3), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	tg_ok(&g, unary(&g, "aten.bernoulli.default", tr), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
 	tg_fini(&g);
 }
@@ -284,6 +338,29 @@ static void test_matmul_nn(void **state)
 	tg_ok(&g, tg_call(&g, "sm2", "aten._softmax.default", sm2, 3), &c);
 	assert_int_equal(c.out[0].dtype, DT_FLOAT32);
 
+	/* backward ops */
+	struct dt_arg smb[] = {a_node(x), a_node(x), a_int(-1), a_dtype(DT_FLOAT16)};
+	tg_ok(&g, tg_call(&g, "smb", "aten._softmax_backward_data.default", smb, 4), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT16, L(2, 4, 16), L(64, 16, 1), 0);
+	struct dt_arg lnb[] = {a_node(x), a_node(x), a_ints(&g, L(16)), a_node(lnn), a_node(lnn),
+			       a_node(lw), a_none(), a_none()};
+	tg_fails(&g, tg_call(&g, "lnb0", "aten.native_layer_norm_backward.default", lnb, 8),
+		 "refers to 'ln', which has 3 results");
+	struct dt_arg gi[] = {a_node(lnn), a_int(1)};
+	uint32_t mean = tg_call(&g, "mean", "operator.getitem", gi, 2);
+	tg_ok(&g, mean, &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 4, 1), L(4, 1, 1), 0);
+	lnb[3] = a_node(mean);
+	lnb[4] = a_node(mean);
+	tg_ok(&g, tg_call(&g, "lnb", "aten.native_layer_norm_backward.default", lnb, 8), &c);
+	assert_int_equal(c.nout, 3);
+	check_tensor(&g, &c, 0, DT_FLOAT16, L(2, 4, 16), L(64, 16, 1), 0);
+	check_tensor(&g, &c, 1, DT_FLOAT16, L(16), L(1), 0);
+	struct dt_arg slb[] = {a_node(x), a_ints(&g, L(2, 8, 16)), a_int(1), a_int(0), a_int(4),
+			       a_int(2)};
+	tg_ok(&g, tg_call(&g, "slb", "aten.slice_backward.default", slb, 6), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT16, L(2, 8, 16), L(128, 16, 1), 0);
+
 	uint32_t emb = tg_input(&g, "emb", DT_BFLOAT16, L(100, 16), L(16, 1), 0);
 	uint32_t ids = tg_input(&g, "ids", DT_INT64, L(2, 5), L(1, 2), 0);
 	tg_ok(&g, binary(&g, "aten.embedding.default", a_node(emb), a_node(ids)), &c);
@@ -390,6 +467,20 @@ static void test_copies(void **state)
 	tg_ok(&g, tg_call(&g, "st", "aten.stack.default", st, 2), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 3, 3), L(9, 3, 1), 0);
 
+	/* channels-last inputs keep channels-last through cat, unless mixed */
+	uint32_t cl = tg_input(&g, "cl", DT_FLOAT32, L(2, 3, 4, 5), L(60, 1, 15, 3), 0);
+	uint32_t nc = tg_input(&g, "nc", DT_FLOAT32, L(2, 3, 4, 5), L(60, 20, 5, 1), 0);
+	uint32_t cls[] = {cl, cl}, mixed[] = {cl, nc};
+	struct dt_arg ccl[] = {a_nodes(&g, cls, 2)};
+	tg_ok(&g, tg_call(&g, "ccl", "aten.cat.default", ccl, 1), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 3, 4, 5), L(60, 1, 15, 3), 0);
+	struct dt_arg cmx[] = {a_nodes(&g, mixed, 2), a_int(1)};
+	tg_ok(&g, tg_call(&g, "cmx", "aten.cat.default", cmx, 2), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 6, 4, 5), L(120, 20, 5, 1), 0);
+	struct dt_arg pcl[] = {a_node(cl), a_ints(&g, L(1, 1))};
+	tg_ok(&g, tg_call(&g, "pcl", "aten.constant_pad_nd.default", pcl, 2), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 3, 4, 7), L(84, 1, 21, 3), 0);
+
 	/* constant_pad_nd: growing gives a contiguous result, shrinking a clone */
 	struct dt_arg pad[] = {a_node(p), a_ints(&g, L(1, 2, 0, 1))};
 	tg_ok(&g, tg_call(&g, "pad", "aten.constant_pad_nd.default", pad, 2), &c);
@@ -446,16 +537,58 @@ static void test_factories(void **state)
 	tg_fini(&g);
 }
 
+/* Sizes from arguments are bounded (2^60 elements, as the reader bounds
+ * inputs), so no int64 arithmetic overflows; each is a clean error. */
+static void test_huge_sizes(void **state)
+{
+	(void)state;
+	struct tg g;
+	tg_init(&g);
+	const int64_t big = (int64_t)1 << 40;
+	uint32_t x = tg_input(&g, "x", DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	uint32_t col = tg_input(&g, "col", DT_FLOAT32, L(big, 1), L(1, 1), 0);
+	uint32_t row = tg_input(&g, "row", DT_FLOAT32, L(1, big), L(big, 1), 0);
+	struct dt_arg ex[] = {a_node(x), a_ints(&g, L(big, big, 4, 8))};
+	tg_fails(&g, tg_call(&g, "ex", "aten.expand.default", ex, 2), "more than 2^60 elements");
+	tg_fails(&g, binary(&g, "aten.add.Tensor", a_node(col), a_node(row)),
+		 "more than 2^60 elements");
+	struct dt_arg vw[] = {a_node(x), a_ints(&g, L(INT64_MAX, 2, -1))};
+	tg_fails(&g, tg_call(&g, "vw", "aten.view.default", vw, 2), "is invalid for input of size 32");
+	struct dt_arg fu[] = {a_ints(&g, L(big, big)), a_float(0.0)};
+	tg_fails(&g, tg_call(&g, "fu", "aten.full.default", fu, 2), "more than 2^60 elements");
+	struct dt_arg ag[] = {a_node(x), a_int(INT64_MAX / 2), a_str(&g, "dp")};
+	tg_fails(&g, tg_call(&g, "ag", "_c10d_functional.all_gather_into_tensor.default", ag, 3),
+		 "too large");
+	struct dt_arg sl[] = {a_node(x), a_int(1), a_int(0), a_int(INT64_MAX), a_int(INT64_MAX)};
+	tg_fails(&g, tg_call(&g, "sl", "aten.slice.Tensor", sl, 5), "slice step");
+	struct dt_arg sp[] = {a_node(x), a_int(INT64_MAX)};
+	struct dt_shape_ctx c;
+	tg_ok(&g, tg_call(&g, "sp", "aten.split.Tensor", sp, 2), &c);
+	assert_int_equal(c.nout, 1);
+	struct dt_arg ch[] = {a_node(x), a_int(INT64_MAX)};
+	tg_ok(&g, tg_call(&g, "ch", "aten.chunk.default", ch, 2), &c);
+	assert_int_equal(c.nout, 4);
+	struct dt_arg pd[] = {a_node(x), a_ints(&g, L(INT64_MAX, 1))};
+	tg_fails(&g, tg_call(&g, "pd", "aten.constant_pad_nd.default", pd, 2), "too large");
+	struct dt_arg ar[] = {a_float(1e300)};
+	tg_fails(&g, tg_call(&g, "ar", "aten.arange.default", ar, 1), "unsupported range");
+	struct dt_arg as[] = {a_node(x), a_ints(&g, L(4, 8)), a_ints(&g, L(INT64_MAX / 2, 1))};
+	tg_fails(&g, tg_call(&g, "as", "aten.as_strided.default", as, 3), "beyond 2^60");
+	tg_fini(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_elementwise_strides),
+		cmocka_unit_test(test_device_rules),
 		cmocka_unit_test(test_type_promotion),
 		cmocka_unit_test(test_reductions),
 		cmocka_unit_test(test_matmul_nn),
 		cmocka_unit_test(test_collectives),
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_factories),
+		cmocka_unit_test(test_huge_sizes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
