@@ -64,7 +64,7 @@ struct dt_op_info {
 	const char *target;  /* FX target string */
 	const char *schema;
 	uint32_t flags;
-	dt_shape_fn shape;   /* NULL for structural ops handled by the caller */
+	dt_shape_fn shape;   /* result metadata (structural ops too) */
 	uint8_t nparams;
 	struct dt_op_param params[DT_MAX_PARAMS];
 };

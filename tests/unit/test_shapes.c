@@ -437,6 +437,12 @@ static void test_copies(void **state)
 	uint32_t odd = tg_input(&g, "odd", DT_FLOAT32, L(2, 1, 3), L(3, 7, 1), 5);
 	tg_ok(&g, unary(&g, "aten.clone.default", odd), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 1, 3), L(3, 7, 1), 0);
+	/* an empty tensor counts as contiguous, hence dense: strides kept */
+	uint32_t none = tg_input(&g, "none", DT_FLOAT32, L(2, 0, 3), L(9, 9, 1), 5);
+	tg_ok(&g, unary(&g, "aten.clone.default", none), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 0, 3), L(9, 9, 1), 0);
+	tg_ok(&g, unary(&g, "aten.relu.default", none), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 0, 3), L(3, 3, 1), 0);
 	struct dt_arg cc[] = {a_node(tr), kw(&g, "memory_format", a_str(&g, "torch.contiguous_format"))};
 	tg_ok(&g, tg_call(&g, "cc", "aten.clone.default", cc, 2), &c);
 	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
