@@ -5,7 +5,9 @@
  * (all-contiguous, all-channels-last, or identical dense strides) and
  * otherwise reorder_dimensions, which gives the output the memory order of
  * the first input with a strict stride order between two dims
- * (aten/src/ATen/TensorIterator.cpp). */
+ * (aten/src/ATen/TensorIterator.cpp). Device-dependent kernels (dropout)
+ * follow CUDA's. Checked against torch 1.13 (CPU) and 2.11 (CUDA) on
+ * random strided inputs. */
 #include "shape.h"
 
 #include <string.h>

@@ -196,6 +196,8 @@ int dt_shape_var(struct dt_shape_ctx *c)
 	bool mask[DT_MAX_RANK], keepdim;
 	if (reduce_args(c, 1, 3, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
+	if (!dt_dtype_is_float((enum dt_dtype)t.dtype))
+		return dt_shape_fail(c, "std and var only support floating point and complex dtypes");
 	struct dt_tinfo r = reduced(&t, mask, keepdim, (enum dt_dtype)t.dtype);
 	dt_shape_emit(c, &r);
 	if (dt_shape_op(c) != DT_OP_VAR_CORRECTION)

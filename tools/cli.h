@@ -13,6 +13,7 @@ int dt_cmd_opt(int argc, char **argv);
 int dt_cmd_dump(int argc, char **argv);
 int dt_cmd_verify(int argc, char **argv);
 int dt_cmd_gen(int argc, char **argv);
+int dt_cmd_run(int argc, char **argv);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);

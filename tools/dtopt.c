@@ -16,6 +16,7 @@ static const struct {
 	{"dump", dt_cmd_dump, "print a graph as text, dot or json"},
 	{"verify", dt_cmd_verify, "check a graph and report every problem"},
 	{"gen", dt_cmd_gen, "generate a synthetic transformer-like graph"},
+	{"run", dt_cmd_run, "run a graph with the interpreter (under mpirun)"},
 };
 enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
 

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/* cpu_copy.c: data movement: the strided copy with dtype conversion
+ * (bitwise when the dtypes agree), the copying ops (clone, contiguous,
+ * _to_copy, convert_element_type, a reshape that cannot alias, the
+ * single-process redistribute), cat and stack, constant_pad_nd and the
+ * slice/select backward ops. */
+#include "internal.h"
+
+#include <string.h>
+
+/* Copy src into dst (same shape): bytes when the dtypes agree, else
+ * converted through double. */
+static void copy_elements(struct dt_rt_tensor *dst, const struct dt_rt_tensor *src)
+{
+	const struct dt_rt_tensor *ts[2] = {dst, src};
+	struct dt_cpu_rows r;
+	dt_cpu_rows_init(&r, dst->shape, dst->rank, ts, 2);
+	int esize = dt_dtype_size((enum dt_dtype)dst->dtype);
+	bool same = dst->dtype == src->dtype;
+	double buf[512];
+	for (int64_t row = 0; row < r.count; row++, dt_cpu_iter_next(&r.outer)) {
+		char *d = dt_rt_at(dst, r.outer.off[0]);
+		const char *s = dt_rt_at(src, r.outer.off[1]);
+		if (same && r.step[0] == 1 && r.step[1] == 1) {
+			memcpy(d, s, (size_t)(r.len * esize));
+		} else if (same) {
+			for (int64_t i = 0; i < r.len; i++)
+				memcpy(d + i * r.step[0] * esize, s + i * r.step[1] * esize,
+				       (size_t)esize);
+		} else {
+			for (int64_t at = 0; at < r.len; at += 512) {
+				int64_t n = r.len - at < 512 ? r.len - at : 512;
+				dt_cpu_load_row(src, r.outer.off[1] + at * r.step[1], r.step[1], n, buf);
+				dt_cpu_store_row(dst, r.outer.off[0] + at * r.step[0], r.step[0], n, buf);
+			}
+		}
+	}
+}
+
+static bool same_shape(const struct dt_rt_tensor *a, const struct dt_rt_tensor *b)
+{
+	return a->rank == b->rank &&
+	       memcmp(a->shape, b->shape, (size_t)a->rank * sizeof(int64_t)) == 0;
+}
+
+int dt_cpu_copy(struct dt_backend *b, struct dt_rt_tensor *dst,
+		const struct dt_rt_tensor *src)
+{
+	if (!same_shape(dst, src)) {
+		dt_diag_report(b->diag, DT_ERROR, NULL, 0, NULL,
+			       "copy between tensors of different shapes");
+		return DT_ERUNTIME;
+	}
+	copy_elements(dst, src);
+	return DT_OK;
+}
+
+/* A kernel's copy of src into dst, reporting `what` at the node when the
+ * shapes differ. */
+static int copy_into(struct dt_backend *b, const struct dt_kernel_call *c,
+		     struct dt_rt_tensor *dst, const struct dt_rt_tensor *src,
+		     const char *what)
+{
+	if (!same_shape(dst, src))
+		return dt_cpu_fail(b, c, "%s", what);
+	copy_elements(dst, src);
+	return DT_OK;
+}
+
+int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *in = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *out = &c->outputs[0];
+	switch (c->op) {
+	case DT_OP_RESHAPE:
+	case DT_OP_UNSAFE_VIEW: { /* a copy in row-major order */
+		if (dt_rt_numel(in) != dt_rt_numel(out) || in->dtype != out->dtype ||
+		    !dt_rt_is_contiguous(out))
+			return dt_cpu_fail(b, c, "a copying reshape needs a contiguous result with the input's elements");
+		struct dt_rt_tensor flat = *out; /* out seen in the input's shape */
+		flat.rank = in->rank;
+		memcpy(flat.shape, in->shape, sizeof(flat.shape));
+		dt_contiguous_strides(flat.shape, flat.rank, flat.stride);
+		copy_elements(&flat, in);
+		return DT_OK;
+	}
+	case DT_OP_CLONE:
+	case DT_OP_CONTIGUOUS:
+	case DT_OP_LIFT_FRESH_COPY:
+	case DT_OP_CONVERT_ELEMENT_TYPE:
+	case DT_OP_TO_COPY:
+	case DT_OP_REDISTRIBUTE: /* one process holds the whole tensor */
+		return copy_into(b, c, out, in, "result shape differs from the input's");
+	default:
+		dt_die(__FILE__, __LINE__, "no copy kernel for %s",
+		       dt_op_get(c->op)->target);
+	}
+}
+
+/* The part of t at [start, start + len) of dim d, every step-th. */
+static struct dt_rt_tensor narrowed(const struct dt_rt_tensor *t, int d,
+				    int64_t start, int64_t len, int64_t step)
+{
+	struct dt_rt_tensor r = *t;
+	r.offset += start * t->stride[d];
+	r.shape[d] = len;
+	r.stride[d] *= step;
+	return r;
+}
+
+/* t with dim d removed at `index` (select). */
+static struct dt_rt_tensor selected(const struct dt_rt_tensor *t, int d,
+				    int64_t index)
+{
+	struct dt_rt_tensor r = *t;
+	r.offset += index * t->stride[d];
+	for (int i = d; i + 1 < t->rank; i++) {
+		r.shape[i] = t->shape[i + 1];
+		r.stride[i] = t->stride[i + 1];
+	}
+	r.rank--;
+	return r;
+}
+
+static bool wrap_dim(int64_t *dim, int rank)
+{
+	int64_t r = rank > 0 ? rank : 1;
+	if (*dim < -r || *dim >= r)
+		return false;
+	if (*dim < 0)
+		*dim += r;
+	return true;
+}
+
+/* cat(tensors, dim) and stack(tensors, dim). Legacy empty 1-D tensors
+ * take no part in cat. */
+int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *t[DT_MAX_RESULTS];
+	struct dt_rt_tensor *out = &c->outputs[0];
+	int n = dt_cpu_tensors(c, 0, t, DT_MAX_RESULTS);
+	int64_t dim = 0, pos = 0;
+	dt_cpu_int(c, 1, &dim);
+	if (!wrap_dim(&dim, out->rank))
+		return dt_cpu_fail(b, c, "dim %lld out of range", (long long)dim);
+	for (int i = 0; i < n; i++) {
+		if (!t[i])
+			return dt_cpu_fail(b, c, "tensor %d of the list is none", i);
+		struct dt_rt_tensor part;
+		if (c->op == DT_OP_STACK) {
+			part = selected(out, (int)dim, i);
+		} else {
+			if (t[i]->rank == 1 && t[i]->shape[0] == 0 && out->rank != 1)
+				continue;
+			if (t[i]->rank != out->rank)
+				return dt_cpu_fail(b, c, "tensor %d has rank %d, the result %d",
+						   i, t[i]->rank, out->rank);
+			part = narrowed(out, (int)dim, pos, t[i]->shape[dim], 1);
+			pos += t[i]->shape[dim];
+		}
+		if (copy_into(b, c, &part, t[i], "a tensor does not fit the result") != DT_OK)
+			return DT_ERUNTIME;
+	}
+	return DT_OK;
+}
+
+/* slice(size, start, end) bounds as aten.slice clamps them. */
+static void slice_bounds(int64_t size, int64_t *start, int64_t *end)
+{
+	if (*start < 0)
+		*start += size;
+	if (*end < 0)
+		*end += size;
+	*start = *start < 0 ? 0 : *start > size ? size : *start;
+	*end = *end < *start ? *start : *end > size ? size : *end;
+}
+
+/* constant_pad_nd: the value everywhere, then the input's kept part;
+ * pads are (before, after) pairs from the last dim backwards, negative
+ * ones crop. */
+static int pad(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *in = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *out = &c->outputs[0];
+	int64_t p[2 * DT_MAX_RANK];
+	int np = dt_cpu_ints(c, 1, p, 2 * DT_MAX_RANK);
+	double value = 0;
+	dt_cpu_number(c, 2, &value);
+	if (np < 0 || np % 2 || np / 2 > in->rank || out->rank != in->rank)
+		return dt_cpu_fail(b, c, "bad pad list");
+	struct dt_rt_tensor src = *in, dst = *out;
+	for (int k = 0; k < np / 2; k++) {
+		int d = in->rank - 1 - k;
+		int64_t before = p[2 * k], after = p[2 * k + 1];
+		int64_t cut_b = before < 0 ? -before : 0, cut_a = after < 0 ? -after : 0;
+		int64_t len = in->shape[d] - cut_b - cut_a;
+		if (len < 0)
+			len = 0;
+		src = narrowed(&src, d, cut_b, len, 1);
+		dst = narrowed(&dst, d, before > 0 ? before : 0, len, 1);
+	}
+	dt_cpu_fill(out, value);
+	return copy_into(b, c, &dst, &src, "result does not fit the padding");
+}
+
+/* slice_backward / select_backward: zeros with grad in the slice. */
+static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *g = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *out = &c->outputs[0];
+	int64_t dim = 0, start = 0, end = 0, step = 1;
+	dt_cpu_int(c, 2, &dim);
+	if (!wrap_dim(&dim, out->rank) || out->rank == 0)
+		return dt_cpu_fail(b, c, "dim %lld out of range", (long long)dim);
+	int64_t size = out->shape[dim];
+	struct dt_rt_tensor part;
+	dt_cpu_fill(out, 0);
+	if (c->op == DT_OP_SELECT_BACKWARD) {
+		dt_cpu_int(c, 3, &start);
+		if (start < -size || start >= size)
+			return dt_cpu_fail(b, c, "index %lld out of range for size %lld",
+					   (long long)start, (long long)size);
+		part = selected(out, (int)dim, start < 0 ? start + size : start);
+	} else {
+		dt_cpu_int(c, 3, &start);
+		dt_cpu_int(c, 4, &end);
+		dt_cpu_int(c, 5, &step);
+		if (step <= 0)
+			return dt_cpu_fail(b, c, "slice step must be positive");
+		slice_bounds(size, &start, &end);
+		part = narrowed(out, (int)dim, start, (end - start + step - 1) / step, step);
+	}
+	return copy_into(b, c, &part, g, "grad_output does not fit the slice");
+}
+
+int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	switch (c->op) {
+	case DT_OP_CONSTANT_PAD_ND:
+		return pad(b, c);
+	case DT_OP_SLICE_BACKWARD:
+	case DT_OP_SELECT_BACKWARD:
+		return scatter_back(b, c);
+	default:
+		dt_die(__FILE__, __LINE__, "no pad kernel for %s",
+		       dt_op_get(c->op)->target);
+	}
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/* internal.h: helpers shared by the runtime's files: 16-bit float
+ * conversion, strided iteration, argument readers and the CPU kernel
+ * families that dt_cpu_kernel dispatches to. Not installed. */
+#ifndef DTOPT_RUNTIME_INTERNAL_H
+#define DTOPT_RUNTIME_INTERNAL_H
+
+#include "runtime.h"
+
+#include <stdarg.h>
+
+/* ------------------------------------------------------------------ */
+/* Elements (tensor.c). */
+
+/* IEEE binary16 and bfloat16 bits of `v`, rounded to nearest even
+ * directly from double (no double rounding through float32). */
+uint16_t dt_f16_from_double(double v);
+double dt_f16_to_double(uint16_t h);
+uint16_t dt_bf16_from_double(double v);
+double dt_bf16_to_double(uint16_t h);
+/* `v` as stored into dtype t and read back (float casts, 16-bit rounding,
+ * integer truncation with wrap-around, bool 0/1). */
+double dt_round_to(enum dt_dtype t, double v);
+
+typedef double (*dt_load_fn)(const void *p);
+typedef void (*dt_store_fn)(void *p, double v);
+/* The element reader and writer of dtype t. */
+dt_load_fn dt_loader(enum dt_dtype t);
+dt_store_fn dt_storer(enum dt_dtype t);
+
+/* at::detail::computeStride: the strides of viewing `in` as `shape`, or
+ * false when a new dim would span two non-contiguous chunks of `in` (then
+ * reshape copies). */
+bool dt_rt_view_strides(const struct dt_rt_tensor *in, const int64_t *shape,
+			int rank, int64_t *stride);
+
+/* Address of the element at `off` elements from the buffer's start. */
+static inline char *dt_rt_at(const struct dt_rt_tensor *t, int64_t off)
+{
+	return (char *)t->buf->data + off * dt_dtype_size((enum dt_dtype)t->dtype);
+}
+
+/* ------------------------------------------------------------------ */
+/* Strided iteration (cpu_kernel.c): the elements of a shape in row-major
+ * order, with each operand's element offset (its own offset included).
+ * Operands are right-aligned against the shape; a missing or size-1 dim
+ * broadcasts (stride 0). */
+#define DT_CPU_MAX_OPS 4
+
+struct dt_cpu_iter {
+	int rank, n;
+	int64_t shape[DT_MAX_RANK];
+	int64_t stride[DT_CPU_MAX_OPS][DT_MAX_RANK];
+	int64_t idx[DT_MAX_RANK];
+	int64_t off[DT_CPU_MAX_OPS];
+};
+void dt_cpu_iter_init(struct dt_cpu_iter *it, const int64_t *shape, int rank,
+		      const struct dt_rt_tensor *const *t, int n);
+/* Step to the next element (after the last one the offsets are stale). */
+static inline void dt_cpu_iter_next(struct dt_cpu_iter *it)
+{
+	for (int d = it->rank - 1; d >= 0; d--) {
+		for (int k = 0; k < it->n; k++)
+			it->off[k] += it->stride[k][d];
+		if (++it->idx[d] < it->shape[d])
+			return;
+		for (int k = 0; k < it->n; k++)
+			it->off[k] -= it->stride[k][d] * it->shape[d];
+		it->idx[d] = 0;
+	}
+}
+
+/* The same walk by rows: the dims are coalesced where every operand
+ * allows, the last (merged) dim is a row of `len` elements that operand k
+ * steps through by step[k]; `outer` walks the rows (its offsets are each
+ * row's first element). Rows come in row-major order. */
+struct dt_cpu_rows {
+	struct dt_cpu_iter outer;
+	int64_t len, count;
+	int64_t step[DT_CPU_MAX_OPS];
+};
+void dt_cpu_rows_init(struct dt_cpu_rows *r, const int64_t *shape, int rank,
+		      const struct dt_rt_tensor *const *t, int n);
+/* n elements of t from element offset `off`, `step` apart, as doubles. */
+void dt_cpu_load_row(const struct dt_rt_tensor *t, int64_t off, int64_t step,
+		     int64_t n, double *dst);
+void dt_cpu_store_row(struct dt_rt_tensor *t, int64_t off, int64_t step,
+		      int64_t n, const double *src);
+
+/* Every element of t in row-major order into dst (numel doubles). */
+void dt_cpu_read(const struct dt_rt_tensor *t, double *dst);
+/* The elements of t broadcast to `shape` (right-aligned), row-major. */
+void dt_cpu_read_as(const struct dt_rt_tensor *t, const int64_t *shape,
+		    int rank, double *dst);
+/* Store src (numel doubles, row-major) into t's elements. */
+void dt_cpu_write(struct dt_rt_tensor *t, const double *src);
+/* Store v into every element of t. */
+void dt_cpu_fill(struct dt_rt_tensor *t, double v);
+/* Split t's dims into the ones `mask` marks (inner, the slow-to-fast order
+ * kept) and the others (outer); both share t's buffer and offset. */
+void dt_cpu_split_dims(const struct dt_rt_tensor *t, const bool *mask,
+		       struct dt_rt_tensor *outer, struct dt_rt_tensor *inner);
+/* Scratch doubles (dt_malloc; n may be 0). */
+double *dt_cpu_scratch(int64_t n);
+
+/* ------------------------------------------------------------------ */
+/* Arguments of a kernel call (cpu_kernel.c). Parameters are schema
+ * indices; omitted parameters read the schema's default. The getters
+ * return false when the value is absent, none or defaults to None. */
+bool dt_cpu_int(const struct dt_kernel_call *c, int p, int64_t *v);
+/* A float, int or bool (Scalar) argument as a double. */
+bool dt_cpu_number(const struct dt_kernel_call *c, int p, double *v);
+bool dt_cpu_bool(const struct dt_kernel_call *c, int p, bool *v);
+/* Whether str parameter p (or its default) equals s. */
+bool dt_cpu_str_is(const struct dt_kernel_call *c, int p, const char *s);
+bool dt_cpu_dtype(const struct dt_kernel_call *c, int p, enum dt_dtype *v);
+/* An int[] (or one int, or items; bools read as 0/1). Returns the count,
+ * or -1 when absent; at most cap values are stored. */
+int dt_cpu_ints(const struct dt_kernel_call *c, int p, int64_t *v, int cap);
+/* The tensors of a T[] parameter (a none item as NULL). Returns
+ * the count (at most cap). */
+int dt_cpu_tensors(const struct dt_kernel_call *c, int p,
+		   const struct dt_rt_tensor **t, int cap);
+
+/* A tensor operand, or a Python number wrapped as a 0-d tensor (stored as
+ * float64; `dtype` is its promotion dtype: int64, bool or float32). */
+struct dt_cpu_operand {
+	struct dt_rt_tensor t;
+	struct dt_buffer buf;
+	double value;
+	uint8_t dtype;
+	bool number;
+};
+/* Parameter p as an operand; false when absent. The operand must not be
+ * moved while in use (t.buf points into it). */
+bool dt_cpu_operand(const struct dt_kernel_call *c, int p,
+		    struct dt_cpu_operand *o);
+/* at::result_type over operands (tensors with dims, then 0-d tensors,
+ * then numbers; a float category beats an integral one). */
+enum dt_dtype dt_cpu_result_type(const struct dt_cpu_operand *const *o, int n);
+
+/* Report `file:line: error: node 'x' (target): MSG` at node n through
+ * b->diag and record it as b->failed_node; returns DT_ERUNTIME. */
+int dt_rt_fail(struct dt_backend *b, const struct dt_module *m,
+	       const struct dt_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int dt_rt_vfail(struct dt_backend *b, const struct dt_module *m,
+		const struct dt_node *n, const char *fmt, va_list ap);
+/* dt_rt_fail at the call's node. */
+int dt_cpu_fail(struct dt_backend *b, const struct dt_kernel_call *c,
+		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* splitmix64 finaliser and FNV-1a (inputs.c; also the random ops). */
+uint64_t dt_rt_mix64(uint64_t x);
+uint64_t dt_rt_fnv1a(const char *s);
+
+/* ------------------------------------------------------------------ */
+/* Kernel families; each handles the ops dt_cpu_kernel's table maps to it
+ * and dies on any other (a table bug). */
+typedef int (*dt_cpu_kernel_fn)(struct dt_backend *b,
+				const struct dt_kernel_call *c);
+int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_backward_ew(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_matmul(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_softmax(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_layer_norm(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_embedding(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_nll_loss(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c);
+int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c);
+
+#endif

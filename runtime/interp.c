@@ -1,0 +1,794 @@
+// SPDX-License-Identifier: MIT
+/* interp.c: the interpreter. It walks the graph once to plan (bound args,
+ * how each node runs, where each value is last read), materializes the
+ * inputs once, then runs the graph warmup + iters times: views share their
+ * input's buffer with the IR's geometry, kernels write fresh buffers,
+ * collectives get contiguous inputs and complete at their wait, and every
+ * buffer goes back to the backend after its last reader. It keeps per-node
+ * times for the summary table and the Chrome trace. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum step {
+	STEP_INPUT,      /* placeholder: a materialized input */
+	STEP_VIEW,       /* result(s) alias the input's buffer */
+	STEP_GETITEM,    /* one result of a multi-result node */
+	STEP_KERNEL,     /* fresh buffers, backend kernel */
+	STEP_COLLECTIVE, /* contiguous input, started now */
+	STEP_WAIT,       /* completes the collective it reads */
+	STEP_OUTPUT,
+};
+
+struct event {
+	uint32_t node;
+	double start, dur; /* seconds since the run started */
+	uint64_t bytes;
+};
+
+struct interp {
+	struct dt_module *m;
+	struct dt_backend *b;
+	const struct dt_run_options *opt;
+	uint32_t *order, count;          /* graph order */
+	uint8_t *step;                   /* node id -> enum step */
+	struct dt_bound_args *args;      /* node id -> bound args */
+	struct dt_rt_tensor *store;      /* every result of every node */
+	struct dt_rt_tensor **values;    /* node id -> its results in store */
+	struct dt_rt_tensor *inputs;     /* node id -> materialized input */
+	uint32_t *free_first, *free_list; /* position -> nodes last read there */
+	struct dt_pending **pending;     /* collective node -> in flight */
+	struct dt_buffer **pinned;       /* collective node -> input kept alive */
+	uint32_t *stat_of;               /* node id -> index in stats */
+	DT_VEC(struct dt_run_stat) stats;
+	DT_VEC(struct event) events;
+	size_t live, peak;
+	double t0;
+};
+
+double dt_rt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The op table's target string of n (valid forever). */
+static const char *node_target(const struct dt_node *n)
+{
+	if (n->kind == DT_NODE_PLACEHOLDER)
+		return "placeholder";
+	if (n->kind == DT_NODE_OUTPUT)
+		return "output";
+	return dt_op_get((enum dt_op)n->op)->target;
+}
+
+/* ---- buffers with accounting ---- */
+
+static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
+				    size_t bytes)
+{
+	struct dt_buffer *buf = dt_buffer_create(ip->b, bytes);
+	if (!buf) {
+		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
+		return NULL;
+	}
+	ip->live += bytes;
+	if (ip->live > ip->peak)
+		ip->peak = ip->live;
+	return buf;
+}
+
+static void buffer_drop(struct interp *ip, struct dt_buffer *buf)
+{
+	if (!buf)
+		return;
+	if (buf->refs == 1)
+		ip->live -= buf->bytes;
+	dt_buffer_release(ip->b, buf);
+}
+
+static void values_drop(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	for (uint32_t r = 0; r < n->ntensors; r++) {
+		buffer_drop(ip, ip->values[id][r].buf);
+		ip->values[id][r].buf = NULL;
+	}
+}
+
+/* ---- planning ---- */
+
+/* The node bound to parameter p (a single tensor), or 0. */
+static uint32_t arg_node(const struct interp *ip, uint32_t id, int p)
+{
+	const struct dt_arg *a = ip->args[id].arg[p];
+	return a && a->kind == DT_ARG_NODE ? a->v.node : 0;
+}
+
+/* Whether result 0 of `id` has the same geometry as its input (size-1
+ * dims' strides do not matter), so it can alias it. */
+static bool same_geometry(const struct dt_rt_tensor *a, const struct dt_rt_tensor *b)
+{
+	if (a->rank != b->rank || a->dtype != b->dtype || a->offset != b->offset)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->shape[d] != b->shape[d] ||
+		    (a->shape[d] > 1 && a->stride[d] != b->stride[d]))
+			return false;
+	return true;
+}
+
+/* reshape/_unsafe_view alias when PyTorch's view strides exist (and the
+ * graph agrees); contiguous and redistribute when nothing changes. */
+static enum step copy_or_view(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	uint32_t in = arg_node(ip, id, 0);
+	if (!in || dt_node_get(ip->m, in)->ntensors != 1)
+		return STEP_KERNEL;
+	struct dt_rt_tensor x, y;
+	dt_rt_from_meta(&x, ip->m, dt_node_tensor(ip->m, dt_node_get(ip->m, in), 0));
+	dt_rt_from_meta(&y, ip->m, dt_node_tensor(ip->m, n, 0));
+	if (n->op == DT_OP_RESHAPE || n->op == DT_OP_UNSAFE_VIEW) {
+		struct dt_rt_tensor v = y;
+		v.offset = x.offset;
+		if (!dt_rt_view_strides(&x, y.shape, y.rank, v.stride))
+			return STEP_KERNEL;
+		x = v;
+	}
+	return same_geometry(&x, &y) ? STEP_VIEW : STEP_KERNEL;
+}
+
+/* Every result's metadata is something a tensor can have here. */
+static int check_meta(struct interp *ip, const struct dt_node *n)
+{
+	for (uint32_t r = 0; r < n->ntensors; r++) {
+		const struct dt_tensor *t = dt_node_tensor(ip->m, n, (int)r);
+		int rank, nstride;
+		const int64_t *shape = dt_ints_get(ip->m, t->shape, &rank);
+		const int64_t *stride = dt_ints_get(ip->m, t->stride, &nstride);
+		bool ok = rank <= DT_MAX_RANK && nstride == rank &&
+			  t->dtype < DT_NDTYPES && t->offset >= 0;
+		for (int d = 0; ok && d < rank; d++)
+			ok = shape[d] >= 0 && stride[d] >= 0;
+		if (!ok)
+			return dt_rt_fail(ip->b, ip->m, n, "result %u has metadata the runtime cannot hold (rank above %d, negative sizes, strides or offset)",
+					  r, DT_MAX_RANK);
+	}
+	return DT_OK;
+}
+
+static int plan_node(struct interp *ip, uint32_t id)
+{
+	struct dt_node *n = dt_node_get(ip->m, id);
+	if (check_meta(ip, n) != DT_OK)
+		return DT_ERUNTIME;
+	if (n->kind == DT_NODE_PLACEHOLDER) {
+		ip->step[id] = STEP_INPUT;
+		return DT_OK;
+	}
+	if (n->op == DT_OP_UNKNOWN)
+		return dt_rt_fail(ip->b, ip->m, n, "unknown target '%s'",
+				  dt_str_get(ip->m, n->target));
+	if (dt_op_bind(ip->m, n, &ip->args[id], ip->b->diag) != DT_OK)
+		return DT_ERUNTIME;
+	if (n->kind == DT_NODE_OUTPUT) {
+		ip->step[id] = STEP_OUTPUT;
+		return DT_OK;
+	}
+	if (n->ntensors == 0)
+		return dt_rt_fail(ip->b, ip->m, n, "no tensor metadata (run shape-infer first)");
+	enum dt_op op = (enum dt_op)n->op;
+	if (op == DT_OP_GETITEM)
+		ip->step[id] = STEP_GETITEM;
+	else if (dt_op_has(op, DT_OPF_VIEW))
+		ip->step[id] = STEP_VIEW;
+	else if (dt_op_has(op, DT_OPF_COLLECTIVE))
+		ip->step[id] = STEP_COLLECTIVE;
+	else if (dt_op_has(op, DT_OPF_WAIT))
+		ip->step[id] = STEP_WAIT;
+	else if (op == DT_OP_RESHAPE || op == DT_OP_UNSAFE_VIEW ||
+		 op == DT_OP_CONTIGUOUS || op == DT_OP_REDISTRIBUTE)
+		ip->step[id] = (uint8_t)copy_or_view(ip, id);
+	else
+		ip->step[id] = STEP_KERNEL;
+	if (op == DT_OP_REDISTRIBUTE && ip->m->view != DT_VIEW_GLOBAL)
+		return dt_rt_fail(ip->b, ip->m, n, "dtensor.redistribute in a local-view graph (lower it first)");
+	return DT_OK;
+}
+
+struct last_use_ctx {
+	uint32_t *last;
+	uint32_t pos;
+};
+
+static void mark_use(void *ud, uint32_t input)
+{
+	struct last_use_ctx *c = ud;
+	c->last[input] = c->pos;
+}
+
+/* free_first/free_list: the nodes whose values die after each position
+ * (a value nobody reads dies right after its node; a collective's lives
+ * until its wait). */
+static void plan_frees(struct interp *ip)
+{
+	uint32_t nn = ip->m->nodes.len;
+	uint32_t *last = dt_calloc(nn, sizeof(uint32_t));
+	struct last_use_ctx c = {last, 0};
+	for (uint32_t p = 0; p < ip->count; p++) {
+		last[ip->order[p]] = p;
+		c.pos = p;
+		dt_node_for_each_input(ip->m, dt_node_get(ip->m, ip->order[p]), mark_use, &c);
+	}
+	for (uint32_t p = 0; p < ip->count; p++) /* in flight until drained */
+		if (ip->step[ip->order[p]] == STEP_COLLECTIVE && last[ip->order[p]] == p)
+			last[ip->order[p]] = ip->count - 1;
+	ip->free_first = dt_calloc(ip->count + 1, sizeof(uint32_t));
+	ip->free_list = dt_calloc(ip->count ? ip->count : 1, sizeof(uint32_t));
+	for (uint32_t p = 0; p < ip->count; p++)
+		ip->free_first[last[ip->order[p]] + 1]++;
+	for (uint32_t p = 0; p < ip->count; p++)
+		ip->free_first[p + 1] += ip->free_first[p];
+	uint32_t *fill = dt_calloc(ip->count + 1, sizeof(uint32_t));
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t at = last[ip->order[p]];
+		ip->free_list[ip->free_first[at] + fill[at]++] = ip->order[p];
+	}
+	dt_free(fill);
+	dt_free(last);
+}
+
+static uint32_t stat_index(struct interp *ip, const char *target)
+{
+	for (uint32_t i = 0; i < ip->stats.len; i++)
+		if (ip->stats.data[i].target == target)
+			return i;
+	struct dt_run_stat s = {target, 0, 0, 0};
+	return dt_vec_push(&ip->stats, s);
+}
+
+static int plan(struct interp *ip)
+{
+	struct dt_module *m = ip->m;
+	uint32_t nn = m->nodes.len, total = 0;
+	ip->count = dt_graph_count(m);
+	ip->order = dt_calloc(ip->count ? ip->count : 1, sizeof(uint32_t));
+	ip->step = dt_calloc(nn, 1);
+	ip->args = dt_calloc(nn, sizeof(*ip->args));
+	ip->values = dt_calloc(nn, sizeof(*ip->values));
+	ip->inputs = dt_calloc(nn, sizeof(*ip->inputs));
+	ip->pending = dt_calloc(nn, sizeof(*ip->pending));
+	ip->pinned = dt_calloc(nn, sizeof(*ip->pinned));
+	ip->stat_of = dt_calloc(nn, sizeof(uint32_t));
+	uint32_t p = 0;
+	dt_foreach_node(m, id)
+	{
+		ip->order[p++] = id;
+		total += dt_node_get(m, id)->ntensors;
+	}
+	ip->store = dt_calloc(total ? total : 1, sizeof(*ip->store));
+	total = 0;
+	for (p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		const struct dt_node *n = dt_node_get(m, id);
+		ip->values[id] = ip->store + total;
+		total += n->ntensors;
+		if (plan_node(ip, id) != DT_OK)
+			return DT_ERUNTIME;
+		ip->stat_of[id] = stat_index(ip, node_target(n));
+	}
+	plan_frees(ip);
+	return DT_OK;
+}
+
+/* ---- steps ---- */
+
+/* Result r of `id` described by its IR metadata on buffer `buf`. */
+static int describe(struct interp *ip, uint32_t id, uint32_t r,
+		    struct dt_buffer *buf)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	struct dt_rt_tensor *t = &ip->values[id][r];
+	dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
+	if (dt_rt_storage_bytes(t) > buf->bytes)
+		return dt_rt_fail(ip->b, ip->m, n, "result %u reaches past its storage (%zu bytes needed, %zu held)",
+				  r, dt_rt_storage_bytes(t), buf->bytes);
+	t->buf = buf;
+	buf->refs++;
+	return DT_OK;
+}
+
+static int run_view(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	uint32_t in = arg_node(ip, id, 0);
+	if (!in)
+		return dt_rt_fail(ip->b, ip->m, n, "a view needs a tensor input");
+	struct dt_buffer *buf = ip->values[in][0].buf;
+	DT_REQUIRE(buf != NULL);
+	for (uint32_t r = 0; r < n->ntensors; r++)
+		if (describe(ip, id, r, buf) != DT_OK)
+			return DT_ERUNTIME;
+	return DT_OK;
+}
+
+static int run_getitem(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	const struct dt_arg *src = ip->args[id].arg[0], *idx = ip->args[id].arg[1];
+	if (!src || src->kind != DT_ARG_NODE || !idx)
+		return dt_rt_fail(ip->b, ip->m, n, "getitem needs a node and an index");
+	int64_t count = dt_node_get(ip->m, src->v.node)->ntensors, i = idx->v.i;
+	if (i < -count || i >= count)
+		return dt_rt_fail(ip->b, ip->m, n, "index %lld out of range", (long long)i);
+	struct dt_rt_tensor *v = &ip->values[src->v.node][i < 0 ? i + count : i];
+	DT_REQUIRE(v->buf != NULL);
+	ip->values[id][0] = *v;
+	v->buf->refs++;
+	return DT_OK;
+}
+
+static int run_kernel(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	for (uint32_t r = 0; r < n->ntensors; r++) {
+		struct dt_rt_tensor *t = &ip->values[id][r];
+		dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
+		if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t))))
+			return DT_ERUNTIME;
+	}
+	struct dt_kernel_call c = {
+		.m = ip->m, .node = n, .op = (enum dt_op)n->op, .args = &ip->args[id],
+		.values = ip->values, .outputs = ip->values[id],
+		.noutputs = n->ntensors, .seed = ip->opt->seed,
+	};
+	return ip->b->ops->kernel(ip->b, &c);
+}
+
+static const struct {
+	enum dt_op op;
+	enum dt_collective_kind kind;
+	int8_t reduce, size, group, splits; /* parameter indices, -1 none */
+} collectives[] = {
+	{DT_OP_ALL_GATHER, DT_COLL_ALL_GATHER, -1, 1, 2, -1},
+	{DT_OP_REDUCE_SCATTER, DT_COLL_REDUCE_SCATTER, 1, 2, 3, -1},
+	{DT_OP_ALL_REDUCE, DT_COLL_ALL_REDUCE, 1, -1, 2, -1},
+	{DT_OP_ALL_TO_ALL, DT_COLL_ALL_TO_ALL, -1, -1, 3, 1},
+};
+
+/* The int list of a split-sizes parameter into v (NULL when none). */
+static const int64_t *split_sizes(const struct interp *ip, uint32_t id, int p)
+{
+	const struct dt_arg *a = ip->args[id].arg[p];
+	return a && a->kind == DT_ARG_INTS ? dt_ints_get(ip->m, a->v.ints, NULL) : NULL;
+}
+
+static int run_collective(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	size_t k = 0;
+	while (k < sizeof(collectives) / sizeof(collectives[0]) && collectives[k].op != n->op)
+		k++;
+	DT_REQUIRE(k < sizeof(collectives) / sizeof(collectives[0]));
+	struct dt_collective_call c = {.kind = collectives[k].kind, .node = n, .m = ip->m};
+	const struct dt_arg *g = ip->args[id].arg[collectives[k].group];
+	c.group = g && g->kind == DT_ARG_STR ? dt_module_find_group(ip->m, g->v.s) : -1;
+	if (c.group < 0)
+		return dt_rt_fail(ip->b, ip->m, n, "undeclared group");
+	const struct dt_group *grp = &ip->m->groups.data[c.group];
+	c.group_size = dt_group_size(&ip->m->meshes.data[grp->mesh], grp->dims, grp->ndims);
+	if (collectives[k].reduce >= 0) {
+		const struct dt_arg *r = ip->args[id].arg[collectives[k].reduce];
+		if (!r || r->kind != DT_ARG_STR || !dt_reduce_parse(dt_str_get(ip->m, r->v.s), &c.reduce))
+			return dt_rt_fail(ip->b, ip->m, n, "bad reduce_op");
+	}
+	if (collectives[k].splits >= 0) {
+		c.output_splits = split_sizes(ip, id, collectives[k].splits);
+		c.input_splits = split_sizes(ip, id, collectives[k].splits + 1);
+	}
+	/* the input, contiguous from offset 0 (staged when not) */
+	uint32_t in = arg_node(ip, id, 0);
+	if (!in)
+		return dt_rt_fail(ip->b, ip->m, n, "a collective needs a tensor input");
+	struct dt_rt_tensor *x = &ip->values[in][0], staged;
+	if (!dt_rt_is_contiguous(x) || x->offset != 0) {
+		staged = *x;
+		staged.offset = 0;
+		dt_contiguous_strides(staged.shape, staged.rank, staged.stride);
+		if (!(staged.buf = buffer_new(ip, n, dt_rt_storage_bytes(&staged))))
+			return DT_ERUNTIME;
+		ip->pinned[id] = staged.buf;
+		if (ip->b->ops->copy(ip->b, &staged, x) != DT_OK)
+			return dt_rt_fail(ip->b, ip->m, n, "cannot stage the input");
+		x = &staged;
+	} else {
+		ip->pinned[id] = x->buf;
+		x->buf->refs++;
+	}
+	struct dt_rt_tensor *y = &ip->values[id][0];
+	dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
+	if (!dt_rt_is_contiguous(y) || y->offset != 0)
+		return dt_rt_fail(ip->b, ip->m, n, "a collective's result must be contiguous");
+	if (!(y->buf = buffer_new(ip, n, dt_rt_storage_bytes(y))))
+		return DT_ERUNTIME;
+	c.input = x;
+	c.output = y;
+	return ip->b->ops->collective(ip->b, &c, &ip->pending[id]);
+}
+
+/* Complete collective `coll` (if in flight) and let go of its input. */
+static int complete(struct interp *ip, uint32_t coll)
+{
+	int rc = DT_OK;
+	if (ip->pending[coll]) {
+		rc = ip->b->ops->wait(ip->b, ip->pending[coll]);
+		ip->pending[coll] = NULL;
+	}
+	buffer_drop(ip, ip->pinned[coll]);
+	ip->pinned[coll] = NULL;
+	return rc;
+}
+
+static int run_wait(struct interp *ip, uint32_t id)
+{
+	uint32_t in = arg_node(ip, id, 0);
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	if (!in)
+		return dt_rt_fail(ip->b, ip->m, n, "wait_tensor needs a tensor input");
+	if (ip->step[in] == STEP_COLLECTIVE && complete(ip, in) != DT_OK)
+		return DT_ERUNTIME;
+	return describe(ip, id, 0, ip->values[in][0].buf);
+}
+
+static int run_output(struct interp *ip, uint32_t id, struct dt_run_result *res)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	const struct dt_arg *a = ip->args[id].arg[0];
+	uint32_t count = !a ? 0 : a->kind == DT_ARG_NODE ? 1
+			  : a->kind == DT_ARG_NODES || a->kind == DT_ARG_ITEMS ? a->len
+									      : 0;
+	res->outputs = dt_calloc(count ? count : 1, sizeof(*res->outputs));
+	res->noutputs = count;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t src = a->kind == DT_ARG_NODE    ? a->v.node
+			       : a->kind == DT_ARG_NODES ? ip->m->refs.data[a->v.first + i]
+			       : ip->m->args.data[a->v.first + i].kind == DT_ARG_NODE
+				       ? ip->m->args.data[a->v.first + i].v.node
+				       : 0;
+		if (src && dt_rt_to_host(ip->b, &ip->values[src][0], &res->outputs[i]) != DT_OK)
+			return dt_rt_fail(ip->b, ip->m, n, "cannot copy output %u to the host", i);
+	}
+	return DT_OK;
+}
+
+static int run_step(struct interp *ip, uint32_t id, struct dt_run_result *res)
+{
+	switch ((enum step)ip->step[id]) {
+	case STEP_INPUT:
+		ip->values[id][0] = ip->inputs[id];
+		ip->inputs[id].buf->refs++;
+		return DT_OK;
+	case STEP_VIEW: return run_view(ip, id);
+	case STEP_GETITEM: return run_getitem(ip, id);
+	case STEP_KERNEL: return run_kernel(ip, id);
+	case STEP_COLLECTIVE: return run_collective(ip, id);
+	case STEP_WAIT: return run_wait(ip, id);
+	case STEP_OUTPUT: return res ? run_output(ip, id, res) : DT_OK;
+	}
+	return DT_OK;
+}
+
+/* Bytes a node produced (views and getitem move nothing). */
+static uint64_t node_bytes(const struct interp *ip, uint32_t id)
+{
+	uint8_t s = ip->step[id];
+	if (s != STEP_INPUT && s != STEP_KERNEL && s != STEP_COLLECTIVE)
+		return 0;
+	uint64_t bytes = 0;
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	for (uint32_t r = 0; r < n->ntensors; r++)
+		bytes += (uint64_t)dt_rt_numel(&ip->values[id][r]) *
+			 (uint64_t)dt_dtype_size((enum dt_dtype)ip->values[id][r].dtype);
+	return bytes;
+}
+
+/* Let go of everything an iteration still holds (after an error too). */
+static int drain(struct interp *ip)
+{
+	int rc = DT_OK;
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		if (ip->step[id] == STEP_COLLECTIVE && complete(ip, id) != DT_OK)
+			rc = DT_ERUNTIME;
+		values_drop(ip, id);
+	}
+	return rc;
+}
+
+/* One pass over the graph; `res` receives the outputs (last iteration). */
+static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
+{
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		double t = dt_rt_now();
+		if (run_step(ip, id, res) != DT_OK) {
+			drain(ip);
+			return DT_ERUNTIME;
+		}
+		double dur = dt_rt_now() - t;
+		if (timed) {
+			struct dt_run_stat *s = &ip->stats.data[ip->stat_of[id]];
+			uint64_t bytes = node_bytes(ip, id);
+			s->count++;
+			s->seconds += dur;
+			s->bytes += bytes;
+			if (ip->opt->trace_path) {
+				struct event e = {id, t - ip->t0, dur, bytes};
+				dt_vec_push(&ip->events, e);
+			}
+		}
+		for (uint32_t i = ip->free_first[p]; i < ip->free_first[p + 1]; i++)
+			values_drop(ip, ip->free_list[i]);
+	}
+	return drain(ip);
+}
+
+/* ---- trace and summary ---- */
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+int dt_trace_rank_path(const char *path, int rank, int world_size, char *buf,
+		       size_t n)
+{
+	size_t len = strlen(path);
+	if (world_size <= 1)
+		return snprintf(buf, n, "%s", path);
+	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+		return snprintf(buf, n, "%.*s.rank%d.json", (int)(len - 5), path, rank);
+	return snprintf(buf, n, "%s.rank%d", path, rank);
+}
+
+/* Write `path` atomically: `fill` writes into a temporary file in the
+ * same directory, renamed over `path` only when everything was written.
+ * `fill` returns DT_OK, or DT_EIO after reporting its own failure. */
+static int write_atomic(const char *path, struct dt_diag *d,
+			int (*fill)(FILE *f, void *ud), void *ud)
+{
+	size_t len = strlen(path);
+	char *tmp = dt_malloc(len + 16);
+	snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
+	if (f)
+		fchmod(fd, 0644); /* mkstemp's 0600 is for the temporary only */
+	int rc = f ? fill(f, ud) : DT_OK;
+	bool written = f && !ferror(f);
+	if (f && fclose(f) != 0)
+		written = false;
+	if (rc == DT_OK && (!written || rename(tmp, path) != 0)) {
+		dt_diag_report(d, DT_ERROR, path, 0, NULL, "cannot write the trace: %s",
+			       strerror(errno));
+		rc = DT_EIO;
+	}
+	if (rc != DT_OK && fd >= 0)
+		remove(tmp);
+	dt_free(tmp);
+	return rc;
+}
+
+/* One event per line between the header and the footer (merge relies on
+ * it). */
+static int fill_trace(FILE *f, void *ud)
+{
+	const struct interp *ip = ud;
+	int rank = ip->b->rank;
+	fprintf(f, "{\"traceEvents\":[\n");
+	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
+		rank, rank);
+	for (uint32_t i = 0; i < ip->events.len; i++) {
+		const struct event *e = &ip->events.data[i];
+		const struct dt_node *n = dt_node_get(ip->m, e->node);
+		const char *target = node_target(n);
+		fprintf(f, ",\n{\"name\":");
+		json_string(f, dt_str_get(ip->m, n->name));
+		fprintf(f, ",\"cat\":");
+		json_string(f, target);
+		fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":0,\"args\":{\"target\":",
+			e->start * 1e6, e->dur * 1e6, rank);
+		json_string(f, target);
+		fprintf(f, ",\"bytes\":%llu}}", (unsigned long long)e->bytes);
+	}
+	fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
+	return DT_OK;
+}
+
+struct merge {
+	const char *path;
+	int world_size;
+	struct dt_diag *d;
+};
+
+static int fill_merged(FILE *f, void *ud)
+{
+	const struct merge *mg = ud;
+	char name[4096];
+	char *line = NULL;
+	size_t cap = 0;
+	bool first = true;
+	fprintf(f, "{\"traceEvents\":[\n");
+	for (int r = 0; r < mg->world_size; r++) {
+		dt_trace_rank_path(mg->path, r, mg->world_size, name, sizeof(name));
+		FILE *in = fopen(name, "r");
+		if (!in) {
+			dt_diag_report(mg->d, DT_ERROR, name, 0, NULL,
+				       "cannot read rank %d's trace: %s", r, strerror(errno));
+			free(line);
+			return DT_EIO;
+		}
+		ssize_t len;
+		while ((len = getline(&line, &cap, in)) > 0) {
+			while (len && (line[len - 1] == '\n' || line[len - 1] == ','))
+				line[--len] = 0;
+			if (line[0] != '{' || strncmp(line, "{\"traceEvents\"", 14) == 0)
+				continue;
+			fprintf(f, "%s%s", first ? "" : ",\n", line);
+			first = false;
+		}
+		fclose(in);
+	}
+	free(line); /* getline's buffer comes from malloc */
+	fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
+	return DT_OK;
+}
+
+int dt_trace_merge(const char *path, int world_size, struct dt_diag *d)
+{
+	struct merge mg = {path, world_size, d};
+	if (world_size <= 1)
+		return DT_OK;
+	int rc = write_atomic(path, d, fill_merged, &mg);
+	for (int r = 0; rc == DT_OK && r < world_size; r++) {
+		char name[4096];
+		dt_trace_rank_path(path, r, world_size, name, sizeof(name));
+		remove(name);
+	}
+	return rc;
+}
+
+void dt_run_summary_print(const struct dt_run_result *r, FILE *out)
+{
+	double total = 0;
+	int iters = r->iters > 0 ? r->iters : 1;
+	for (uint32_t i = 0; i < r->nstats; i++)
+		total += r->stats[i].seconds;
+	fprintf(out, "%-48s %8s %11s %11s %7s %14s\n", "target", "count",
+		"total ms", "ms/iter", "share", "bytes/iter");
+	for (uint32_t i = 0; i < r->nstats; i++) {
+		const struct dt_run_stat *s = &r->stats[i];
+		fprintf(out, "%-48s %8llu %11.3f %11.3f %6.1f%% %14llu\n", s->target,
+			(unsigned long long)s->count, s->seconds * 1e3,
+			s->seconds * 1e3 / iters, total > 0 ? 100 * s->seconds / total : 0,
+			(unsigned long long)(s->bytes / (uint64_t)iters));
+	}
+	fprintf(out, "%-48s %8s %11.3f %11.3f  (%d iteration%s, peak %zu bytes)\n",
+		"total", "", total * 1e3, total * 1e3 / iters, iters,
+		iters == 1 ? "" : "s", r->peak_bytes);
+}
+
+/* ---- the run ---- */
+
+static void interp_fini(struct interp *ip)
+{
+	for (uint32_t id = 0; id < ip->m->nodes.len && ip->inputs; id++)
+		buffer_drop(ip, ip->inputs[id].buf);
+	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
+			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
+			 ip->pinned, ip->stat_of};
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+		dt_free(owned[i]);
+	dt_vec_free(&ip->stats);
+	dt_vec_free(&ip->events);
+}
+
+static int materialize(struct interp *ip)
+{
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		if (ip->step[id] != STEP_INPUT)
+			continue;
+		int rank = ip->m->view == DT_VIEW_GLOBAL ? 0 : ip->b->rank;
+		if (dt_materialize_input(ip->m, dt_node_get(ip->m, id), rank, ip->opt->seed,
+					 ip->b, &ip->inputs[id]) != DT_OK)
+			return DT_ERUNTIME;
+		ip->live += ip->inputs[id].buf->bytes;
+		if (ip->live > ip->peak)
+			ip->peak = ip->live;
+	}
+	return DT_OK;
+}
+
+int dt_interpret(struct dt_module *m, struct dt_backend *b,
+		 const struct dt_run_options *opt, struct dt_run_result *out)
+{
+	struct interp ip;
+	memset(&ip, 0, sizeof(ip));
+	memset(out, 0, sizeof(*out));
+	ip.m = m;
+	ip.b = b;
+	ip.opt = opt;
+	ip.t0 = dt_rt_now();
+	if (m->view == DT_VIEW_GLOBAL && b->world_size != 1) {
+		dt_diag_report(b->diag, DT_ERROR, m->file, 0, NULL,
+			       "a global-view graph runs only on one process (got %d); lower it to local view first",
+			       b->world_size);
+		return DT_ERUNTIME;
+	}
+	if (m->rank >= 0 && m->rank != b->rank) {
+		dt_diag_report(b->diag, DT_ERROR, m->file, 0, NULL,
+			       "the graph is rank %d's (rank=\"%d\"), this is rank %d",
+			       (int)m->rank, (int)m->rank, b->rank);
+		return DT_ERUNTIME;
+	}
+	int rc = plan(&ip);
+	if (rc == DT_OK)
+		rc = materialize(&ip);
+	int iters = opt->iters > 0 ? opt->iters : 1, warmup = opt->warmup > 0 ? opt->warmup : 0;
+	for (int i = 0; rc == DT_OK && i < warmup; i++)
+		rc = iterate(&ip, false, NULL);
+	if (rc == DT_OK && b->ops->synchronize(b) != DT_OK)
+		rc = DT_ERUNTIME;
+	double start = dt_rt_now();
+	for (int i = 0; rc == DT_OK && i < iters; i++)
+		rc = iterate(&ip, true, i == iters - 1 ? out : NULL);
+	if (rc == DT_OK && b->ops->synchronize(b) != DT_OK)
+		rc = DT_ERUNTIME;
+	out->seconds_per_iter = rc == DT_OK ? (dt_rt_now() - start) / iters : 0;
+	out->iters = iters;
+	out->peak_bytes = ip.peak;
+	if (rc == DT_OK && opt->trace_path) {
+		char path[4096];
+		dt_trace_rank_path(opt->trace_path, b->rank, b->world_size, path, sizeof(path));
+		rc = write_atomic(path, b->diag, fill_trace, &ip);
+	}
+	if (rc == DT_OK) {
+		out->nstats = ip.stats.len;
+		out->stats = ip.stats.data;
+		ip.stats.data = NULL;
+		ip.stats.len = ip.stats.cap = 0;
+	}
+	interp_fini(&ip);
+	if (rc != DT_OK)
+		dt_run_result_fini(out);
+	return rc;
+}
+
+void dt_run_result_fini(struct dt_run_result *r)
+{
+	for (uint32_t i = 0; i < r->noutputs; i++)
+		dt_rt_host_free(&r->outputs[i]);
+	dt_free(r->outputs);
+	dt_free(r->stats);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,776 @@
+// SPDX-License-Identifier: MIT
+/* cmd_run.c: the `run` subcommand: runs a graph with the interpreter on
+ * every rank of an MPI job (or alone on the CPU backend), prints or writes
+ * its outputs, and proves graphs equal by running them (--compare, --check).
+ *
+ * Failure discipline under mpirun: before the interpreter runs, every step
+ * ends in an agreement (an all-reduce of the exit code), so all ranks stop
+ * together and rank 0 prints each distinct diagnostic once. A failure
+ * inside a run may leave peers waiting in a collective, so the failing rank
+ * prints its message and calls MPI_Abort with the exit code. The CLI's own
+ * MPI calls (agreements, gathers) keep MPI_COMM_WORLD's default handler:
+ * an MPI failure there ends the job. --compare and --check are in
+ * cmd_run_compare.c. */
+#include "cmd_run.h"
+#include "dtopt_config.h"
+#include "frontend.h"
+#include "passes.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if DTOPT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Diagnostics and agreement. */
+
+static void emit(void *ud, const struct dt_diag_entry *e)
+{
+	struct dt_runner *c = ud;
+	FILE *out = c->held ? c->held : stderr;
+	dt_diag_format(e, out);
+	if (!c->held && c->size > 1 && e->severity == DT_ERROR)
+		fprintf(out, " (rank %d)", c->rank);
+	fputc('\n', out);
+}
+
+static void hold_diagnostics(struct dt_runner *c, bool hold)
+{
+	if (c->held) {
+		fclose(c->held);
+		free(c->held_text);
+		c->held = NULL;
+		c->held_text = NULL;
+	}
+	if (hold && c->size > 1)
+		c->held = open_memstream(&c->held_text, &c->held_len);
+}
+
+/* Rank 0 gets every rank's string (dt_free each and the array); the other
+ * ranks get NULL. */
+static char **gather_strings(struct dt_runner *c, const char *s)
+{
+	char **all = c->rank == 0 ? dt_calloc((size_t)c->size, sizeof(char *))
+				  : NULL;
+	if (c->size == 1) {
+		all[0] = dt_strdup(s);
+		return all;
+	}
+#if DTOPT_HAVE_MPI
+	int len = (int)strlen(s) + 1, *lens = NULL, *displs = NULL;
+	char *text = NULL;
+	if (c->rank == 0) {
+		lens = dt_calloc((size_t)c->size, sizeof(int));
+		displs = dt_calloc((size_t)c->size, sizeof(int));
+	}
+	MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	int64_t total = 0;
+	for (int r = 0; c->rank == 0 && r < c->size; r++) {
+		displs[r] = (int)total;
+		total += lens[r];
+	}
+	if (c->rank == 0)
+		text = dt_malloc((size_t)total);
+	MPI_Gatherv(s, len, MPI_CHAR, text, lens, displs, MPI_CHAR, 0,
+		    MPI_COMM_WORLD);
+	for (int r = 0; c->rank == 0 && r < c->size; r++)
+		all[r] = dt_strdup(text + displs[r]);
+	dt_free(text);
+	dt_free(lens);
+	dt_free(displs);
+#endif
+	return all;
+}
+
+static void free_strings(struct dt_runner *c, char **all)
+{
+	for (int r = 0; all && r < c->size; r++)
+		dt_free(all[r]);
+	dt_free(all);
+}
+
+/* Combine every rank's exit code (the worst wins, on every rank) and print
+ * the diagnostics held since the last agreement: rank 0's, then each other
+ * rank's that differ from them. */
+int dt_runner_agree(struct dt_runner *c, int code)
+{
+	if (c->size == 1)
+		return code;
+	fflush(c->held);
+	char **all = gather_strings(c, c->held_text ? c->held_text : "");
+	if (all) {
+		fputs(all[0], stderr);
+		for (int r = 1; r < c->size; r++)
+			if (*all[r] && strcmp(all[r], all[0]) != 0)
+				fprintf(stderr, "dtopt run: rank %d said:\n%s",
+					r, all[r]);
+	}
+	free_strings(c, all);
+	hold_diagnostics(c, true);
+	int worst = code;
+#if DTOPT_HAVE_MPI
+	MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+#endif
+	return worst;
+}
+
+/* A failure inside a run on this rank: peers may wait for it in a
+ * collective, so end the whole job. Returns `code` when alone. */
+static int fail_run(struct dt_runner *c, int code)
+{
+#if DTOPT_HAVE_MPI
+	if (c->size > 1) {
+		fprintf(stderr, "dtopt run: rank %d of %d failed; ending the "
+			"job (exit code %d)\n", c->rank, c->size, code);
+		fflush(stderr);
+		MPI_Abort(MPI_COMM_WORLD, code);
+	}
+#endif
+	return code;
+}
+
+/* Sum (or max) doubles over the ranks, in place, on every rank. */
+void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max)
+{
+#if DTOPT_HAVE_MPI
+	if (c->size > 1)
+		MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE,
+			      max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+#else
+	(void)c, (void)v, (void)n, (void)max;
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Graphs. */
+
+/* The first na bytes of a, then b and c, on the heap (dt_free it). */
+static char *concat3(const char *a, size_t na, const char *b, const char *c)
+{
+	size_t nb = strlen(b), nc = strlen(c);
+	char *s = dt_malloc(na + nb + nc + 1);
+	memcpy(s, a, na);
+	memcpy(s + na, b, nb);
+	memcpy(s + na + nb, c, nc + 1);
+	return s;
+}
+
+/* Load `tmpl` ("{rank}" replaced by this rank, for per-rank graphs) and
+ * complete its metadata with verify,shape-infer. */
+static int load_graph(struct dt_runner *c, const char *tmpl,
+		      struct dt_module **out)
+{
+	char rank[16];
+	snprintf(rank, sizeof(rank), "%d", c->rank);
+	const char *at = strstr(tmpl, "{rank}");
+	char *path = at ? concat3(tmpl, (size_t)(at - tmpl), rank, at + 6)
+			: dt_strdup(tmpl);
+	struct dt_read_options ropt = {0};
+	int rc = dt_read_file(path, &ropt, &c->diag, out);
+	dt_free(path);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	struct dt_module *m = *out;
+	if (m->rank >= 0 && m->rank != c->rank) {
+		dt_diag_report(&c->diag, DT_ERROR, m->file, 1, NULL,
+			       "this is the graph of rank %d, but it runs on "
+			       "rank %d (name per-rank graphs with {rank} in "
+			       "the path)", m->rank, c->rank);
+		return DT_EXIT_INPUT;
+	}
+	struct dt_pipeline p;
+	struct dt_pipeline_options popt = {0};
+	DT_REQUIRE(dt_pipeline_parse(&p, "verify,shape-infer", &c->diag) ==
+		   DT_OK);
+	return dt_exit_code(dt_pipeline_run(m, &p, &popt, &c->diag));
+}
+
+/* Load every graph on every rank; all succeed or all stop. Only graph
+ * `global_ok` (-1: none) may be global-view when several ranks run. */
+int dt_runner_load(struct dt_runner *c, const char *const *paths, int n,
+		    struct dt_module **m, int global_ok)
+{
+	int code = DT_EXIT_OK;
+	for (int i = 0; i < n && code == DT_EXIT_OK; i++)
+		code = load_graph(c, paths[i], &m[i]);
+	for (int i = 0; i < n && code == DT_EXIT_OK; i++) {
+		if (m[i]->view != DT_VIEW_GLOBAL || c->size == 1 ||
+		    i == global_ok)
+			continue;
+		dt_diag_report(&c->diag, DT_ERROR, m[i]->file, 0, NULL,
+			       "a global-view graph runs on one process (the "
+			       "single-rank reference, --backend cpu); on %d "
+			       "ranks it needs the lowering pass, which does "
+			       "not exist yet", c->size);
+		code = DT_EXIT_USAGE;
+	}
+	return dt_runner_agree(c, code);
+}
+
+uint32_t *dt_cli_outputs(const struct dt_module *m, uint32_t *n)
+{
+	DT_VEC(uint32_t) ids = {0};
+	dt_foreach_node(m, id) {
+		const struct dt_node *node = dt_node_get(m, id);
+		if (node->kind != DT_NODE_OUTPUT || node->nargs == 0)
+			continue;
+		const struct dt_arg *a = dt_node_arg(m, node, 0);
+		if (a->kind == DT_ARG_NODE)
+			dt_vec_push(&ids, a->v.node);
+		for (uint32_t k = 0; a->kind == DT_ARG_NODES && k < a->len; k++)
+			dt_vec_push(&ids, m->refs.data[a->v.first + k]);
+		for (uint32_t k = 0; a->kind == DT_ARG_ITEMS && k < a->len;
+		     k++) {
+			const struct dt_arg *it = &m->args.data[a->v.first + k];
+			dt_vec_push(&ids,
+				    it->kind == DT_ARG_NODE ? it->v.node : 0);
+		}
+	}
+	*n = ids.len;
+	dt_vec_push(&ids, 0); /* never NULL */
+	return ids.data;
+}
+
+const char *dt_cli_output_name(const struct dt_module *m, const uint32_t *ids,
+			       uint32_t n, uint32_t i)
+{
+	return i < n && ids[i] ? dt_str_get(m, dt_node_get(m, ids[i])->name)
+			       : "(none)";
+}
+
+static void format_shape(const int64_t *shape, int rank, char *buf, size_t n)
+{
+	int len = snprintf(buf, n, "[");
+	for (int d = 0; d < rank && len < (int)n; d++)
+		len += snprintf(buf + len, n - (size_t)len, "%s%lld",
+				d ? ", " : "", (long long)shape[d]);
+	if (len < (int)n)
+		snprintf(buf + len, n - (size_t)len, "]");
+}
+
+/* Every element of a contiguous host tensor as a double (NULL for none). */
+double *dt_cli_values(const struct dt_rt_tensor *t)
+{
+	if (!t->buf)
+		return NULL;
+	int64_t n = dt_rt_numel(t);
+	double *v = dt_malloc((size_t)(n ? n : 1) * sizeof(double));
+	int size = dt_dtype_size((enum dt_dtype)t->dtype);
+	const char *p = (const char *)t->buf->data + t->offset * size;
+	for (int64_t i = 0; i < n; i++)
+		v[i] = dt_load_element((enum dt_dtype)t->dtype, p + i * size);
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Running. */
+
+/* Run `m` on a fresh backend: the MPI one, or the single-process CPU one
+ * (alone, or for the global reference). Backend creation and reference
+ * runs fail alike on every rank and end in an agreement; a failure inside
+ * an MPI run ends the job (fail_run). */
+int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
+		   const struct dt_run_options *ro, struct dt_run_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	bool mpi = c->o.mpi && !reference;
+	struct dt_backend *b = NULL;
+#if DTOPT_HAVE_MPI
+	if (mpi)
+		b = dt_backend_mpi_create(m, &c->diag);
+#endif
+	if (!mpi)
+		b = dt_backend_cpu_create(&c->diag);
+	int code = dt_runner_agree(c, b ? DT_EXIT_OK : DT_EXIT_RUNTIME);
+	if (code != DT_EXIT_OK) {
+		if (b)
+			b->ops->destroy(b);
+		return code;
+	}
+	if (mpi)
+		hold_diagnostics(c, false);
+	int rc = dt_interpret(m, b, ro, res);
+	b->ops->destroy(b);
+	if (rc != DT_OK && mpi)
+		return fail_run(c, dt_exit_code(rc));
+	if (mpi)
+		hold_diagnostics(c, true);
+	return dt_runner_agree(c, dt_exit_code(rc));
+}
+
+static void print_outputs(struct dt_runner *c, const struct dt_module *m,
+			  const struct dt_run_result *r)
+{
+	uint32_t n;
+	uint32_t *ids = dt_cli_outputs(m, &n);
+	printf("%s: %u outputs on rank 0 of %d (seed %llu)\n", m->file,
+	       r->noutputs, c->size, (unsigned long long)c->o.seed);
+	printf("  %-3s %-24s %-9s %-18s %-14s %s\n", "#", "output", "dtype",
+	       "shape", "sum", "first values");
+	for (uint32_t i = 0; i < r->noutputs; i++) {
+		const struct dt_rt_tensor *t = &r->outputs[i];
+		char shape[160];
+		format_shape(t->shape, t->rank, shape, sizeof(shape));
+		double *v = dt_cli_values(t);
+		double sum = 0;
+		int64_t count = v ? dt_rt_numel(t) : 0;
+		for (int64_t k = 0; k < count; k++)
+			sum += v[k];
+		printf("  %-3u %-24s %-9s %-18s %-14.9g", i,
+		       dt_cli_output_name(m, ids, n, i),
+		       v ? dt_dtype_name((enum dt_dtype)t->dtype) : "-", shape,
+		       sum);
+		for (int64_t k = 0; k < count && k < 4; k++)
+			printf(" %.9g", v[k]);
+		printf("%s\n", count > 4 ? " ..." : "");
+		dt_free(v);
+	}
+	dt_free(ids);
+}
+
+/* Write `len` bytes to `path` through a temporary file renamed over it. */
+static int write_atomic(struct dt_runner *c, const char *path, const void *data,
+			size_t len)
+{
+	char suffix[32];
+	snprintf(suffix, sizeof(suffix), ".tmp%ld", (long)getpid());
+	char *tmp = concat3(path, strlen(path), suffix, "");
+	errno = 0;
+	FILE *f = fopen(tmp, "wb");
+	int err = 0;
+	if (!f || fwrite(data, 1, len, f) != len)
+		err = errno ? errno : EIO;
+	if (f && fclose(f) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err) {
+		dt_diag_report(&c->diag, DT_ERROR, path, 0, NULL,
+			       "cannot write: %s", strerror(err));
+		remove(tmp);
+	}
+	dt_free(tmp);
+	return err ? DT_EXIT_INPUT : DT_EXIT_OK;
+}
+
+/* --out DIR: DIR/rank<R>.<i>.bin per output (raw little-endian elements
+ * in row-major order) and DIR/index.json describing every rank's files. */
+static int write_outputs(struct dt_runner *c, const struct dt_module *m,
+			 const struct dt_run_result *r)
+{
+	const char *dir = c->o.out_dir;
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		dt_diag_report(&c->diag, DT_ERROR, dir, 0, NULL,
+			       "cannot create the output directory: %s",
+			       strerror(errno));
+		return dt_runner_agree(c, DT_EXIT_INPUT);
+	}
+	const uint16_t probe = 1;
+	bool little = *(const uint8_t *)&probe == 1;
+	uint32_t n;
+	uint32_t *ids = dt_cli_outputs(m, &n);
+	char *json = NULL;
+	size_t json_len = 0;
+	FILE *js = open_memstream(&json, &json_len);
+	fprintf(js, "    {\"rank\": %d, \"outputs\": [", c->rank);
+	int code = DT_EXIT_OK;
+	for (uint32_t i = 0; i < r->noutputs && code == DT_EXIT_OK; i++) {
+		const struct dt_rt_tensor *t = &r->outputs[i];
+		char file[64], shape[160];
+		snprintf(file, sizeof(file), "/rank%d.%u.bin", c->rank, i);
+		format_shape(t->shape, t->rank, shape, sizeof(shape));
+		int size = dt_dtype_size((enum dt_dtype)t->dtype);
+		size_t bytes = (size_t)dt_rt_numel(t) * (size_t)size;
+		fprintf(js, "%s\n      {\"index\": %u, \"name\": ",
+			i ? "," : "", i);
+		dt_json_string(js, dt_cli_output_name(m, ids, n, i));
+		if (!t->buf) {
+			fprintf(js, ", \"file\": null}");
+			continue;
+		}
+		fprintf(js, ", \"dtype\": \"%s\", \"shape\": %s, "
+			"\"file\": \"%s\", \"bytes\": %zu}",
+			dt_dtype_name((enum dt_dtype)t->dtype), shape, file + 1,
+			bytes);
+		char *data = dt_malloc(bytes + 1);
+		memcpy(data, (const char *)t->buf->data + t->offset * size,
+		       bytes);
+		for (size_t k = 0; !little && k < bytes; k += (size_t)size)
+			for (int lo = 0, hi = size - 1; lo < hi; lo++, hi--) {
+				char x = data[k + (size_t)lo];
+				data[k + (size_t)lo] = data[k + (size_t)hi];
+				data[k + (size_t)hi] = x;
+			}
+		char *path = concat3(dir, strlen(dir), file, "");
+		code = write_atomic(c, path, data, bytes);
+		dt_free(path);
+		dt_free(data);
+	}
+	fprintf(js, "]}");
+	fclose(js);
+	char **all = gather_strings(c, json);
+	free(json);
+	if (c->rank == 0 && code == DT_EXIT_OK) {
+		FILE *idx = open_memstream(&json, &json_len);
+		fprintf(idx, "{\n  \"graph\": ");
+		dt_json_string(idx, m->file);
+		fprintf(idx, ",\n  \"world_size\": %d,\n  \"seed\": %llu,\n"
+			"  \"ranks\": [\n", c->size,
+			(unsigned long long)c->o.seed);
+		for (int k = 0; k < c->size; k++)
+			fprintf(idx, "%s%s", all[k],
+				k + 1 < c->size ? ",\n" : "\n");
+		fprintf(idx, "  ]\n}\n");
+		fclose(idx);
+		char *path = concat3(dir, strlen(dir), "/index.json", "");
+		code = write_atomic(c, path, json, json_len);
+		dt_free(path);
+		free(json);
+	}
+	free_strings(c, all);
+	dt_free(ids);
+	return dt_runner_agree(c, code);
+}
+
+/* Add the per-target lines "target\tcount\tseconds\tbytes" of `text`
+ * into `stats` (targets by first appearance; they point into text). */
+static void merge_stats(char *text, struct dt_run_stat **stats, uint32_t *n,
+			uint32_t *cap)
+{
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *f[4] = {line, NULL, NULL, NULL};
+		for (int j = 1; j < 4 && f[j - 1]; j++)
+			if ((f[j] = strchr(f[j - 1], '\t')) != NULL)
+				*f[j]++ = 0;
+		if (!f[3])
+			continue;
+		uint32_t j = 0;
+		while (j < *n && strcmp((*stats)[j].target, f[0]) != 0)
+			j++;
+		if (j == *n) {
+			if (*n == *cap) {
+				*cap = *cap ? 2 * *cap : 16;
+				*stats = dt_realloc(*stats,
+						    *cap * sizeof(**stats));
+			}
+			(*stats)[(*n)++] = (struct dt_run_stat){.target = f[0]};
+		}
+		(*stats)[j].count += strtoull(f[1], NULL, 10);
+		(*stats)[j].seconds += strtod(f[2], NULL);
+		(*stats)[j].bytes += strtoull(f[3], NULL, 10);
+	}
+}
+
+/* Per declared group: collectives and bytes of one iteration of this
+ * rank, from the graph (each collective counted with its larger buffer,
+ * as nccl-tests sizes it). comm[2g] counts, comm[2g+1] bytes. */
+static void count_communication(const struct dt_module *m, double *comm)
+{
+	dt_foreach_node(m, id) {
+		const struct dt_node *node = dt_node_get(m, id);
+		if (!dt_op_has((enum dt_op)node->op, DT_OPF_COLLECTIVE))
+			continue;
+		const struct dt_arg *g = dt_node_arg(m, node, node->nargs - 1);
+		const struct dt_arg *in = dt_node_arg(m, node, 0);
+		int gi = g->kind == DT_ARG_STR ? dt_module_find_group(m, g->v.s)
+					       : -1;
+		if (gi < 0 || in->kind != DT_ARG_NODE)
+			continue;
+		const struct dt_tensor *ts[2] = {
+			dt_node_tensor(m, dt_node_get(m, in->v.node), 0),
+			dt_node_tensor(m, node, 0)};
+		double bytes = 0;
+		for (int k = 0; k < 2; k++) {
+			int rank;
+			const int64_t *shape =
+				dt_ints_get(m, ts[k]->shape, &rank);
+			double b = (double)dt_numel(shape, rank) *
+				   dt_dtype_size((enum dt_dtype)ts[k]->dtype);
+			bytes = b > bytes ? b : bytes;
+		}
+		comm[2 * gi] += 1;
+		comm[2 * gi + 1] += bytes;
+	}
+}
+
+/* --summary: the per-target table and the communication per group and
+ * iteration, both summed over ranks, on rank 0. */
+static void print_summary(struct dt_runner *c, const struct dt_module *m,
+			  const struct dt_run_result *r)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *s = open_memstream(&text, &len);
+	for (uint32_t i = 0; i < r->nstats; i++)
+		fprintf(s, "%s\t%llu\t%.17g\t%llu\n", r->stats[i].target,
+			(unsigned long long)r->stats[i].count,
+			r->stats[i].seconds,
+			(unsigned long long)r->stats[i].bytes);
+	fclose(s);
+	char **all = gather_strings(c, text);
+	free(text);
+	uint32_t ng = m->groups.len;
+	double *comm = dt_calloc(2 * (size_t)ng + 1, sizeof(double));
+	count_communication(m, comm);
+	dt_runner_allreduce(c, comm, (int)(2 * ng), false);
+	if (c->rank == 0) {
+		struct dt_run_result sum = {.iters = r->iters,
+					    .peak_bytes = r->peak_bytes};
+		uint32_t cap = 0;
+		for (int k = 0; k < c->size; k++)
+			merge_stats(all[k], &sum.stats, &sum.nstats, &cap);
+		printf("summary over %d rank%s (time and bytes summed over "
+		       "ranks; peak bytes of rank 0):\n", c->size,
+		       c->size > 1 ? "s" : "");
+		dt_run_summary_print(&sum, stdout);
+		printf("communication per group and iteration (summed over "
+		       "ranks):\n  %-20s %12s %16s\n", "group", "collectives",
+		       "bytes");
+		for (uint32_t g = 0; g < ng; g++)
+			if (comm[2 * g] > 0)
+				printf("  %-20s %12.0f %16.0f\n",
+				       dt_str_get(m, m->groups.data[g].name),
+				       comm[2 * g], comm[2 * g + 1]);
+		dt_free(sum.stats);
+	}
+	dt_free(comm);
+	free_strings(c, all);
+}
+
+static int cmd_plain(struct dt_runner *c)
+{
+	struct dt_module *m[2] = {NULL, NULL};
+	int code = dt_runner_load(c, c->o.paths, 1, m, -1);
+	struct dt_run_options ro = {.seed = c->o.seed, .iters = c->o.iters,
+				    .warmup = c->o.warmup,
+				    .trace_path = c->o.trace,
+				    .summary = c->o.summary};
+	struct dt_run_result res = {0};
+	if (code == DT_EXIT_OK)
+		code = dt_runner_execute(c, m[0], false, &ro, &res);
+	if (code == DT_EXIT_OK && c->rank == 0)
+		print_outputs(c, m[0], &res);
+	if (code == DT_EXIT_OK && c->o.timed) {
+		double t = res.seconds_per_iter;
+		dt_runner_allreduce(c, &t, 1, true);
+		if (c->rank == 0)
+			printf("time: %.9g s/iteration (max over %d rank%s; %d "
+			       "iterations after %d warm-up)\n", t, c->size,
+			       c->size > 1 ? "s" : "", c->o.iters, c->o.warmup);
+	}
+	if (code == DT_EXIT_OK && c->o.summary)
+		print_summary(c, m[0], &res);
+	if (code == DT_EXIT_OK && c->o.out_dir)
+		code = write_outputs(c, m[0], &res);
+	if (code == DT_EXIT_OK && c->o.trace) {
+		int rc = DT_OK;
+#if DTOPT_HAVE_MPI
+		if (c->size > 1)
+			MPI_Barrier(MPI_COMM_WORLD);
+#endif
+		if (c->rank == 0)
+			rc = dt_trace_merge(c->o.trace, c->size, &c->diag);
+		code = dt_runner_agree(c, dt_exit_code(rc));
+	}
+	fflush(stdout);
+	dt_run_result_fini(&res);
+	dt_module_destroy(m[0]);
+	return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* The command line. */
+
+static const char run_help[] =
+	"usage: mpirun -np N dtopt run GRAPH.xml [options]\n"
+	"       mpirun -np N dtopt run --compare A.xml B.xml [--seed S]\n"
+	"       mpirun -np N dtopt run --check --reference GLOBAL.xml LOCAL.xml\n\n"
+	"Runs a local-view graph with the interpreter, one process per rank (N must\n"
+	"equal the mesh's device count). Inputs are generated from (seed, placeholder\n"
+	"name, global element index), so every rank gets its shard of the same\n"
+	"global tensors. '{rank}' in a path is replaced by the rank (per-rank graphs).\n\n"
+	"  --backend=mpi|cpu   mpi (default when built with MPI), or cpu: this one\n"
+	"                      process alone, without MPI (groups of size 1 only; a\n"
+	"                      global-view graph runs as the single-rank reference)\n"
+	"  --seed=S            input seed (default 0)\n"
+	"  --iters=K           time K iterations (after --warmup=W untimed ones) and\n"
+	"                      print seconds per iteration, the max over ranks\n"
+	"  --trace=T.json      one Chrome/Perfetto trace, a track per rank\n"
+	"  --summary           per-target time and bytes, and communication per\n"
+	"                      group, summed over ranks\n"
+	"  --out=DIR           write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
+	"                      of rank R) and DIR/index.json\n"
+	"  --compare A B       run both graphs on the same inputs (their placeholders\n"
+	"                      must match by name, dtype, shape and sharding) and\n"
+	"                      compare every output on every rank\n"
+	"  --check --reference GLOBAL LOCAL\n"
+	"                      run LOCAL on the ranks and the global-view GLOBAL alone\n"
+	"                      on each rank; compare each output shard with its slice\n"
+	"                      of the reference (from the output's <sharding>; Partial\n"
+	"                      outputs are all-reduced over their Partial dims first)\n\n"
+	"Comparisons print a table on rank 0: bitwise, equal (same values), close\n"
+	"(|a-b| <= tol + tol*max(|a|,|b|), tol 1e-5 float32, 1e-2 bfloat16, 1e-3\n"
+	"float16, 1e-9 float64, 0 for integers and bool) or MISMATCH.\n"
+	"Exit codes (the same on every rank): 0 ok, 1 bad input or a mismatch,\n"
+	"2 usage, 3 runtime failure (a failing rank ends the job with MPI_Abort).\n";
+
+/* Whether the launcher says this process is not rank 0 (so usage errors,
+ * which every rank hits alike, are printed once). */
+static bool launched_as_other_rank(void)
+{
+	const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+	for (int i = 0; i < 3; i++) {
+		const char *v = getenv(vars[i]);
+		if (v)
+			return strcmp(v, "0") != 0;
+	}
+	return false;
+}
+
+#define USAGE(...)                                                         \
+	(launched_as_other_rank() ? DT_EXIT_USAGE                          \
+				  : dt_usage_error("run", __VA_ARGS__))
+
+static bool parse_int(const char *s, long long lo, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	*out = v;
+	return *s && !*end && errno == 0 && v >= lo && v <= INT32_MAX;
+}
+
+/* Fills *o; returns -1 to go on, or the exit code. */
+static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"backend", required_argument, NULL, 'B'},
+		{"seed", required_argument, NULL, 's'},
+		{"iters", required_argument, NULL, 'i'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"trace", required_argument, NULL, 't'},
+		{"summary", no_argument, NULL, 'S'},
+		{"out", required_argument, NULL, 'o'},
+		{"compare", no_argument, NULL, 'C'},
+		{"check", no_argument, NULL, 'K'},
+		{"reference", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	memset(o, 0, sizeof(*o));
+	o->mpi = DTOPT_HAVE_MPI;
+	o->iters = 1;
+	long long v;
+	char *end;
+	int ch;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'B':
+			o->mpi = strcmp(optarg, "mpi") == 0;
+			if (!o->mpi && strcmp(optarg, "cpu") != 0)
+				return USAGE("unknown backend '%s' (mpi, cpu)",
+					     optarg);
+			if (o->mpi && !DTOPT_HAVE_MPI)
+				return USAGE("dtopt was built without MPI");
+			break;
+		case 's':
+			errno = 0;
+			o->seed = strtoull(optarg, &end, 0);
+			if (!*optarg || *end || errno || *optarg == '-')
+				return USAGE("--seed needs an integer >= 0");
+			break;
+		case 'i':
+			if (!parse_int(optarg, 1, &v))
+				return USAGE("--iters needs an integer >= 1");
+			o->iters = (int)v;
+			o->timed = true;
+			break;
+		case 'w':
+			if (!parse_int(optarg, 0, &v))
+				return USAGE("--warmup needs an integer >= 0");
+			o->warmup = (int)v;
+			break;
+		case 't': o->trace = optarg; break;
+		case 'S': o->summary = true; break;
+		case 'o': o->out_dir = optarg; break;
+		case 'C': o->compare = true; break;
+		case 'K': o->check = true; break;
+		case 'R': o->reference = optarg; break;
+		case 'h':
+			fputs(run_help, stdout);
+			return DT_EXIT_OK;
+		default:
+			return USAGE("unknown or incomplete option '%s'",
+				     argv[optind - 1]);
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (o->npaths == 2)
+			return USAGE("too many graphs");
+		o->paths[o->npaths++] = argv[i];
+	}
+	bool run_only = o->timed || o->warmup || o->trace || o->summary ||
+			o->out_dir;
+	if (o->compare && o->check)
+		return USAGE("--compare and --check do not go together");
+	if ((o->compare || o->check) && run_only)
+		return USAGE("--iters, --warmup, --trace, --summary and --out "
+			     "are for a plain run");
+	if (o->reference && !o->check)
+		return USAGE("--reference goes with --check");
+	if (o->check && !o->reference && o->npaths == 1) {
+		if (!launched_as_other_rank())
+			fprintf(stderr, "dtopt run: error: --check GLOBAL.xml "
+				"compiles the global-view graph for each rank "
+				"first, which needs the lowering pass "
+				"(lower-redistribute); it does not exist yet: "
+				"give the local graph too, as --check "
+				"--reference GLOBAL.xml LOCAL.xml\n");
+		return DT_EXIT_USAGE;
+	}
+	if (o->compare && o->npaths != 2)
+		return USAGE("--compare needs two graphs");
+	if (o->check && o->npaths != 1)
+		return USAGE("--check --reference GLOBAL takes one local graph");
+	if (!o->compare && o->npaths != 1)
+		return USAGE("expected one graph");
+	return -1;
+}
+
+int dt_cmd_run(int argc, char **argv)
+{
+	struct dt_runner c = {.size = 1};
+	int code = parse_args(&c.o, argc, argv);
+	if (code >= 0)
+		return code;
+	dt_diag_init(&c.diag);
+	c.diag.emit = emit;
+	c.diag.ud = &c;
+#if DTOPT_HAVE_MPI
+	if (c.o.mpi) {
+		if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+			fprintf(stderr, "dtopt run: error: MPI_Init failed\n");
+			return DT_EXIT_RUNTIME;
+		}
+		MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+	}
+#endif
+	hold_diagnostics(&c, true);
+	code = c.o.compare ? dt_runner_compare(&c)
+	       : c.o.check ? dt_runner_check(&c)
+			   : cmd_plain(&c);
+	hold_diagnostics(&c, false);
+#if DTOPT_HAVE_MPI
+	if (c.o.mpi)
+		MPI_Finalize();
+#endif
+	return code;
+}

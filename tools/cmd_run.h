@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* cmd_run.h: what the files of the `run` subcommand share: the options,
+ * the per-process runner (rank, world size, held diagnostics) and its
+ * steps. Private to cmd_run.c and cmd_run_compare.c. */
+#ifndef DTOPT_CMD_RUN_H
+#define DTOPT_CMD_RUN_H
+
+#include "cli.h"
+#include "runtime.h"
+
+struct dt_runner_opts {
+	bool mpi;               /* --backend mpi (default when built with MPI) */
+	uint64_t seed;
+	int iters, warmup;
+	bool timed;             /* --iters given */
+	const char *trace, *out_dir, *reference;
+	bool summary, compare, check;
+	const char *paths[2];   /* positional graphs */
+	int npaths;
+};
+
+struct dt_runner {
+	struct dt_runner_opts o;
+	int rank, size;         /* 0 and 1 without MPI */
+	struct dt_diag diag;    /* prints through the runner */
+	FILE *held;             /* diagnostics held until the next agreement */
+	char *held_text;
+	size_t held_len;
+};
+
+/* Collective over the ranks: the worst exit code of all ranks (on every
+ * rank), after rank 0 printed the diagnostics held since the last
+ * agreement (its own, then any other rank's that differ). */
+int dt_runner_agree(struct dt_runner *c, int code);
+/* Sum (or, with max, the maximum of) n doubles over the ranks, in place,
+ * on every rank. */
+void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max);
+/* Load paths[0..n) on every rank ("{rank}" in a path is this rank) and
+ * run verify,shape-infer; only graph `global_ok` (-1: none) may be
+ * global-view on several ranks. Ends in an agreement; returns the exit
+ * code. The caller destroys the modules (NULL where not loaded). */
+int dt_runner_load(struct dt_runner *c, const char *const *paths, int n,
+		   struct dt_module **m, int global_ok);
+/* Run `m` on a fresh backend: the MPI one, or (reference, or --backend
+ * cpu) the single-process CPU one. Returns the agreed exit code; a failure
+ * inside an MPI run on several ranks ends the job with MPI_Abort. On
+ * success the caller finalizes *res. */
+int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
+		      const struct dt_run_options *ro, struct dt_run_result *res);
+
+/* --compare A B and --check --reference GLOBAL LOCAL (cmd_run_compare.c);
+ * return the exit code, the same on every rank. */
+int dt_runner_compare(struct dt_runner *c);
+int dt_runner_check(struct dt_runner *c);
+
+/* The nodes the graph's output node returns, in order (0 for a none
+ * entry), as a heap array (dt_free it) of *n entries. */
+uint32_t *dt_cli_outputs(const struct dt_module *m, uint32_t *n);
+/* The name of output i ("(none)" for a none entry). */
+const char *dt_cli_output_name(const struct dt_module *m, const uint32_t *ids,
+			       uint32_t n, uint32_t i);
+/* Every element of a contiguous host tensor as a double, row-major
+ * (dt_free it); NULL for a none output. */
+double *dt_cli_values(const struct dt_rt_tensor *t);
+
+#endif
