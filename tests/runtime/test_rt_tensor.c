@@ -96,8 +96,10 @@ static struct dt_rt_tensor make(enum dt_dtype dt, int rank, const int64_t *shape
 	memset(&t, 0, sizeof(t));
 	t.dtype = (uint8_t)dt;
 	t.rank = (uint8_t)rank;
-	memcpy(t.shape, shape, (size_t)rank * sizeof(int64_t));
-	memcpy(t.stride, stride, (size_t)rank * sizeof(int64_t));
+	for (int i = 0; i < rank; i++) {
+		t.shape[i] = shape[i];
+		t.stride[i] = stride[i];
+	}
 	t.offset = offset;
 	return t;
 }
