@@ -42,6 +42,11 @@ struct reader {
 	bool seen_node;
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
+	/* The first schema violation, held back until the reader has looked at
+	 * the element itself: its own message names the problem precisely, and
+	 * the schema's is reported only when the reader found nothing. */
+	char schema_error[512];
+	uint32_t schema_line;
 };
 
 /* ---- diagnostics ---- */
@@ -73,10 +78,23 @@ static void libxml_error(void *ud, xmlErrorPtr e)
 	size_t n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
 		msg[--n] = 0;
-	const char *what = e->domain == XML_FROM_RELAXNGV
-				   ? "does not match the format v1 schema: "
-				   : "malformed XML: ";
-	error_at(r, e->line > 0 ? (uint32_t)e->line : 0, "%s%s", what, msg);
+	uint32_t line = e->line > 0 ? (uint32_t)e->line : 0;
+	if (e->domain == XML_FROM_RELAXNGV) {
+		if (!r->schema_error[0]) {
+			snprintf(r->schema_error, sizeof(r->schema_error),
+				 "does not match the format v1 schema: %s", msg);
+			r->schema_line = line;
+		}
+		return;
+	}
+	error_at(r, line, "malformed XML: %s", msg);
+}
+
+/* Report a held-back schema violation (see struct reader). */
+static void flush_schema_error(struct reader *r)
+{
+	if (r->schema_error[0] && !r->failed)
+		error_at(r, r->schema_line, "%s", r->schema_error);
 }
 
 static xmlParserInputPtr refuse_external_entity(const char *url,
@@ -952,9 +970,11 @@ static int parse(struct reader *r)
 			saw_root = true;
 			element_start(r, el, depth,
 				      xmlTextReaderIsEmptyElement(r->xr) == 1);
+			flush_schema_error(r);
 		} else if (type == XML_READER_TYPE_END_ELEMENT) {
 			element_end(r, (const char *)xmlTextReaderConstLocalName(r->xr),
 				    depth);
+			flush_schema_error(r);
 		} else if (type == XML_READER_TYPE_DOCUMENT_TYPE) {
 			/* The prolog scan refuses these; never let one by. */
 			error_at(r, (uint32_t)xmlTextReaderGetParserLineNumber(r->xr),
@@ -974,6 +994,7 @@ static int parse(struct reader *r)
 				 shown < 40 ? shown : 40, text);
 		}
 	}
+	flush_schema_error(r);
 	if (!r->failed && ret != 0)
 		error_at(r, (uint32_t)xmlTextReaderGetParserLineNumber(r->xr),
 			 "malformed XML");

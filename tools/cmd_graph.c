@@ -14,6 +14,12 @@ static int load(const char *path, bool allow_unknown, struct dt_diag *d,
 	return dt_read_file(path, &opt, d, m);
 }
 
+/* Pipeline-text errors are usage errors: print them as the CLI's own. */
+static void usage_emit(void *ud, const struct dt_diag_entry *e)
+{
+	fprintf(stderr, "dtopt %s: error: %s\n", (const char *)ud, e->message);
+}
+
 static const char opt_help[] =
 	"usage: dtopt opt IN.xml [options]\n\n"
 	"Runs a pass pipeline over IN.xml (- for stdin) and writes the result.\n\n"
@@ -75,8 +81,12 @@ int dt_cmd_opt(int argc, char **argv)
 	struct dt_diag diag;
 	dt_diag_init(&diag);
 	struct dt_pipeline pipeline;
+	struct dt_diag usage_diag;
+	dt_diag_init(&usage_diag);
+	usage_diag.emit = usage_emit;
+	usage_diag.ud = "opt";
 	if (pipeline_text &&
-	    dt_pipeline_parse(&pipeline, pipeline_text, &diag) != DT_OK)
+	    dt_pipeline_parse(&pipeline, pipeline_text, &usage_diag) != DT_OK)
 		return DT_EXIT_USAGE;
 	double t0 = dt_now();
 	struct dt_module *m;
