@@ -82,7 +82,7 @@ static void libxml_error(void *ud, xmlErrorPtr e)
 	if (e->domain == XML_FROM_RELAXNGV) {
 		if (!r->schema_error[0]) {
 			snprintf(r->schema_error, sizeof(r->schema_error),
-				 "does not match the format v1 schema: %s", msg);
+				 "does not match the format v1 schema: %.400s", msg);
 			r->schema_line = line;
 		}
 		return;

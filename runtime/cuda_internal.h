@@ -356,15 +356,17 @@ static __device__ __forceinline__ void dt_cu_offsets(const struct dt_cu_walk *w,
 struct dt_cuda_check {
 	const struct dt_module *m;
 	const struct dt_node *node;
-	const char *what; /* the message */
+	char what[160]; /* the message */
 };
 
 /* What the kernel dispatch needs of the backend. */
 struct dt_cuda_ctx {
 	struct dt_backend *b;   /* for diagnostics */
+	const struct dt_module *m; /* the backend's graph, for messages */
 	cudaStream_t stream;    /* compute: kernels, copies, memory */
 	void *blas;             /* cublasHandle_t on `stream` */
 	int32_t *status;        /* mapped host word: first deferred error */
+	int32_t *status_dev;    /* the same word, as the kernels see it */
 	struct dt_cuda_check checks[DT_CUDA_MAX_CHECKS];
 	int nchecks;
 	uint64_t fallbacks[DT_NOPS]; /* calls that ran the CPU kernel */
@@ -380,12 +382,12 @@ int dt_cuda_check(struct dt_cuda_ctx *ctx, const struct dt_module *m,
 /* Wait for the compute stream, then report the first deferred kernel
  * error (at its node) and forget the registered launches. */
 int dt_cuda_sync(struct dt_cuda_ctx *ctx);
-/* A status for one launch at node n that may fail with `what`; may
- * synchronize first when the table is full (then fails like
- * dt_cuda_sync). */
-int dt_cuda_status(struct dt_cuda_ctx *ctx, const struct dt_module *m,
-		   const struct dt_node *n, const char *what,
-		   struct dt_cu_status *out);
+/* A status for one launch of call c that may fail with the message
+ * (printf format); may synchronize first when the table is full (then
+ * fails like dt_cuda_sync). */
+int dt_cuda_status(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
+		   struct dt_cu_status *out, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* A walk over `shape` (right-aligned broadcasting as in dt_cpu_iter) of
  * n tensors (NULL: a number, stride 0, no data). */
@@ -402,11 +404,20 @@ int dt_cuda_copy(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 /* Fill t with v. */
 int dt_cuda_fill(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		 struct dt_rt_tensor *t, double v);
-/* A contiguous version of t: t itself, or a copy in fresh scratch memory
- * (*owned set; free with dt_cuda_scratch_free). */
+/* A contiguous tensor of `shape` and `dtype` in fresh scratch memory
+ * held by *holder (free with dt_cuda_release). */
+int dt_cuda_temp(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
+		 const int64_t *shape, int rank, enum dt_dtype dtype,
+		 struct dt_rt_tensor *out, struct dt_buffer *holder);
+/* A contiguous version of t (NULL stays NULL): t itself (holder->data
+ * NULL), or a copy in scratch memory held by *holder. */
 int dt_cuda_contiguous(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		       const struct dt_rt_tensor *t, struct dt_rt_tensor *out,
-		       void **owned);
+		       struct dt_buffer *holder);
+/* Free what a holder holds (nothing when its data is NULL). */
+void dt_cuda_release(struct dt_cuda_ctx *ctx, struct dt_buffer *holder);
+/* Address of t's first element. */
+void *dt_cuda_ptr(const struct dt_rt_tensor *t);
 
 /* Run compute node c on the GPU: DT_OK, DT_ERUNTIME after reporting, or
  * DT_CUDA_FALLBACK when no CUDA kernel covers the op or its dtypes. */
@@ -414,7 +425,12 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 /* Run c with the CPU kernel: inputs downloaded, outputs uploaded. */
 int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 
-/* Families in cuda_nn.c (same contract as dt_cuda_kernel). */
+/* Families in cuda_ops.c and cuda_nn.c (same contract as
+ * dt_cuda_kernel). */
+int dt_cuda_copy_op(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_reduce(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_matmul(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_softmax(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_layer_norm(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
