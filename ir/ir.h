@@ -537,6 +537,13 @@ int dt_tensor_print(const struct dt_module *m, const struct dt_tensor *t,
  * "inf", "-inf", "nan"). */
 void dt_format_double(double v, char *buf, size_t n);
 
+/* PyTorch's view stride rule (at::detail::computeStride): strides for
+ * viewing a tensor of (in_shape, in_stride) as `shape`; false when a view
+ * is impossible and a copy is needed. */
+bool dt_view_strides(const int64_t *in_shape, const int64_t *in_stride,
+		     int in_rank, const int64_t *shape, int rank,
+		     int64_t *stride);
+
 /* Contiguous (row-major) strides for `shape`. */
 void dt_contiguous_strides(const int64_t *shape, int rank, int64_t *stride);
 int64_t dt_numel(const int64_t *shape, int rank);

@@ -383,3 +383,53 @@ void dt_format_double(double v, char *buf, size_t n)
 	}
 }
 
+
+/* at::detail::computeStride: strides for viewing a tensor of
+ * (in_shape, in_stride) as `shape`, or false when some new dim would span
+ * two non-contiguous chunks of it. */
+bool dt_view_strides(const int64_t *in_shape, const int64_t *in_stride,
+		     int in_rank, const int64_t *shape, int rank,
+		     int64_t *stride)
+{
+	if (in_rank == 0) {
+		for (int i = 0; i < rank; i++)
+			stride[i] = 1;
+		return true;
+	}
+	int64_t numel = dt_numel(in_shape, in_rank);
+	if (numel == 0) {
+		bool same = rank == in_rank &&
+			    memcmp(shape, in_shape, (size_t)rank * sizeof(int64_t)) == 0;
+		if (same) {
+			memcpy(stride, in_stride, (size_t)rank * sizeof(int64_t));
+			return true;
+		}
+		for (int d = rank - 1; d >= 0; d--)
+			stride[d] = d == rank - 1 ? 1
+				    : (shape[d + 1] > 1 ? shape[d + 1] : 1) * stride[d + 1];
+		return true;
+	}
+	int view_d = rank - 1;
+	int64_t chunk_base = in_stride[in_rank - 1];
+	int64_t tensor_numel = 1, view_numel = 1;
+	for (int td = in_rank - 1; td >= 0; td--) {
+		tensor_numel *= in_shape[td];
+		if (td == 0 || (in_shape[td - 1] != 1 &&
+				in_stride[td - 1] != tensor_numel * chunk_base)) {
+			while (view_d >= 0 &&
+			       (view_numel < tensor_numel || shape[view_d] == 1)) {
+				stride[view_d] = view_numel * chunk_base;
+				view_numel *= shape[view_d];
+				view_d--;
+			}
+			if (view_numel != tensor_numel)
+				return false;
+			if (td > 0) {
+				chunk_base = in_stride[td - 1];
+				tensor_numel = 1;
+				view_numel = 1;
+			}
+		}
+	}
+	return view_d == -1;
+}

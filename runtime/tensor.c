@@ -355,43 +355,6 @@ double dt_round_to(enum dt_dtype t, double v)
 bool dt_rt_view_strides(const struct dt_rt_tensor *in, const int64_t *shape,
 			int rank, int64_t *stride)
 {
-	if (in->rank == 0) {
-		for (int i = 0; i < rank; i++)
-			stride[i] = 1;
-		return true;
-	}
-	if (dt_rt_numel(in) == 0) {
-		if (rank == in->rank &&
-		    memcmp(shape, in->shape, (size_t)rank * sizeof(int64_t)) == 0) {
-			memcpy(stride, in->stride, (size_t)rank * sizeof(int64_t));
-			return true;
-		}
-		for (int d = rank - 1; d >= 0; d--)
-			stride[d] = d == rank - 1 ? 1
-				    : (shape[d + 1] > 1 ? shape[d + 1] : 1) * stride[d + 1];
-		return true;
-	}
-	int view_d = rank - 1;
-	int64_t chunk_base = in->stride[in->rank - 1];
-	int64_t tensor_numel = 1, view_numel = 1;
-	for (int td = in->rank - 1; td >= 0; td--) {
-		tensor_numel *= in->shape[td];
-		if (td == 0 || (in->shape[td - 1] != 1 &&
-				in->stride[td - 1] != tensor_numel * chunk_base)) {
-			while (view_d >= 0 &&
-			       (view_numel < tensor_numel || shape[view_d] == 1)) {
-				stride[view_d] = view_numel * chunk_base;
-				view_numel *= shape[view_d];
-				view_d--;
-			}
-			if (view_numel != tensor_numel)
-				return false;
-			if (td > 0) {
-				chunk_base = in->stride[td - 1];
-				tensor_numel = 1;
-				view_numel = 1;
-			}
-		}
-	}
-	return view_d == -1;
+	return dt_view_strides(in->shape, in->stride, in->rank, shape, rank,
+			       stride);
 }
