@@ -22,18 +22,26 @@ extern "C" {
 
 /* Dtype codes: the values of enum dt_dtype (checked in cuda_kernel.c). */
 enum dt_cu_dtype {
-	DT_CU_F32, DT_CU_F16, DT_CU_BF16, DT_CU_F64, DT_CU_I64, DT_CU_I32,
-	DT_CU_I16, DT_CU_I8, DT_CU_U8, DT_CU_BOOL,
+	DT_CU_F32,
+	DT_CU_F16,
+	DT_CU_BF16,
+	DT_CU_F64,
+	DT_CU_I64,
+	DT_CU_I32,
+	DT_CU_I16,
+	DT_CU_I8,
+	DT_CU_U8,
+	DT_CU_BOOL,
 };
 
 /* One operand of a walk: the element at walk index (i0, i1, ...) is at
  * data + (offset + sum i_d * stride[d]) elements of `dtype`. A broadcast
  * dim has stride 0; a Python number has data NULL. */
 struct dt_cu_tensor {
-	void *data;     /* element 0 of the buffer (device memory) */
+	void *data;	/* element 0 of the buffer (device memory) */
 	int64_t offset; /* in elements */
 	int64_t stride[DT_CU_MAX_RANK];
-	int32_t dtype;  /* enum dt_cu_dtype */
+	int32_t dtype; /* enum dt_cu_dtype */
 };
 
 /* The elements of `shape` in row-major order, with up to DT_CU_MAX_OPS
@@ -49,22 +57,56 @@ struct dt_cu_walk {
 
 /* Elementwise ops of dt_cu_elementwise (cpu_elementwise.c's table). */
 enum dt_cu_ew_op {
-	DT_CU_ADD, DT_CU_SUB, DT_CU_RSUB, DT_CU_MUL, DT_CU_DIV, DT_CU_POW,
-	DT_CU_MAXIMUM, DT_CU_MINIMUM, DT_CU_ADDCMUL, DT_CU_ADDCDIV, DT_CU_EQ,
-	DT_CU_NE, DT_CU_LT, DT_CU_LE, DT_CU_GT, DT_CU_GE, DT_CU_NOT,
-	DT_CU_WHERE, DT_CU_MASKED_FILL, DT_CU_NEG, DT_CU_ABS, DT_CU_RELU,
-	DT_CU_GELU, DT_CU_SILU, DT_CU_SIGMOID, DT_CU_TANH, DT_CU_EXP,
-	DT_CU_LOG, DT_CU_SQRT, DT_CU_RSQRT, DT_CU_ERF, DT_CU_RECIPROCAL,
-	DT_CU_SIN, DT_CU_COS, DT_CU_LOG1P, DT_CU_EXPM1, DT_CU_CLAMP,
-	DT_CU_THRESHOLD_BW, DT_CU_GELU_BW, DT_CU_SILU_BW, DT_CU_SIGMOID_BW,
-	DT_CU_TANH_BW, DT_CU_DROPOUT_BW,
+	DT_CU_ADD,
+	DT_CU_SUB,
+	DT_CU_RSUB,
+	DT_CU_MUL,
+	DT_CU_DIV,
+	DT_CU_POW,
+	DT_CU_MAXIMUM,
+	DT_CU_MINIMUM,
+	DT_CU_ADDCMUL,
+	DT_CU_ADDCDIV,
+	DT_CU_EQ,
+	DT_CU_NE,
+	DT_CU_LT,
+	DT_CU_LE,
+	DT_CU_GT,
+	DT_CU_GE,
+	DT_CU_NOT,
+	DT_CU_WHERE,
+	DT_CU_MASKED_FILL,
+	DT_CU_NEG,
+	DT_CU_ABS,
+	DT_CU_RELU,
+	DT_CU_GELU,
+	DT_CU_SILU,
+	DT_CU_SIGMOID,
+	DT_CU_TANH,
+	DT_CU_EXP,
+	DT_CU_LOG,
+	DT_CU_SQRT,
+	DT_CU_RSQRT,
+	DT_CU_ERF,
+	DT_CU_RECIPROCAL,
+	DT_CU_SIN,
+	DT_CU_COS,
+	DT_CU_LOG1P,
+	DT_CU_EXPM1,
+	DT_CU_CLAMP,
+	DT_CU_THRESHOLD_BW,
+	DT_CU_GELU_BW,
+	DT_CU_SILU_BW,
+	DT_CU_SIGMOID_BW,
+	DT_CU_TANH_BW,
+	DT_CU_DROPOUT_BW,
 };
 
 /* A deferred kernel error: the kernel stores `code` into *status (first
  * error wins) and the host reports it at its next synchronization. */
 struct dt_cu_status {
 	int32_t *status; /* device-visible word, 0 = no error */
-	int32_t code;    /* this launch's code (> 0) */
+	int32_t code;	 /* this launch's code (> 0) */
 };
 
 /* y = f(x1, x2, x3) over walk t[0] = y, t[1..nin] = inputs. Inputs are
@@ -73,21 +115,24 @@ struct dt_cu_status {
  * and y is stored to its dtype. */
 struct dt_cu_ew {
 	int32_t op, nin;
-	int32_t compute;  /* enum dt_cu_dtype the inputs are cast to */
-	int32_t wide;     /* compute in double */
-	uint32_t cast;    /* bit k: input k is rounded to `compute` */
-	uint32_t number;  /* bit k: input k is the number value[k] */
+	int32_t compute; /* enum dt_cu_dtype the inputs are cast to */
+	int32_t wide;	 /* compute in double */
+	uint32_t cast;	 /* bit k: input k is rounded to `compute` */
+	uint32_t number; /* bit k: input k is the number value[k] */
 	double value[3];
 	double alpha, lo, hi; /* alpha/value/scale; clamp bounds, threshold */
 	int32_t has_lo, has_hi, tanh_approx;
-	int32_t mode;     /* div rounding: 0 none, 1 trunc, 2 floor */
+	int32_t mode;	     /* div rounding: 0 none, 1 trunc, 2 floor */
 	int32_t int_compute; /* integer division by zero, negative powers */
 	struct dt_cu_status err;
 };
 
 /* Random ops (cpu_random.c's formula, bit for bit). */
 enum dt_cu_random_kind {
-	DT_CU_DROPOUT, DT_CU_BERNOULLI, DT_CU_BERNOULLI_P, DT_CU_RAND,
+	DT_CU_DROPOUT,
+	DT_CU_BERNOULLI,
+	DT_CU_BERNOULLI_P,
+	DT_CU_RAND,
 	DT_CU_RANDN,
 };
 struct dt_cu_random_op {
@@ -100,14 +145,19 @@ struct dt_cu_random_op {
 /* Reductions: rows of the input (the reduced dims, row-major) reduce
  * into one element of each result. */
 enum dt_cu_reduce_kind {
-	DT_CU_RED_SUM, DT_CU_RED_MEAN, DT_CU_RED_MAX, DT_CU_RED_MIN,
-	DT_CU_RED_ARGMAX, DT_CU_RED_ARGMIN, DT_CU_RED_LOGSUMEXP,
+	DT_CU_RED_SUM,
+	DT_CU_RED_MEAN,
+	DT_CU_RED_MAX,
+	DT_CU_RED_MIN,
+	DT_CU_RED_ARGMAX,
+	DT_CU_RED_ARGMIN,
+	DT_CU_RED_LOGSUMEXP,
 	DT_CU_RED_VAR,
 };
 struct dt_cu_reduce_op {
 	int32_t kind, nout;
-	int32_t cast;       /* -1, or the dtype each element is rounded to */
-	double correction;  /* var */
+	int32_t cast;	   /* -1, or the dtype each element is rounded to */
+	double correction; /* var */
 	/* rows: t[0] = input, t[1] = result 0, t[2] = result 1 */
 	struct dt_cu_walk outer;
 	/* the reduced dims of the input (k elements) */
@@ -121,22 +171,22 @@ struct dt_cu_reduce_op {
  * backward); inner_stride[k] steps along the row of operand k. */
 struct dt_cu_softmax_op {
 	int32_t log_form, backward;
-	int32_t wide;     /* compute in double (float64 operands) */
+	int32_t wide; /* exp in double (float64 operands), else float */
 	int64_t len;
 	int64_t inner_stride[3];
 	struct dt_cu_walk outer;
 };
 
-/* native_layer_norm and its backward on contiguous [rows, len] data. */
+/* native_layer_norm and its backward on contiguous [rows, len] data,
+ * computed in double. */
 struct dt_cu_layer_norm_op {
 	int64_t rows, len;
 	double eps;
-	int32_t wide;     /* compute in double (float64 operands) */
 	const void *x, *w, *b, *g, *mean, *rstd; /* w, b may be NULL */
 	int32_t x_dtype, w_dtype, b_dtype, g_dtype, stat_dtype;
-	void *y, *out_mean, *out_rstd;         /* forward results */
+	void *y, *out_mean, *out_rstd; /* forward results */
 	int32_t y_dtype, mean_dtype, rstd_dtype;
-	void *dx, *dw, *db;                    /* backward (NULL: skip) */
+	void *dx, *dw, *db; /* backward (NULL: skip) */
 	int32_t dx_dtype, dw_dtype, db_dtype;
 };
 
@@ -145,12 +195,12 @@ struct dt_cu_embedding_op {
 	int64_t n, rows, dim; /* indices, weight rows, row length */
 	const void *index;
 	int32_t index_dtype;
-	const void *src;      /* weight (forward) or grad (backward) */
+	const void *src; /* weight (forward) or grad (backward) */
 	int32_t src_dtype;
-	void *dst;            /* out (forward) or double accumulators */
+	void *dst; /* out (forward) or double accumulators */
 	int32_t dst_dtype;
-	int64_t padding_idx;  /* backward: skipped; -1 none */
-	int32_t *counts;      /* backward, scale_grad_by_freq: per row */
+	int64_t padding_idx;	 /* backward: skipped; -1 none */
+	int32_t *counts;	 /* backward, scale_grad_by_freq: per row */
 	struct dt_cu_status err; /* index out of range */
 };
 
@@ -158,12 +208,16 @@ struct dt_cu_embedding_op {
 struct dt_cu_nll_op {
 	int64_t n, classes, reduction, ignore;
 	int32_t per_row;
-	const void *target; int32_t target_dtype;
-	const void *weight; int32_t weight_dtype; /* NULL: ones */
-	const void *x; int32_t x_dtype;           /* forward input */
-	struct dt_cu_tensor out, total;           /* forward results (1-D) */
-	struct dt_cu_tensor grad, total_in;       /* backward inputs (1-D) */
-	void *grad_input; int32_t gi_dtype;       /* backward result */
+	const void *target;
+	int32_t target_dtype;
+	const void *weight;
+	int32_t weight_dtype; /* NULL: ones */
+	const void *x;
+	int32_t x_dtype;		    /* forward input */
+	struct dt_cu_tensor out, total;	    /* forward results (1-D) */
+	struct dt_cu_tensor grad, total_in; /* backward inputs (1-D) */
+	void *grad_input;
+	int32_t gi_dtype; /* backward result */
 	struct dt_cu_status err;
 };
 
@@ -178,8 +232,8 @@ cudaError_t dt_cu_copy(const struct dt_cu_walk *w, cudaStream_t s);
 cudaError_t dt_cu_fill(const struct dt_cu_walk *w, uint64_t bits,
 		       cudaStream_t s);
 /* t[0][i] = start + i * step (in double) for row-major index i. */
-cudaError_t dt_cu_arange(const struct dt_cu_walk *w, double start,
-			 double step, cudaStream_t s);
+cudaError_t dt_cu_arange(const struct dt_cu_walk *w, double start, double step,
+			 cudaStream_t s);
 /* t[0] = result, t[1] = dropout mask (else unused), t[2] = input. */
 cudaError_t dt_cu_random(const struct dt_cu_walk *w,
 			 const struct dt_cu_random_op *p, cudaStream_t s);
@@ -194,8 +248,7 @@ cudaError_t dt_cu_layer_norm(const struct dt_cu_layer_norm_op *p,
 cudaError_t dt_cu_layer_norm_backward(const struct dt_cu_layer_norm_op *p,
 				      void *scratch, cudaStream_t s);
 size_t dt_cu_layer_norm_scratch(const struct dt_cu_layer_norm_op *p);
-cudaError_t dt_cu_embedding(const struct dt_cu_embedding_op *p,
-			    cudaStream_t s);
+cudaError_t dt_cu_embedding(const struct dt_cu_embedding_op *p, cudaStream_t s);
 /* Adds grad rows into double accumulators dst (zeroed by the caller);
  * counts (zeroed) first when scale_grad_by_freq. */
 cudaError_t dt_cu_embedding_backward(const struct dt_cu_embedding_op *p,
@@ -221,30 +274,42 @@ static __device__ __forceinline__ double dt_cu_load(const void *p, int t,
 						    int64_t off)
 {
 	switch (t) {
-	case DT_CU_F32: return ((const float *)p)[off];
-	case DT_CU_F16: return __half2float(((const __half *)p)[off]);
+	case DT_CU_F32:
+		return ((const float *)p)[off];
+	case DT_CU_F16:
+		return __half2float(((const __half *)p)[off]);
 	case DT_CU_BF16:
 		return __bfloat162float(((const __nv_bfloat16 *)p)[off]);
-	case DT_CU_F64: return ((const double *)p)[off];
-	case DT_CU_I64: return (double)((const long long *)p)[off];
-	case DT_CU_I32: return ((const int *)p)[off];
-	case DT_CU_I16: return ((const short *)p)[off];
-	case DT_CU_I8: return ((const signed char *)p)[off];
-	case DT_CU_U8: return ((const unsigned char *)p)[off];
-	default: return ((const unsigned char *)p)[off] != 0;
+	case DT_CU_F64:
+		return ((const double *)p)[off];
+	case DT_CU_I64:
+		return (double)((const long long *)p)[off];
+	case DT_CU_I32:
+		return ((const int *)p)[off];
+	case DT_CU_I16:
+		return ((const short *)p)[off];
+	case DT_CU_I8:
+		return ((const signed char *)p)[off];
+	case DT_CU_U8:
+		return ((const unsigned char *)p)[off];
+	default:
+		return ((const unsigned char *)p)[off] != 0;
 	}
 }
 
 /* The same as float, directly for the float dtypes. */
 static __device__ __forceinline__ float dt_cu_loadf(const void *p, int t,
-						   int64_t off)
+						    int64_t off)
 {
 	switch (t) {
-	case DT_CU_F32: return ((const float *)p)[off];
-	case DT_CU_F16: return __half2float(((const __half *)p)[off]);
+	case DT_CU_F32:
+		return ((const float *)p)[off];
+	case DT_CU_F16:
+		return __half2float(((const __half *)p)[off]);
 	case DT_CU_BF16:
 		return __bfloat162float(((const __nv_bfloat16 *)p)[off]);
-	default: return (float)dt_cu_load(p, t, off);
+	default:
+		return (float)dt_cu_load(p, t, off);
 	}
 }
 
@@ -256,17 +321,25 @@ static __device__ __forceinline__ long long dt_cu_to_int(double v)
 	return (long long)v;
 }
 
-static __device__ __forceinline__ void dt_cu_store(void *p, int t,
-						   int64_t off, double v)
+static __device__ __forceinline__ void dt_cu_store(void *p, int t, int64_t off,
+						   double v)
 {
 	switch (t) {
-	case DT_CU_F32: ((float *)p)[off] = (float)v; return;
-	case DT_CU_F16: ((__half *)p)[off] = __double2half(v); return;
+	case DT_CU_F32:
+		((float *)p)[off] = (float)v;
+		return;
+	case DT_CU_F16:
+		((__half *)p)[off] = __double2half(v);
+		return;
 	case DT_CU_BF16:
 		((__nv_bfloat16 *)p)[off] = __double2bfloat16(v);
 		return;
-	case DT_CU_F64: ((double *)p)[off] = v; return;
-	case DT_CU_I64: ((long long *)p)[off] = dt_cu_to_int(v); return;
+	case DT_CU_F64:
+		((double *)p)[off] = v;
+		return;
+	case DT_CU_I64:
+		((long long *)p)[off] = dt_cu_to_int(v);
+		return;
 	case DT_CU_I32:
 		((int *)p)[off] = (int)(unsigned long long)dt_cu_to_int(v);
 		return;
@@ -275,49 +348,59 @@ static __device__ __forceinline__ void dt_cu_store(void *p, int t,
 		return;
 	case DT_CU_I8:
 		((signed char *)p)[off] =
-			(signed char)(unsigned long long)dt_cu_to_int(v);
+		    (signed char)(unsigned long long)dt_cu_to_int(v);
 		return;
 	case DT_CU_U8:
 		((unsigned char *)p)[off] =
-			(unsigned char)(unsigned long long)dt_cu_to_int(v);
+		    (unsigned char)(unsigned long long)dt_cu_to_int(v);
 		return;
-	default: ((unsigned char *)p)[off] = v != 0; return;
+	default:
+		((unsigned char *)p)[off] = v != 0;
+		return;
 	}
 }
 
 /* A float stored to a float dtype rounds once from float (the same
  * result as from the exact double); other dtypes go through double. */
-static __device__ __forceinline__ void dt_cu_storef(void *p, int t,
-						    int64_t off, float v)
+static __device__ __forceinline__ void dt_cu_storef(void *p, int t, int64_t off,
+						    float v)
 {
 	switch (t) {
-	case DT_CU_F32: ((float *)p)[off] = v; return;
-	case DT_CU_F16: ((__half *)p)[off] = __float2half_rn(v); return;
+	case DT_CU_F32:
+		((float *)p)[off] = v;
+		return;
+	case DT_CU_F16:
+		((__half *)p)[off] = __float2half_rn(v);
+		return;
 	case DT_CU_BF16:
 		((__nv_bfloat16 *)p)[off] = __float2bfloat16_rn(v);
 		return;
-	default: dt_cu_store(p, t, off, (double)v); return;
+	default:
+		dt_cu_store(p, t, off, (double)v);
+		return;
 	}
 }
 
 static __device__ __forceinline__ int dt_cu_size(int t)
 {
-	return t == DT_CU_F64 || t == DT_CU_I64 ? 8
-	       : t == DT_CU_F32 || t == DT_CU_I32 ? 4
-	       : t == DT_CU_F16 || t == DT_CU_BF16 || t == DT_CU_I16 ? 2 : 1;
+	return t == DT_CU_F64 || t == DT_CU_I64			     ? 8
+	       : t == DT_CU_F32 || t == DT_CU_I32		     ? 4
+	       : t == DT_CU_F16 || t == DT_CU_BF16 || t == DT_CU_I16 ? 2
+								     : 1;
 }
 
 /* Copy the bytes of one element of `size` bytes. */
-static __device__ __forceinline__ void dt_cu_move(void *d, int64_t doff,
-						  const void *s, int64_t soff,
-						  int size)
+static __device__ __forceinline__ void
+dt_cu_move(void *d, int64_t doff, const void *s, int64_t soff, int size)
 {
 	switch (size) {
 	case 8:
 		((unsigned long long *)d)[doff] =
-			((const unsigned long long *)s)[soff];
+		    ((const unsigned long long *)s)[soff];
 		return;
-	case 4: ((unsigned *)d)[doff] = ((const unsigned *)s)[soff]; return;
+	case 4:
+		((unsigned *)d)[doff] = ((const unsigned *)s)[soff];
+		return;
 	case 2:
 		((unsigned short *)d)[doff] = ((const unsigned short *)s)[soff];
 		return;
@@ -328,9 +411,8 @@ static __device__ __forceinline__ void dt_cu_move(void *d, int64_t doff,
 }
 
 /* Element offsets of walk index i for the first n operands. */
-static __device__ __forceinline__ void dt_cu_offsets(const struct dt_cu_walk *w,
-						     int n, int64_t i,
-						     int64_t *off)
+static __device__ __forceinline__ void
+dt_cu_offsets(const struct dt_cu_walk *w, int n, int64_t i, int64_t *off)
 {
 	for (int k = 0; k < n; k++)
 		off[k] = w->t[k].offset;
@@ -361,12 +443,11 @@ struct dt_cuda_check {
 
 /* What the kernel dispatch needs of the backend. */
 struct dt_cuda_ctx {
-	struct dt_backend *b;   /* for diagnostics */
+	struct dt_backend *b;	   /* for diagnostics */
 	const struct dt_module *m; /* the backend's graph, for messages */
-	cudaStream_t stream;    /* compute: kernels, copies, memory */
-	void *blas;             /* cublasHandle_t on `stream` */
-	int32_t *status;        /* mapped host word: first deferred error */
-	int32_t *status_dev;    /* the same word, as the kernels see it */
+	cudaStream_t stream;	   /* compute: kernels, copies, memory */
+	struct dt_cuda_blas *blas; /* cuBLAS on `stream`, loaded at first use */
+	int32_t *status; /* device word: first deferred error, 0 none */
 	struct dt_cuda_check checks[DT_CUDA_MAX_CHECKS];
 	int nchecks;
 	uint64_t fallbacks[DT_NOPS]; /* calls that ran the CPU kernel */
@@ -387,7 +468,7 @@ int dt_cuda_sync(struct dt_cuda_ctx *ctx);
  * fails like dt_cuda_sync). */
 int dt_cuda_status(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		   struct dt_cu_status *out, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* A walk over `shape` (right-aligned broadcasting as in dt_cpu_iter) of
  * n tensors (NULL: a number, stride 0, no data). */
@@ -424,6 +505,10 @@ void *dt_cuda_ptr(const struct dt_rt_tensor *t);
 int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 /* Run c with the CPU kernel: inputs downloaded, outputs uploaded. */
 int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+
+/* Release what the first matrix product loaded (cuBLAS's handle; the
+ * library stays loaded). */
+void dt_cuda_blas_close(struct dt_cuda_ctx *ctx);
 
 /* Families in cuda_ops.c and cuda_nn.c (same contract as
  * dt_cuda_kernel). */

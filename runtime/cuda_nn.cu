@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* cuda_nn.cu: the row kernels of the NCCL+CUDA backend: softmax and
  * log_softmax with their backward (a warp or a block per row, any row
- * stride), native_layer_norm with its backward (per-row statistics in
- * double; dweight/dbias as split column sums), embedding (row gather) and
+ * stride), native_layer_norm with its backward (in double: its backward
+ * cancels; dweight/dbias as split column sums), embedding (row gather) and
  * embedding_dense_backward (double atomics), nll_loss forward and
  * backward. Semantics follow cpu_nn.c and cpu_loss.c; see
  * cuda_internal.h. */
@@ -32,8 +32,7 @@ static __device__ __forceinline__ double nanmax(double a, double b)
 /* The sum (or NaN-propagating max) of v over a group of G threads (a
  * warp, or the THREADS-thread block), on every thread of the group.
  * Every thread of the block must call it. */
-template <int G>
-static __device__ double group_reduce(double v, bool max)
+template <int G> static __device__ double group_reduce(double v, bool max)
 {
 	for (int d = 16; d > 0; d /= 2) {
 		double o = __shfl_xor_sync(0xffffffffu, v, d);
@@ -54,46 +53,61 @@ static __device__ double group_reduce(double v, bool max)
 
 /* ---- softmax ---- */
 
+/* exp in T (float, or double for float64 data); sums and the results'
+ * arithmetic in double, so cancellations cost no precision. */
 template <int G, typename T>
-static __global__ void softmax_kernel(const dt_cu_softmax_op p)
+static __global__ void
+softmax_kernel(const __grid_constant__ dt_cu_softmax_op p)
 {
 	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
 	bool active = row < p.outer.numel;
 	int64_t off[3];
 	dt_cu_offsets(&p.outer, p.backward ? 3 : 2, active ? row : 0, off);
-	const dt_cu_tensor &y = p.outer.t[0], &x = p.outer.t[1], &o = p.outer.t[2];
+	const dt_cu_tensor &y = p.outer.t[0], &x = p.outer.t[1],
+			   &o = p.outer.t[2];
 	int64_t n = active ? p.len : 0;
 	if (p.backward) {
 		/* softmax: g' = y (g - sum(g y)); log: g - exp(y) sum(g) */
 		double s = 0;
 		for (int64_t j = lane; j < n; j += G) {
-			double g = dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]);
-			s += p.log_form ? g : g * dt_cu_load(o.data, o.dtype,
-							      off[2] + j * p.inner_stride[2]);
+			double g = dt_cu_load(x.data, x.dtype,
+					      off[1] + j * p.inner_stride[1]);
+			s += p.log_form
+				 ? g
+				 : g * dt_cu_load(o.data, o.dtype,
+						  off[2] +
+						      j * p.inner_stride[2]);
 		}
 		s = group_reduce<G>(s, false);
 		for (int64_t j = lane; j < n; j += G) {
-			T g = (T)dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]);
-			T v = (T)dt_cu_load(o.data, o.dtype, off[2] + j * p.inner_stride[2]);
-			T r = p.log_form ? g - exp(v) * (T)s : v * (g - (T)s);
-			dt_cu_store(y.data, y.dtype, off[0] + j * p.inner_stride[0], r);
+			double g = dt_cu_load(x.data, x.dtype,
+					      off[1] + j * p.inner_stride[1]);
+			double v = dt_cu_load(o.data, o.dtype,
+					      off[2] + j * p.inner_stride[2]);
+			double r = p.log_form ? g - exp(v) * s : v * (g - s);
+			dt_cu_store(y.data, y.dtype,
+				    off[0] + j * p.inner_stride[0], r);
 		}
 		return;
 	}
 	double m = -INFINITY, s = 0;
 	for (int64_t j = lane; j < n; j += G)
-		m = nanmax(m, dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]));
+		m = nanmax(m, dt_cu_load(x.data, x.dtype,
+					 off[1] + j * p.inner_stride[1]));
 	m = group_reduce<G>(m, true);
 	if (isinf(m))
 		m = m > 0 ? m : 0;
 	for (int64_t j = lane; j < n; j += G)
-		s += exp((T)dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]) - (T)m);
+		s += exp((T)dt_cu_load(x.data, x.dtype,
+				       off[1] + j * p.inner_stride[1]) -
+			 (T)m);
 	s = group_reduce<G>(s, false);
-	T lse = (T)(m + log(s));
+	double lse = m + log(s);
 	for (int64_t j = lane; j < n; j += G) {
-		T v = (T)dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]);
-		T r = p.log_form ? v - lse : exp(v - (T)m) / (T)s;
+		double v =
+		    dt_cu_load(x.data, x.dtype, off[1] + j * p.inner_stride[1]);
+		double r = p.log_form ? v - lse : (double)exp((T)v - (T)m) / s;
 		dt_cu_store(y.data, y.dtype, off[0] + j * p.inner_stride[0], r);
 	}
 }
@@ -103,9 +117,11 @@ static void softmax_launch(const dt_cu_softmax_op *p, cudaStream_t s)
 {
 	int64_t rows = p->outer.numel;
 	if (p->len <= 1024)
-		softmax_kernel<32, T><<<(unsigned)((rows + 7) / 8), THREADS, 0, s>>>(*p);
+		softmax_kernel<32, T>
+		    <<<(unsigned)((rows + 7) / 8), THREADS, 0, s>>>(*p);
 	else
-		softmax_kernel<THREADS, T><<<(unsigned)rows, THREADS, 0, s>>>(*p);
+		softmax_kernel<THREADS, T>
+		    <<<(unsigned)rows, THREADS, 0, s>>>(*p);
 }
 
 extern "C" cudaError_t dt_cu_softmax(const struct dt_cu_softmax_op *p,
@@ -128,8 +144,9 @@ static __device__ __forceinline__ double opt_load(const void *p, int t,
 	return p ? dt_cu_load(p, t, j) : dflt;
 }
 
-template <int G, typename T>
-static __global__ void layer_norm_kernel(const dt_cu_layer_norm_op p)
+template <int G>
+static __global__ void
+layer_norm_kernel(const __grid_constant__ dt_cu_layer_norm_op p)
 {
 	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
@@ -143,10 +160,12 @@ static __global__ void layer_norm_kernel(const dt_cu_layer_norm_op p)
 		double d = dt_cu_load(p.x, p.x_dtype, base + j) - mean;
 		ss += d * d;
 	}
-	double rstd = 1 / sqrt(group_reduce<G>(ss, false) / (double)p.len + p.eps);
+	double rstd =
+	    1 / sqrt(group_reduce<G>(ss, false) / (double)p.len + p.eps);
 	for (int64_t j = lane; j < n; j += G) {
-		T v = ((T)dt_cu_load(p.x, p.x_dtype, base + j) - (T)mean) * (T)rstd;
-		v = v * (T)opt_load(p.w, p.w_dtype, j, 1) + (T)opt_load(p.b, p.b_dtype, j, 0);
+		double v = (dt_cu_load(p.x, p.x_dtype, base + j) - mean) * rstd;
+		v = v * opt_load(p.w, p.w_dtype, j, 1) +
+		    opt_load(p.b, p.b_dtype, j, 0);
 		dt_cu_store(p.y, p.y_dtype, base + j, v);
 	}
 	if (active && lane == 0) {
@@ -160,21 +179,19 @@ extern "C" cudaError_t dt_cu_layer_norm(const struct dt_cu_layer_norm_op *p,
 {
 	if (p->rows == 0)
 		return cudaSuccess;
-	unsigned warps = (unsigned)((p->rows + 7) / 8), rows = (unsigned)p->rows;
-	if (p->len <= 1024 && p->wide)
-		layer_norm_kernel<32, double><<<warps, THREADS, 0, s>>>(*p);
-	else if (p->len <= 1024)
-		layer_norm_kernel<32, float><<<warps, THREADS, 0, s>>>(*p);
-	else if (p->wide)
-		layer_norm_kernel<THREADS, double><<<rows, THREADS, 0, s>>>(*p);
+	if (p->len <= 1024)
+		layer_norm_kernel<32>
+		    <<<(unsigned)((p->rows + 7) / 8), THREADS, 0, s>>>(*p);
 	else
-		layer_norm_kernel<THREADS, float><<<rows, THREADS, 0, s>>>(*p);
+		layer_norm_kernel<THREADS>
+		    <<<(unsigned)p->rows, THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }
 
 /* dx = rstd/N (N g w - sum(g w) - xhat sum(g w xhat)), a row per group. */
-template <int G, typename T>
-static __global__ void layer_norm_dx_kernel(const dt_cu_layer_norm_op p)
+template <int G>
+static __global__ void
+layer_norm_dx_kernel(const __grid_constant__ dt_cu_layer_norm_op p)
 {
 	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
@@ -187,24 +204,27 @@ static __global__ void layer_norm_dx_kernel(const dt_cu_layer_norm_op p)
 		double gw = dt_cu_load(p.g, p.g_dtype, base + j) *
 			    opt_load(p.w, p.w_dtype, j, 1);
 		sgw += gw;
-		sgwx += gw * (dt_cu_load(p.x, p.x_dtype, base + j) - mean) * rstd;
+		sgwx +=
+		    gw * (dt_cu_load(p.x, p.x_dtype, base + j) - mean) * rstd;
 	}
 	sgw = group_reduce<G>(sgw, false);
 	sgwx = group_reduce<G>(sgwx, false);
-	T len = (T)p.len, scale = (T)(rstd / (double)p.len);
+	double len = (double)p.len, scale = rstd / len;
 	for (int64_t j = lane; j < n; j += G) {
-		T gw = (T)dt_cu_load(p.g, p.g_dtype, base + j) *
-		       (T)opt_load(p.w, p.w_dtype, j, 1);
-		T xhat = ((T)dt_cu_load(p.x, p.x_dtype, base + j) - (T)mean) * (T)rstd;
+		double gw = dt_cu_load(p.g, p.g_dtype, base + j) *
+			    opt_load(p.w, p.w_dtype, j, 1);
+		double xhat =
+		    (dt_cu_load(p.x, p.x_dtype, base + j) - mean) * rstd;
 		dt_cu_store(p.dx, p.dx_dtype, base + j,
-			    scale * (len * gw - (T)sgw - xhat * (T)sgwx));
+			    scale * (len * gw - sgw - xhat * sgwx));
 	}
 }
 
 /* Column sums of g * xhat and g over the rows of one split into
  * part[split][0 or 1][column]. */
-static __global__ void layer_norm_dwb_kernel(const dt_cu_layer_norm_op p,
-					     int64_t chunk, double *part)
+static __global__ void
+layer_norm_dwb_kernel(const __grid_constant__ dt_cu_layer_norm_op p,
+		      int64_t chunk, double *part)
 {
 	int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (j >= p.len)
@@ -224,8 +244,9 @@ static __global__ void layer_norm_dwb_kernel(const dt_cu_layer_norm_op p,
 	part[(2 * blockIdx.y + 1) * p.len + j] = sb;
 }
 
-static __global__ void layer_norm_dwb_finish(const dt_cu_layer_norm_op p,
-					     int64_t splits, const double *part)
+static __global__ void
+layer_norm_dwb_finish(const __grid_constant__ dt_cu_layer_norm_op p,
+		      int64_t splits, const double *part)
 {
 	int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (j >= p.len)
@@ -253,29 +274,32 @@ static int64_t dwb_splits(const dt_cu_layer_norm_op *p)
 
 extern "C" size_t dt_cu_layer_norm_scratch(const struct dt_cu_layer_norm_op *p)
 {
-	return (size_t)(2 * dwb_splits(p) * (p->len > 0 ? p->len : 1)) * sizeof(double);
+	return (size_t)(2 * dwb_splits(p) * (p->len > 0 ? p->len : 1)) *
+	       sizeof(double);
 }
 
-extern "C" cudaError_t dt_cu_layer_norm_backward(const struct dt_cu_layer_norm_op *p,
-						 void *scratch, cudaStream_t s)
+extern "C" cudaError_t
+dt_cu_layer_norm_backward(const struct dt_cu_layer_norm_op *p, void *scratch,
+			  cudaStream_t s)
 {
 	if (p->dx && p->rows > 0) {
-		unsigned warps = (unsigned)((p->rows + 7) / 8), rows = (unsigned)p->rows;
-		if (p->len <= 1024 && p->wide)
-			layer_norm_dx_kernel<32, double><<<warps, THREADS, 0, s>>>(*p);
-		else if (p->len <= 1024)
-			layer_norm_dx_kernel<32, float><<<warps, THREADS, 0, s>>>(*p);
-		else if (p->wide)
-			layer_norm_dx_kernel<THREADS, double><<<rows, THREADS, 0, s>>>(*p);
+		if (p->len <= 1024)
+			layer_norm_dx_kernel<32>
+			    <<<(unsigned)((p->rows + 7) / 8), THREADS, 0, s>>>(
+				*p);
 		else
-			layer_norm_dx_kernel<THREADS, float><<<rows, THREADS, 0, s>>>(*p);
+			layer_norm_dx_kernel<THREADS>
+			    <<<(unsigned)p->rows, THREADS, 0, s>>>(*p);
 	}
 	if ((p->dw || p->db) && p->len > 0) {
-		int64_t splits = dwb_splits(p), chunk = (p->rows + splits - 1) / splits;
-		dim3 grid((unsigned)((p->len + THREADS - 1) / THREADS), (unsigned)splits);
-		layer_norm_dwb_kernel<<<grid, THREADS, 0, s>>>(*p, chunk, (double *)scratch);
-		layer_norm_dwb_finish<<<grid.x, THREADS, 0, s>>>(*p, splits,
-								 (const double *)scratch);
+		int64_t splits = dwb_splits(p),
+			chunk = (p->rows + splits - 1) / splits;
+		dim3 grid((unsigned)((p->len + THREADS - 1) / THREADS),
+			  (unsigned)splits);
+		layer_norm_dwb_kernel<<<grid, THREADS, 0, s>>>(
+		    *p, chunk, (double *)scratch);
+		layer_norm_dwb_finish<<<grid.x, THREADS, 0, s>>>(
+		    *p, splits, (const double *)scratch);
 	}
 	return cudaGetLastError();
 }
@@ -292,7 +316,8 @@ static __device__ __forceinline__ long long load_index(const void *p, int t,
 	return dt_cu_to_int(dt_cu_load(p, t, i));
 }
 
-static __global__ void embedding_kernel(const dt_cu_embedding_op p)
+static __global__ void
+embedding_kernel(const __grid_constant__ dt_cu_embedding_op p)
 {
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	     e < p.n * p.dim; e += (int64_t)gridDim.x * blockDim.x) {
@@ -305,8 +330,9 @@ static __global__ void embedding_kernel(const dt_cu_embedding_op p)
 			dt_cu_move(p.dst, e, p.src, ix * p.dim + j,
 				   dt_cu_size(p.dst_dtype));
 		} else {
-			dt_cu_store(p.dst, p.dst_dtype, e,
-				    dt_cu_load(p.src, p.src_dtype, ix * p.dim + j));
+			dt_cu_store(
+			    p.dst, p.dst_dtype, e,
+			    dt_cu_load(p.src, p.src_dtype, ix * p.dim + j));
 		}
 	}
 }
@@ -320,7 +346,8 @@ extern "C" cudaError_t dt_cu_embedding(const struct dt_cu_embedding_op *p,
 	return cudaGetLastError();
 }
 
-static __global__ void embedding_count_kernel(const dt_cu_embedding_op p)
+static __global__ void
+embedding_count_kernel(const __grid_constant__ dt_cu_embedding_op p)
 {
 	int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (i >= p.n)
@@ -330,7 +357,8 @@ static __global__ void embedding_count_kernel(const dt_cu_embedding_op p)
 		atomicAdd(&p.counts[ix], 1);
 }
 
-static __global__ void embedding_backward_kernel(const dt_cu_embedding_op p)
+static __global__ void
+embedding_backward_kernel(const __grid_constant__ dt_cu_embedding_op p)
 {
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	     e < p.n * p.dim; e += (int64_t)gridDim.x * blockDim.x) {
@@ -348,14 +376,16 @@ static __global__ void embedding_backward_kernel(const dt_cu_embedding_op p)
 	}
 }
 
-extern "C" cudaError_t dt_cu_embedding_backward(const struct dt_cu_embedding_op *p,
-						cudaStream_t s)
+extern "C" cudaError_t
+dt_cu_embedding_backward(const struct dt_cu_embedding_op *p, cudaStream_t s)
 {
 	if (p->counts && p->n > 0)
-		embedding_count_kernel<<<(unsigned)((p->n + THREADS - 1) / THREADS),
+		embedding_count_kernel<<<(unsigned)((p->n + THREADS - 1) /
+						    THREADS),
 					 THREADS, 0, s>>>(*p);
 	if (p->n * p->dim > 0)
-		embedding_backward_kernel<<<blocks_for(p->n * p->dim), THREADS, 0, s>>>(*p);
+		embedding_backward_kernel<<<blocks_for(p->n * p->dim), THREADS,
+					    0, s>>>(*p);
 	return cudaGetLastError();
 }
 
@@ -377,13 +407,16 @@ static __device__ long long nll_class(const dt_cu_nll_op &p, int64_t i)
 }
 
 /* One block: per-row losses, their sum and the total weight. */
-static __global__ void nll_forward_kernel(const dt_cu_nll_op p)
+static __global__ void
+nll_forward_kernel(const __grid_constant__ dt_cu_nll_op p)
 {
 	double sum = 0, total = 0;
 	for (int64_t i = threadIdx.x; i < p.n; i += THREADS) {
 		long long t = nll_class(p, i);
 		double w = t < 0 ? 0 : opt_load(p.weight, p.weight_dtype, t, 1);
-		double loss = t < 0 ? 0 : -w * dt_cu_load(p.x, p.x_dtype, i * p.classes + t);
+		double loss =
+		    t < 0 ? 0
+			  : -w * dt_cu_load(p.x, p.x_dtype, i * p.classes + t);
 		total += w;
 		sum += loss;
 		if (p.per_row)
@@ -408,7 +441,8 @@ extern "C" cudaError_t dt_cu_nll_forward(const struct dt_cu_nll_op *p,
 	return cudaGetLastError();
 }
 
-static __global__ void nll_backward_kernel(const dt_cu_nll_op p)
+static __global__ void
+nll_backward_kernel(const __grid_constant__ dt_cu_nll_op p)
 {
 	int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (i >= p.n)
@@ -416,10 +450,12 @@ static __global__ void nll_backward_kernel(const dt_cu_nll_op p)
 	long long t = nll_class(p, i);
 	if (t < 0)
 		return;
-	double g = dt_cu_load(p.grad.data, p.grad.dtype,
-			      p.grad.offset + (p.per_row ? i * p.grad.stride[0] : 0));
+	double g =
+	    dt_cu_load(p.grad.data, p.grad.dtype,
+		       p.grad.offset + (p.per_row ? i * p.grad.stride[0] : 0));
 	if (p.reduction == NLL_MEAN)
-		g /= dt_cu_load(p.total_in.data, p.total_in.dtype, p.total_in.offset);
+		g /= dt_cu_load(p.total_in.data, p.total_in.dtype,
+				p.total_in.offset);
 	dt_cu_store(p.grad_input, p.gi_dtype, i * p.classes + t,
 		    -opt_load(p.weight, p.weight_dtype, t, 1) * g);
 }
@@ -429,7 +465,7 @@ extern "C" cudaError_t dt_cu_nll_backward(const struct dt_cu_nll_op *p,
 {
 	if (p->n == 0)
 		return cudaSuccess;
-	nll_backward_kernel<<<(unsigned)((p->n + THREADS - 1) / THREADS), THREADS,
-			      0, s>>>(*p);
+	nll_backward_kernel<<<(unsigned)((p->n + THREADS - 1) / THREADS),
+			      THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }

@@ -45,8 +45,8 @@ static __device__ __forceinline__ double nanmax(double a, double b)
 }
 
 /* Whether (v, i) beats the extreme (a, n) of a max (sign 1) or min. */
-static __device__ __forceinline__ bool beats(double v, long long i,
-					     double a, long long n, int sign)
+static __device__ __forceinline__ bool beats(double v, long long i, double a,
+					     long long n, int sign)
 {
 	if (n < 0)
 		return true;
@@ -68,7 +68,9 @@ static __device__ __forceinline__ void accumulate(int kind, state &s, double x,
 {
 	switch (kind) {
 	case DT_CU_RED_SUM:
-	case DT_CU_RED_MEAN: s.a += x; return;
+	case DT_CU_RED_MEAN:
+		s.a += x;
+		return;
 	case DT_CU_RED_LOGSUMEXP: {
 		double m = nanmax(s.a, x);
 		s.b = (s.b != 0 ? s.b * exp(shift(s.a) - shift(m)) : 0) +
@@ -95,7 +97,9 @@ static __device__ __forceinline__ state combine(int kind, state x, state y)
 {
 	switch (kind) {
 	case DT_CU_RED_SUM:
-	case DT_CU_RED_MEAN: x.a += y.a; return x;
+	case DT_CU_RED_MEAN:
+		x.a += y.a;
+		return x;
 	case DT_CU_RED_LOGSUMEXP: {
 		double m = nanmax(x.a, y.a);
 		x.b = (x.b != 0 ? x.b * exp(shift(x.a) - shift(m)) : 0) +
@@ -115,7 +119,8 @@ static __device__ __forceinline__ state combine(int kind, state x, state y)
 		return x;
 	}
 	default:
-		return y.n >= 0 && beats(y.a, y.n, x.a, x.n, sign_of(kind)) ? y : x;
+		return y.n >= 0 && beats(y.a, y.n, x.a, x.n, sign_of(kind)) ? y
+									    : x;
 	}
 }
 
@@ -125,13 +130,24 @@ static __device__ void finish(const dt_cu_reduce_op &p, state s,
 {
 	double r0 = 0, r1 = 0;
 	switch (p.kind) {
-	case DT_CU_RED_SUM: r0 = s.a; break;
-	case DT_CU_RED_MEAN: r0 = s.a / (double)p.k; break;
+	case DT_CU_RED_SUM:
+		r0 = s.a;
+		break;
+	case DT_CU_RED_MEAN:
+		r0 = s.a / (double)p.k;
+		break;
 	case DT_CU_RED_MAX:
-	case DT_CU_RED_MIN: r0 = s.a; r1 = (double)s.n; break;
+	case DT_CU_RED_MIN:
+		r0 = s.a;
+		r1 = (double)s.n;
+		break;
 	case DT_CU_RED_ARGMAX:
-	case DT_CU_RED_ARGMIN: r0 = (double)s.n; break;
-	case DT_CU_RED_LOGSUMEXP: r0 = log(s.b) + shift(s.a); break;
+	case DT_CU_RED_ARGMIN:
+		r0 = (double)s.n;
+		break;
+	case DT_CU_RED_LOGSUMEXP:
+		r0 = log(s.b) + shift(s.a);
+		break;
 	default: {
 		double div = (double)p.k - p.correction;
 		r0 = s.b / (div > 0 ? div : 0);
@@ -182,8 +198,9 @@ static __device__ __forceinline__ state warp_reduce(int kind, state s)
  * split of a row: elements [split * chunk, (split + 1) * chunk). With one
  * split the group stores the results, else its partial state. */
 template <int G>
-static __global__ void rows_kernel(const dt_cu_reduce_op p, int64_t splits,
-				   int64_t chunk, state *partial)
+static __global__ void rows_kernel(const __grid_constant__ dt_cu_reduce_op p,
+				   int64_t splits, int64_t chunk,
+				   state *partial)
 {
 	__shared__ state warps[THREADS / 32];
 	int64_t group = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
@@ -217,8 +234,8 @@ static __global__ void rows_kernel(const dt_cu_reduce_op p, int64_t splits,
 }
 
 /* One thread per row: combine its splits in order. */
-static __global__ void splits_kernel(const dt_cu_reduce_op p, int64_t splits,
-				     const state *partial)
+static __global__ void splits_kernel(const __grid_constant__ dt_cu_reduce_op p,
+				     int64_t splits, const state *partial)
 {
 	int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (row >= p.outer.numel)
@@ -233,7 +250,7 @@ static __global__ void splits_kernel(const dt_cu_reduce_op p, int64_t splits,
 
 /* One thread per row, elements in order: neighbouring threads read
  * neighbouring addresses when the rows' dim is the fast one. */
-static __global__ void columns_kernel(const dt_cu_reduce_op p)
+static __global__ void columns_kernel(const __grid_constant__ dt_cu_reduce_op p)
 {
 	int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (row >= p.outer.numel)
@@ -253,17 +270,18 @@ static enum plan plan_of(const dt_cu_reduce_op *p, int64_t *splits)
 {
 	int64_t rows = p->outer.numel, k = p->k;
 	*splits = 1;
-	bool fast_rows = p->outer.rank > 0 &&
-			 p->outer.t[0].stride[p->outer.rank - 1] == 1;
-	bool fast_inner = p->inner_rank > 0 &&
-			  p->inner_stride[p->inner_rank - 1] == 1;
+	bool fast_rows =
+	    p->outer.rank > 0 && p->outer.t[0].stride[p->outer.rank - 1] == 1;
+	bool fast_inner =
+	    p->inner_rank > 0 && p->inner_stride[p->inner_rank - 1] == 1;
 	if (fast_rows && !fast_inner && rows >= 1024)
 		return PLAN_COLUMNS;
 	if (k <= 1024)
 		return PLAN_WARP;
 	/* few long rows: enough blocks to fill the GPU */
 	if (rows < 512 && k >= 16384) {
-		int64_t want = (1024 + rows - 1) / rows, most = (k + 8191) / 8192;
+		int64_t want = (1024 + rows - 1) / rows,
+			most = (k + 8191) / 8192;
 		*splits = want < most ? want : most;
 	}
 	return PLAN_BLOCK;
@@ -273,7 +291,8 @@ extern "C" size_t dt_cu_reduce_scratch(const struct dt_cu_reduce_op *p)
 {
 	int64_t splits;
 	plan_of(p, &splits);
-	return splits > 1 ? (size_t)(p->outer.numel * splits) * sizeof(state) : 0;
+	return splits > 1 ? (size_t)(p->outer.numel * splits) * sizeof(state)
+			  : 0;
 }
 
 extern "C" cudaError_t dt_cu_reduce(const struct dt_cu_reduce_op *p,
@@ -288,15 +307,16 @@ extern "C" cudaError_t dt_cu_reduce(const struct dt_cu_reduce_op *p,
 		columns_kernel<<<per_thread, THREADS, 0, s>>>(*p);
 	} else if (plan == PLAN_WARP) {
 		int64_t groups = THREADS / 32;
-		rows_kernel<32><<<(unsigned)((rows + groups - 1) / groups), THREADS,
-				  0, s>>>(*p, 1, p->k, NULL);
+		rows_kernel<32><<<(unsigned)((rows + groups - 1) / groups),
+				  THREADS, 0, s>>>(*p, 1, p->k, NULL);
 	} else {
 		int64_t chunk = (p->k + splits - 1) / splits;
-		rows_kernel<THREADS><<<(unsigned)(rows * splits), THREADS, 0, s>>>(
+		rows_kernel<THREADS>
+		    <<<(unsigned)(rows * splits), THREADS, 0, s>>>(
 			*p, splits, chunk, (state *)scratch);
 		if (splits > 1)
 			splits_kernel<<<per_thread, THREADS, 0, s>>>(
-				*p, splits, (const state *)scratch);
+			    *p, splits, (const state *)scratch);
 	}
 	return cudaGetLastError();
 }

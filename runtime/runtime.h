@@ -146,6 +146,27 @@ struct dt_backend *dt_backend_cpu_create(struct dt_diag *d);
  * Returns NULL after reporting. Built when DTOPT_HAVE_MPI. */
 struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 					 struct dt_diag *d);
+/* The NCCL+CUDA backend: one GPU per rank (local rank, from
+ * MPI_Comm_split_type, modulo the visible devices), device memory from
+ * CUDA's stream-ordered allocator, compute on a CUDA stream (CUDA
+ * kernels, cuBLAS; the few op/dtype cases without a CUDA kernel run the
+ * CPU kernel on host copies), NCCL collectives on a second stream,
+ * completed at their wait (stream-ordered: the host does not block).
+ * When the caller initialised MPI, the world communicator is
+ * bootstrapped over MPI_COMM_WORLD after the same agreement and
+ * world-size checks as dt_backend_mpi_create; otherwise the process is a
+ * world of one. Every declared group gets ncclCommSplit (colour =
+ * instance, key = position in the group's dim order); a global-view
+ * graph gets no communicators (it runs on one process as the reference,
+ * like the CPU backend, whatever its meshes). Failures of CUDA,
+ * NCCL or cuBLAS calls report `API failed: ERROR` at the node; errors a
+ * kernel finds (an index out of range, an integer division by zero) are
+ * reported at its node at the next host synchronization (a download or
+ * synchronize). Returns
+ * NULL after reporting (no GPU visible, world size mismatch, ...). Built
+ * when DTOPT_HAVE_NCCL; the caller destroys it through its ops. */
+struct dt_backend *dt_backend_nccl_create(const struct dt_module *m,
+					  struct dt_diag *d);
 
 /* CPU kernels shared by the host backends (runtime/cpu_*.c). Every op
  * that is not structural, a view or communication has one, with PyTorch's

@@ -25,6 +25,13 @@
 #if DTOPT_HAVE_MPI
 #include <mpi.h>
 #endif
+#if DTOPT_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#endif
+
+/* --backend nccl (or its default): runs use the NCCL+CUDA backend. Set
+ * once by parse_args for this process's one `run` command. */
+static bool use_nccl;
 
 /* ------------------------------------------------------------------ */
 /* Diagnostics and agreement. */
@@ -270,18 +277,25 @@ double *dt_cli_values(const struct dt_rt_tensor *t)
 /* ------------------------------------------------------------------ */
 /* Running. */
 
-/* Run `m` on a fresh backend: the MPI one, or the single-process CPU one
- * (alone, or for the global reference). Backend creation and reference
- * runs fail alike on every rank and end in an agreement; a failure inside
- * an MPI run ends the job (fail_run). */
+/* Run `m` on a fresh backend: the NCCL one (--backend nccl or its
+ * default), the MPI one, or the single-process CPU one (alone, or for the
+ * global reference). Backend creation and reference runs fail alike on
+ * every rank and end in an agreement; a failure inside an MPI or NCCL run
+ * ends the job (fail_run). */
 int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 		   const struct dt_run_options *ro, struct dt_run_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	bool mpi = c->o.mpi && !reference;
+	bool gpu = use_nccl && !reference;
+	/* a rank of a job (MPI or NCCL): peers may wait on it */
+	bool mpi = (c->o.mpi || gpu) && !reference;
 	struct dt_backend *b = NULL;
+#if DTOPT_HAVE_NCCL
+	if (gpu)
+		b = dt_backend_nccl_create(m, &c->diag);
+#endif
 #if DTOPT_HAVE_MPI
-	if (mpi)
+	if (mpi && !gpu)
 		b = dt_backend_mpi_create(m, &c->diag);
 #endif
 	if (!mpi)
@@ -594,7 +608,10 @@ static const char run_help[] =
 	"equal the mesh's device count). Inputs are generated from (seed, placeholder\n"
 	"name, global element index), so every rank gets its shard of the same\n"
 	"global tensors. '{rank}' in a path is replaced by the rank (per-rank graphs).\n\n"
-	"  --backend=mpi|cpu   mpi (default when built with MPI), or cpu: this one\n"
+	"  --backend=nccl|mpi|cpu\n"
+	"                      nccl: one GPU per rank, NCCL collectives (default when\n"
+	"                      built with NCCL and a GPU is visible); mpi (the default\n"
+	"                      otherwise, when built with MPI); or cpu: this one\n"
 	"                      process alone, without MPI (groups of size 1 only; a\n"
 	"                      global-view graph runs as the single-rank reference)\n"
 	"  --seed=S            input seed (default 0)\n"
@@ -645,6 +662,17 @@ static bool parse_int(const char *s, long long lo, long long *out)
 	return *s && !*end && errno == 0 && v >= lo && v <= INT32_MAX;
 }
 
+/* Whether the NCCL backend is built and this process sees a GPU. */
+static bool gpu_visible(void)
+{
+#if DTOPT_HAVE_NCCL
+	int count = 0;
+	return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+#else
+	return false;
+#endif
+}
+
 /* Fills *o; returns -1 to go on, or the exit code. */
 static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 {
@@ -664,6 +692,8 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	};
 	memset(o, 0, sizeof(*o));
 	o->mpi = DTOPT_HAVE_MPI;
+	use_nccl = false;
+	bool chosen = false; /* --backend given */
 	o->iters = 1;
 	long long v;
 	char *end;
@@ -673,11 +703,15 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'B':
-			o->mpi = strcmp(optarg, "mpi") == 0;
-			if (!o->mpi && strcmp(optarg, "cpu") != 0)
-				return USAGE("unknown backend '%s' (mpi, cpu)",
+			chosen = true;
+			use_nccl = strcmp(optarg, "nccl") == 0;
+			if (use_nccl && !DTOPT_HAVE_NCCL)
+				return USAGE("dtopt was built without NCCL");
+			o->mpi = use_nccl ? DTOPT_HAVE_MPI : strcmp(optarg, "mpi") == 0;
+			if (!use_nccl && !o->mpi && strcmp(optarg, "cpu") != 0)
+				return USAGE("unknown backend '%s' (nccl, mpi, cpu)",
 					     optarg);
-			if (o->mpi && !DTOPT_HAVE_MPI)
+			if (!use_nccl && o->mpi && !DTOPT_HAVE_MPI)
 				return USAGE("dtopt was built without MPI");
 			break;
 		case 's':
@@ -711,6 +745,8 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 				     argv[optind - 1]);
 		}
 	}
+	if (!chosen && gpu_visible())
+		use_nccl = true; /* o->mpi stays: MPI still joins the ranks */
 	for (int i = optind; i < argc; i++) {
 		if (o->npaths == 2)
 			return USAGE("too many graphs");

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh --asan
 ninja -C build
-meson test -C build --print-errorlogs
+meson test -C build --print-errorlogs --no-suite gpu
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --suite unit --suite golden --suite bad
