@@ -2,6 +2,7 @@
 /* backend_mpi.c: the MPI backend: CPU kernels on host memory, one
  * communicator per declared group, nonblocking MPI collectives completed at
  * their wait_tensor. */
+#include "internal.h"
 #include "runtime.h"
 
 #include <limits.h>
@@ -446,66 +447,11 @@ static const struct dt_backend_ops mpi_ops = {
 /* ------------------------------------------------------------------ */
 /* Creation. */
 
-static uint64_t fnv(uint64_t h, int64_t v)
-{
-	for (int i = 0; i < 8; i++) {
-		h ^= (uint64_t)(v >> (8 * i)) & 0xff;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/* A hash of what communicator creation depends on: mesh shapes and device
- * lists, group meshes and ordered dims (not names). */
-static uint64_t topology_fingerprint(const struct dt_module *m)
-{
-	uint64_t h = fnv(0xcbf29ce484222325ull, m->meshes.len);
-	for (uint32_t i = 0; i < m->meshes.len; i++) {
-		const struct dt_mesh *mesh = &m->meshes.data[i];
-		h = fnv(h, mesh->ndim);
-		for (int k = 0; k < mesh->ndim; k++)
-			h = fnv(h, mesh->shape[k]);
-		for (int64_t k = 0; k < mesh->size; k++)
-			h = fnv(h, dt_mesh_device(mesh, k));
-	}
-	h = fnv(h, m->groups.len);
-	for (uint32_t i = 0; i < m->groups.len; i++) {
-		const struct dt_group *g = &m->groups.data[i];
-		h = fnv(h, g->mesh);
-		for (int k = 0; k < g->ndims; k++)
-			h = fnv(h, g->dims[k]);
-		h = fnv(h, -1);
-	}
-	return h;
-}
-
-/* The world size the module needs: one more than the largest global rank
- * any mesh names (its `devices`, else 0..size-1), so with one mesh and no
- * device list exactly the mesh size. Several meshes (e.g. sub-meshes of a
- * pipeline stage) share the world; a rank outside a mesh simply has no
- * communicator for that mesh's groups. *which is the mesh that sets it;
- * 0 and NULL when there is no mesh. */
-static int64_t required_world(const struct dt_module *m,
-			      const struct dt_mesh **which)
-{
-	int64_t need = 0;
-	*which = NULL;
-	for (uint32_t i = 0; i < m->meshes.len; i++) {
-		const struct dt_mesh *mesh = &m->meshes.data[i];
-		for (int64_t k = 0; k < mesh->size; k++)
-			if (dt_mesh_device(mesh, k) + 1 > need) {
-				need = dt_mesh_device(mesh, k) + 1;
-				*which = mesh;
-			}
-	}
-	return need;
-}
-
 /* Collective over the world: the ranks' graphs must declare the same
  * meshes and groups, else their communicator splits would not match. */
 static int check_agreement(struct mpi_backend *b)
 {
-	uint64_t fp = topology_fingerprint(b->m);
+	uint64_t fp = dt_topology_fingerprint(b->m);
 	uint64_t mine[2] = {fp, ~fp}, top[2];
 	int rc = MPI_CALL(b, NULL, MPI_Allreduce, mine, top, 2, MPI_UINT64_T,
 			  MPI_MAX, b->world);
@@ -581,7 +527,7 @@ struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 	if (rc == DT_OK)
 		rc = check_agreement(b);
 	const struct dt_mesh *which;
-	int64_t need = required_world(m, &which);
+	int64_t need = dt_required_world(m, &which);
 	if (rc == DT_OK && which && need != b->base.world_size) {
 		const char *name = dt_str_get(m, which->name);
 		int size = b->base.world_size;

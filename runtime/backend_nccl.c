@@ -563,40 +563,6 @@ void dt_backend_nccl_fallbacks(const struct dt_backend *base, uint64_t *per_op)
 /* ------------------------------------------------------------------ */
 /* Creation. */
 
-#if DTOPT_HAVE_MPI
-static uint64_t fnv(uint64_t h, int64_t v)
-{
-	for (int i = 0; i < 8; i++) {
-		h ^= (uint64_t)(v >> (8 * i)) & 0xff;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/* What communicator creation depends on (backend_mpi.c's fingerprint):
- * mesh shapes and device lists, group meshes and ordered dims. */
-static uint64_t topology_fingerprint(const struct dt_module *m)
-{
-	uint64_t h = fnv(0xcbf29ce484222325ull, m->meshes.len);
-	for (uint32_t i = 0; i < m->meshes.len; i++) {
-		const struct dt_mesh *mesh = &m->meshes.data[i];
-		h = fnv(h, mesh->ndim);
-		for (int k = 0; k < mesh->ndim; k++)
-			h = fnv(h, mesh->shape[k]);
-		for (int64_t k = 0; k < mesh->size; k++)
-			h = fnv(h, dt_mesh_device(mesh, k));
-	}
-	h = fnv(h, m->groups.len);
-	for (uint32_t i = 0; i < m->groups.len; i++) {
-		const struct dt_group *g = &m->groups.data[i];
-		h = fnv(h, g->mesh);
-		for (int k = 0; k < g->ndims; k++)
-			h = fnv(h, g->dims[k]);
-		h = fnv(h, -1);
-	}
-	return h;
-}
-#endif
 
 /* Every rank's verdict on a step: DT_OK only when all ranks succeeded
  * (collective over the MPI world; a world of one returns rc). */
@@ -651,7 +617,7 @@ static int join_world(struct nccl_backend *b, int *local)
 		rc = mpi_check(b, "MPI_Comm_rank", MPI_Comm_rank(node, local));
 	if (node != MPI_COMM_NULL)
 		MPI_Comm_free(&node);
-	uint64_t fp = topology_fingerprint(b->m), mine[2] = {fp, ~fp}, top[2];
+	uint64_t fp = dt_topology_fingerprint(b->m), mine[2] = {fp, ~fp}, top[2];
 	if (rc == DT_OK)
 		rc = mpi_check(
 		    b, "MPI_Allreduce",
@@ -672,15 +638,8 @@ static int join_world(struct nccl_backend *b, int *local)
 static int check_world_size(struct nccl_backend *b)
 {
 	const struct dt_module *m = b->m;
-	const struct dt_mesh *which = NULL;
-	int64_t need = 0;
-	for (uint32_t i = 0; i < m->meshes.len; i++)
-		for (int64_t k = 0; k < m->meshes.data[i].size; k++)
-			if (dt_mesh_device(&m->meshes.data[i], k) + 1 > need) {
-				need =
-				    dt_mesh_device(&m->meshes.data[i], k) + 1;
-				which = &m->meshes.data[i];
-			}
+	const struct dt_mesh *which;
+	int64_t need = dt_required_world(m, &which);
 	if (!which || need == b->base.world_size)
 		return DT_OK;
 	dt_diag_report(

@@ -173,4 +173,14 @@ int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c);
 
+/* world.c: a hash of what communicator creation depends on (mesh shapes
+ * and device lists, group meshes and ordered dims; not names), which all
+ * ranks must agree on. */
+uint64_t dt_topology_fingerprint(const struct dt_module *m);
+/* The world size the module needs: one more than the largest global rank
+ * any mesh names (its devices, else 0..size-1); *which is the mesh that
+ * sets it (NULL and 0 without meshes). */
+int64_t dt_required_world(const struct dt_module *m,
+			  const struct dt_mesh **which);
+
 #endif
