@@ -97,41 +97,6 @@ int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c)
 	}
 }
 
-/* The part of t at [start, start + len) of dim d, every step-th. */
-static struct dt_rt_tensor narrowed(const struct dt_rt_tensor *t, int d,
-				    int64_t start, int64_t len, int64_t step)
-{
-	struct dt_rt_tensor r = *t;
-	r.offset += start * t->stride[d];
-	r.shape[d] = len;
-	r.stride[d] *= step;
-	return r;
-}
-
-/* t with dim d removed at `index` (select). */
-static struct dt_rt_tensor selected(const struct dt_rt_tensor *t, int d,
-				    int64_t index)
-{
-	struct dt_rt_tensor r = *t;
-	r.offset += index * t->stride[d];
-	for (int i = d; i + 1 < t->rank; i++) {
-		r.shape[i] = t->shape[i + 1];
-		r.stride[i] = t->stride[i + 1];
-	}
-	r.rank--;
-	return r;
-}
-
-static bool wrap_dim(int64_t *dim, int rank)
-{
-	int64_t r = rank > 0 ? rank : 1;
-	if (*dim < -r || *dim >= r)
-		return false;
-	if (*dim < 0)
-		*dim += r;
-	return true;
-}
-
 /* cat(tensors, dim) and stack(tensors, dim). Legacy empty 1-D tensors
  * take no part in cat. */
 int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c)
@@ -141,21 +106,21 @@ int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c)
 	int n = dt_cpu_tensors(c, 0, t, DT_MAX_RESULTS);
 	int64_t dim = 0, pos = 0;
 	dt_cpu_int(c, 1, &dim);
-	if (!wrap_dim(&dim, out->rank))
+	if (!dt_rt_wrap_dim(&dim, out->rank))
 		return dt_cpu_fail(b, c, "dim %lld out of range", (long long)dim);
 	for (int i = 0; i < n; i++) {
 		if (!t[i])
 			return dt_cpu_fail(b, c, "tensor %d of the list is none", i);
 		struct dt_rt_tensor part;
 		if (c->op == DT_OP_STACK) {
-			part = selected(out, (int)dim, i);
+			part = dt_rt_select(out, (int)dim, i);
 		} else {
 			if (t[i]->rank == 1 && t[i]->shape[0] == 0 && out->rank != 1)
 				continue;
 			if (t[i]->rank != out->rank)
 				return dt_cpu_fail(b, c, "tensor %d has rank %d, the result %d",
 						   i, t[i]->rank, out->rank);
-			part = narrowed(out, (int)dim, pos, t[i]->shape[dim], 1);
+			part = dt_rt_narrow(out, (int)dim, pos, t[i]->shape[dim], 1);
 			pos += t[i]->shape[dim];
 		}
 		if (copy_into(b, c, &part, t[i], "a tensor does not fit the result") != DT_OK)
@@ -196,8 +161,8 @@ static int pad(struct dt_backend *b, const struct dt_kernel_call *c)
 		int64_t len = in->shape[d] - cut_b - cut_a;
 		if (len < 0)
 			len = 0;
-		src = narrowed(&src, d, cut_b, len, 1);
-		dst = narrowed(&dst, d, before > 0 ? before : 0, len, 1);
+		src = dt_rt_narrow(&src, d, cut_b, len, 1);
+		dst = dt_rt_narrow(&dst, d, before > 0 ? before : 0, len, 1);
 	}
 	dt_cpu_fill(out, value);
 	return copy_into(b, c, &dst, &src, "result does not fit the padding");
@@ -210,7 +175,7 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 	struct dt_rt_tensor *out = &c->outputs[0];
 	int64_t dim = 0, start = 0, end = 0, step = 1;
 	dt_cpu_int(c, 2, &dim);
-	if (!wrap_dim(&dim, out->rank) || out->rank == 0)
+	if (!dt_rt_wrap_dim(&dim, out->rank) || out->rank == 0)
 		return dt_cpu_fail(b, c, "dim %lld out of range", (long long)dim);
 	int64_t size = out->shape[dim];
 	struct dt_rt_tensor part;
@@ -220,7 +185,7 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 		if (start < -size || start >= size)
 			return dt_cpu_fail(b, c, "index %lld out of range for size %lld",
 					   (long long)start, (long long)size);
-		part = selected(out, (int)dim, start < 0 ? start + size : start);
+		part = dt_rt_select(out, (int)dim, start < 0 ? start + size : start);
 	} else {
 		dt_cpu_int(c, 3, &start);
 		dt_cpu_int(c, 4, &end);
@@ -228,7 +193,7 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 		if (step <= 0)
 			return dt_cpu_fail(b, c, "slice step must be positive");
 		slice_bounds(size, &start, &end);
-		part = narrowed(out, (int)dim, start, (end - start + step - 1) / step, step);
+		part = dt_rt_narrow(out, (int)dim, start, (end - start + step - 1) / step, step);
 	}
 	return copy_into(b, c, &part, g, "grad_output does not fit the slice");
 }

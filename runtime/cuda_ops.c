@@ -40,41 +40,6 @@ int dt_cuda_copy_op(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	return dt_cuda_copy(ctx, c, out, in);
 }
 
-/* The part of t at [start, start + len) of dim d, every step-th. */
-static struct dt_rt_tensor narrowed(const struct dt_rt_tensor *t, int d,
-				    int64_t start, int64_t len, int64_t step)
-{
-	struct dt_rt_tensor r = *t;
-	r.offset += start * t->stride[d];
-	r.shape[d] = len;
-	r.stride[d] *= step;
-	return r;
-}
-
-/* t with dim d removed at `index`. */
-static struct dt_rt_tensor selected(const struct dt_rt_tensor *t, int d,
-				    int64_t index)
-{
-	struct dt_rt_tensor r = *t;
-	r.offset += index * t->stride[d];
-	for (int i = d; i + 1 < t->rank; i++) {
-		r.shape[i] = t->shape[i + 1];
-		r.stride[i] = t->stride[i + 1];
-	}
-	r.rank--;
-	return r;
-}
-
-static bool wrap_dim(int64_t *dim, int rank)
-{
-	int64_t r = rank > 0 ? rank : 1;
-	if (*dim < -r || *dim >= r)
-		return false;
-	if (*dim < 0)
-		*dim += r;
-	return true;
-}
-
 static bool same_shape(const struct dt_rt_tensor *a,
 		       const struct dt_rt_tensor *b)
 {
@@ -92,7 +57,7 @@ int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	int n = dt_cpu_tensors(c, 0, t, DT_MAX_RESULTS);
 	int64_t dim = 0, pos = 0;
 	dt_cpu_int(c, 1, &dim);
-	if (!wrap_dim(&dim, out->rank))
+	if (!dt_rt_wrap_dim(&dim, out->rank))
 		return dt_cpu_fail(ctx->b, c, "dim %lld out of range",
 				   (long long)dim);
 	for (int i = 0; i < n; i++) {
@@ -101,7 +66,7 @@ int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 					   "tensor %d of the list is none", i);
 		struct dt_rt_tensor part;
 		if (c->op == DT_OP_STACK) {
-			part = selected(out, (int)dim, i);
+			part = dt_rt_select(out, (int)dim, i);
 		} else {
 			if (t[i]->rank == 1 && t[i]->shape[0] == 0 &&
 			    out->rank != 1)
@@ -112,7 +77,7 @@ int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 				    "tensor %d has rank %d, the result %d", i,
 				    t[i]->rank, out->rank);
 			part =
-			    narrowed(out, (int)dim, pos, t[i]->shape[dim], 1);
+			    dt_rt_narrow(out, (int)dim, pos, t[i]->shape[dim], 1);
 			pos += t[i]->shape[dim];
 		}
 		if (!same_shape(&part, t[i]))
@@ -144,8 +109,8 @@ static int pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 		int64_t len = in->shape[d] - cut_b - cut_a;
 		if (len < 0)
 			len = 0;
-		src = narrowed(&src, d, cut_b, len, 1);
-		dst = narrowed(&dst, d, before > 0 ? before : 0, len, 1);
+		src = dt_rt_narrow(&src, d, cut_b, len, 1);
+		dst = dt_rt_narrow(&dst, d, before > 0 ? before : 0, len, 1);
 	}
 	if (!same_shape(&dst, &src))
 		return dt_cpu_fail(ctx->b, c,
@@ -162,7 +127,7 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	struct dt_rt_tensor *out = &c->outputs[0];
 	int64_t dim = 0, start = 0, end = 0, step = 1;
 	dt_cpu_int(c, 2, &dim);
-	if (!wrap_dim(&dim, out->rank) || out->rank == 0)
+	if (!dt_rt_wrap_dim(&dim, out->rank) || out->rank == 0)
 		return dt_cpu_fail(ctx->b, c, "dim %lld out of range",
 				   (long long)dim);
 	int64_t size = out->shape[dim];
@@ -174,7 +139,7 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 			    ctx->b, c, "index %lld out of range for size %lld",
 			    (long long)start, (long long)size);
 		part =
-		    selected(out, (int)dim, start < 0 ? start + size : start);
+		    dt_rt_select(out, (int)dim, start < 0 ? start + size : start);
 	} else {
 		dt_cpu_int(c, 3, &start);
 		dt_cpu_int(c, 4, &end);
@@ -188,7 +153,7 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 			end += size;
 		start = start < 0 ? 0 : start > size ? size : start;
 		end = end < start ? start : end > size ? size : end;
-		part = narrowed(out, (int)dim, start,
+		part = dt_rt_narrow(out, (int)dim, start,
 				(end - start + step - 1) / step, step);
 	}
 	if (!same_shape(&part, g))

@@ -183,4 +183,14 @@ uint64_t dt_topology_fingerprint(const struct dt_module *m);
 int64_t dt_required_world(const struct dt_module *m,
 			  const struct dt_mesh **which);
 
+/* Views used by the copy kernels of both host and CUDA backends: the part
+ * of t at [start, start + len) of dim d, every step-th; t with dim d
+ * removed at `index`; a possibly negative dim wrapped into [0, rank)
+ * (rank 0 counts as 1), false when out of range. */
+struct dt_rt_tensor dt_rt_narrow(const struct dt_rt_tensor *t, int d,
+				 int64_t start, int64_t len, int64_t step);
+struct dt_rt_tensor dt_rt_select(const struct dt_rt_tensor *t, int d,
+				 int64_t index);
+bool dt_rt_wrap_dim(int64_t *dim, int rank);
+
 #endif

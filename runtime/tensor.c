@@ -358,3 +358,36 @@ bool dt_rt_view_strides(const struct dt_rt_tensor *in, const int64_t *shape,
 	return dt_view_strides(in->shape, in->stride, in->rank, shape, rank,
 			       stride);
 }
+
+struct dt_rt_tensor dt_rt_narrow(const struct dt_rt_tensor *t, int d,
+				 int64_t start, int64_t len, int64_t step)
+{
+	struct dt_rt_tensor r = *t;
+	r.offset += start * t->stride[d];
+	r.shape[d] = len;
+	r.stride[d] *= step;
+	return r;
+}
+
+struct dt_rt_tensor dt_rt_select(const struct dt_rt_tensor *t, int d,
+				 int64_t index)
+{
+	struct dt_rt_tensor r = *t;
+	r.offset += index * t->stride[d];
+	for (int i = d; i + 1 < t->rank; i++) {
+		r.shape[i] = t->shape[i + 1];
+		r.stride[i] = t->stride[i + 1];
+	}
+	r.rank--;
+	return r;
+}
+
+bool dt_rt_wrap_dim(int64_t *dim, int rank)
+{
+	int64_t r = rank > 0 ? rank : 1;
+	if (*dim < -r || *dim >= r)
+		return false;
+	if (*dim < 0)
+		*dim += r;
+	return true;
+}
