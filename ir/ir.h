@@ -243,6 +243,22 @@ bool dt_group_locate(const struct dt_mesh *mesh, const uint8_t *dims,
 int64_t dt_group_size(const struct dt_mesh *mesh, const uint8_t *dims,
 		      int ndims);
 
+/* The machine the cost model describes (semantics §5; DTensor's constants
+ * by default). Set from an optional <topology> element, then from the
+ * command line. Units: GB/s (bytes counted in GiB, as DTensor does) and µs. */
+struct dt_topology {
+	int64_t devices_per_host;      /* a mesh dim whose cumulative device
+					  count (from the last dim) exceeds
+					  this is inter-host; default 8 */
+	double bandwidth;              /* intra-host GB/s per hop; 87.7 */
+	double latency;                /* intra-host µs per hop; 0.6 */
+	double inter_host_bandwidth_factor; /* bandwidth × this; 0.22 */
+	double inter_host_latency;     /* µs per inter-host hop; 2.7 */
+	double base_latency;           /* µs per collective; 6.6 */
+	double all_to_all_penalty;     /* µs added to an all_to_all; 1.0 */
+};
+void dt_topology_default(struct dt_topology *t);
+
 /* ------------------------------------------------------------------ */
 /* Placements. */
 enum dt_placement_kind {
@@ -396,6 +412,8 @@ struct dt_module {
 	dt_str name;
 	uint8_t view;           /* enum dt_view */
 	int32_t rank;           /* rank="R" of a per-rank graph, or -1 */
+	bool has_topology;      /* a <topology> element was given */
+	struct dt_topology topology; /* defaults unless has_topology */
 	struct dt_intern strings;
 	struct dt_intern ints;  /* int64 lists */
 	DT_VEC(struct dt_mesh) meshes;

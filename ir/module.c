@@ -11,10 +11,24 @@ struct dt_module *dt_module_create(const char *file)
 	dt_arena_init(&m->arena);
 	m->file = dt_arena_strndup(&m->arena, file, strlen(file));
 	m->rank = -1;
+	dt_topology_default(&m->topology);
 	dt_intern_init(&m->strings);
 	dt_intern_init(&m->ints);
 	dt_vec_push(&m->nodes, (struct dt_node){0}); /* id 0: null node */
 	return m;
+}
+
+void dt_topology_default(struct dt_topology *t)
+{
+	*t = (struct dt_topology){
+		.devices_per_host = 8,
+		.bandwidth = 87.7,
+		.latency = 0.6,
+		.inter_host_bandwidth_factor = 0.22,
+		.inter_host_latency = 2.7,
+		.base_latency = 6.6,
+		.all_to_all_penalty = 1.0,
+	};
 }
 
 void dt_module_destroy(struct dt_module *m)

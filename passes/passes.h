@@ -16,6 +16,10 @@ enum dt_property {
 /* Options a pass may read (set from the command line). */
 struct dt_pass_options {
 	bool create_groups; /* passes may declare missing flattened groups */
+	bool force_fusion;  /* fuse even where the cost model says slower */
+	/* The cost model's machine: the module's <topology> (or defaults)
+	 * with command-line overrides; NULL = the module's. */
+	const struct dt_topology *topology;
 };
 
 struct dt_pass_ctx {

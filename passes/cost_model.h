@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/* cost_model.h: the alpha-beta communication cost model of semantics §5
+ * (DTensor's constants by default) and the per-group table of collectives
+ * that `opt --report` and `diff` print. Used by fuse-collectives, and later
+ * by lowering and propagation. */
+#ifndef DTOPT_COST_MODEL_H
+#define DTOPT_COST_MODEL_H
+
+#include "ir.h"
+
+enum dt_comm_kind {
+	DT_COMM_ALL_GATHER,
+	DT_COMM_REDUCE_SCATTER,
+	DT_COMM_ALL_REDUCE,
+	DT_COMM_ALL_TO_ALL,
+	DT_NCOMM_KINDS
+};
+/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
+const char *dt_comm_kind_name(enum dt_comm_kind kind);
+/* The kind of a collective op, or -1 for any other op. */
+int dt_comm_kind_of_op(int op);
+
+/* Per mesh dim link parameters: DTensor's MeshTopoInfo. Walking mesh dims
+ * from last to first, a dim whose cumulative device count exceeds
+ * devices_per_host is inter-host (bandwidth × factor, inter-host latency). */
+struct dt_mesh_links {
+	double bandwidth[DT_MAX_MESH_DIMS]; /* GB/s */
+	double latency[DT_MAX_MESH_DIMS];   /* µs per hop */
+};
+void dt_mesh_links(const struct dt_topology *t, const struct dt_mesh *mesh,
+		   struct dt_mesh_links *out);
+
+/* Modelled time in µs of one collective over the group of the ordered mesh
+ * dims `dims` (a flattened group uses its slowest dim's bandwidth and
+ * latency and the product of the sizes). `bytes` is the size the model
+ * charges: the gathered (output) size for all_gather, the input size for
+ * reduce_scatter and all_reduce, the local input for all_to_all.
+ *   all_gather, reduce_scatter: base + (n-1)·lat + GiB·(n-1)/n / bw
+ *   all_reduce: 2(n-1) hops and twice the bytes term
+ *   all_to_all: as all_gather plus the penalty
+ * A group of size 1 costs 0. */
+double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
+		    const uint8_t *dims, int ndims, enum dt_comm_kind kind,
+		    double bytes);
+
+/* The bytes the model charges for collective node `n` (see dt_comm_cost),
+ * from its input and output tensors; 0 when they are unknown. */
+double dt_comm_bytes(const struct dt_module *m, const struct dt_node *n);
+
+/* The collectives of a module, counted per (kind, mesh, ordered group dims):
+ * what `opt --report` and `diff` print. Rows hold their own copies of the
+ * names, so a table outlives the module it was taken from (the report takes
+ * one before the passes run and one after). */
+struct dt_comm_row {
+	enum dt_comm_kind kind;
+	char mesh[64];      /* mesh name */
+	char dims[128];     /* ordered group dims, e.g. "tp dp" */
+	char group[64];     /* the first group name seen with this layout */
+	int64_t count;
+	double bytes;       /* sum of dt_comm_bytes */
+	double time_us;     /* sum of dt_comm_cost */
+};
+struct dt_comm_table {
+	DT_VEC(struct dt_comm_row) rows; /* in order of first appearance */
+};
+void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
+			const struct dt_topology *topo);
+void dt_comm_table_fini(struct dt_comm_table *t);
+
+/* Print the before → after table: one line per row key present in either
+ * table (counts, bytes, modelled µs before and after), then the totals.
+ * JSON: one object {"rows": [...], "total": {...}}. */
+void dt_comm_report_print(const struct dt_comm_table *before,
+			  const struct dt_comm_table *after, FILE *out);
+void dt_comm_report_print_json(const struct dt_comm_table *before,
+			       const struct dt_comm_table *after, FILE *out);
+
+#endif
