@@ -345,11 +345,11 @@ static const struct dt_meta *find_meta(const struct dt_module *m,
 	return NULL;
 }
 
-/* "fused from ag_7, ag_8" from the fused_from meta ("ag_7 ag_8"). */
+/* "fused from ag_7, ag_8" from the dtopt.fused_from meta ("ag_7 ag_8"). */
 static void put_fused(struct text *t, const struct dt_module *m,
 		      const struct dt_node *n)
 {
-	const struct dt_meta *meta = find_meta(m, n, "fused_from");
+	const struct dt_meta *meta = find_meta(m, n, DT_META_FUSED_FROM);
 	text_printf(t, "\nfused");
 	if (!meta)
 		return;

@@ -296,6 +296,26 @@ static void put_group(FILE *out, const struct dt_module *m,
 	fputc('}', out);
 }
 
+/* The <topology>, keyed by its XML attribute names. */
+static void put_topology(FILE *out, const struct dt_topology *t)
+{
+	fputs("{\"devices-per-host\": ", out);
+	put_int(out, t->devices_per_host);
+	fputs(", \"bandwidth\": ", out);
+	put_float(out, t->bandwidth);
+	fputs(", \"latency\": ", out);
+	put_float(out, t->latency);
+	fputs(", \"inter-host-bandwidth-factor\": ", out);
+	put_float(out, t->inter_host_bandwidth_factor);
+	fputs(", \"inter-host-latency\": ", out);
+	put_float(out, t->inter_host_latency);
+	fputs(", \"base-latency\": ", out);
+	put_float(out, t->base_latency);
+	fputs(", \"all-to-all-penalty\": ", out);
+	put_float(out, t->all_to_all_penalty);
+	fputc('}', out);
+}
+
 static void put_tensor(FILE *out, const struct dt_module *m,
 		       const struct dt_tensor *t)
 {
@@ -429,6 +449,10 @@ void dt_dump_json(const struct dt_module *m, FILE *out)
 		fprintf(out, "%d", m->rank);
 	else
 		fputs("null", out);
+	if (m->has_topology) {
+		fputs(",\n  \"topology\": ", out);
+		put_topology(out, &m->topology);
+	}
 
 	open_array(out, "meshes", m->meshes.len == 0);
 	for (uint32_t i = 0; i < m->meshes.len; i++) {

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <libxml/relaxng.h>
 #include <libxml/xmlreader.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct reader {
 	xmlTextReaderPtr xr;
 	bool failed;
 	bool seen_node;
+	uint32_t topology_line;         /* of the <topology>, 0 = none yet */
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
 	/* The first schema violation, held back until the reader has looked at
@@ -399,6 +401,56 @@ static void read_root(struct reader *r, xmlNodePtr el)
 	}
 }
 
+/* One attribute of <topology>: a positive finite number, unless absent. */
+static void topology_number(struct reader *r, xmlNodePtr el, const char *name,
+			    const char *unit, double *field)
+{
+	const char *text = attr(el, name);
+	double v;
+	if (!text)
+		return;
+	if (!parse_float(text, &v) || !isfinite(v) || v <= 0)
+		error_at(r, node_line(el),
+			 "<topology> %s=\"%s\": expected a positive finite number%s%s",
+			 name, text, *unit ? " of " : "", unit);
+	else
+		*field = v;
+}
+
+static void read_topology(struct reader *r, xmlNodePtr el)
+{
+	uint32_t line = node_line(el);
+	if (r->topology_line) {
+		error_at(r, line, "<topology> is given twice (first at line %u)",
+			 r->topology_line);
+		return;
+	}
+	if (r->m->meshes.len || r->m->groups.len || r->seen_node) {
+		error_at(r, line, "<topology> must come before the meshes, groups "
+				  "and nodes");
+		return;
+	}
+	r->topology_line = line;
+	struct dt_topology *t = &r->m->topology;
+	const char *dph = attr(el, "devices-per-host");
+	int64_t n;
+	if (dph && (!parse_int(dph, &n) || n <= 0))
+		error_at(r, line, "<topology> devices-per-host=\"%s\": expected a "
+				  "positive integer", dph);
+	else if (dph)
+		t->devices_per_host = n;
+	topology_number(r, el, "bandwidth", "GB/s", &t->bandwidth);
+	topology_number(r, el, "latency", "µs", &t->latency);
+	topology_number(r, el, "inter-host-bandwidth-factor", "",
+			&t->inter_host_bandwidth_factor);
+	topology_number(r, el, "inter-host-latency", "µs",
+			&t->inter_host_latency);
+	topology_number(r, el, "base-latency", "µs", &t->base_latency);
+	topology_number(r, el, "all-to-all-penalty", "µs",
+			&t->all_to_all_penalty);
+	r->m->has_topology = true;
+}
+
 static void read_mesh(struct reader *r, xmlNodePtr el)
 {
 	uint32_t line = node_line(el);
@@ -508,6 +560,12 @@ static void read_group(struct reader *r, xmlNodePtr el)
 	struct dt_group g = {.name = dt_str_intern(r->m, name), .line = line};
 	if (dt_module_find_group(r->m, g.name) >= 0) {
 		error_at(r, line, "group '%s' is declared twice", name);
+		return;
+	}
+	const char *generated = attr(el, "generated");
+	if (generated && !parse_bool(generated, &g.generated)) {
+		error_at(r, line, "group '%s': generated=\"%s\": expected true or false",
+			 name, generated);
 		return;
 	}
 	int mesh = dt_module_find_mesh(r->m, dt_str_intern(r->m, mesh_name));
@@ -814,6 +872,10 @@ static void node_end(struct reader *r)
 	p->init.nmetas = p->metas.len;
 	p->init.sharding = p->has_sharding ? &p->sharding : NULL;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
+	for (uint32_t i = 0; i < p->metas.len; i++)
+		if (strcmp(dt_str_get(r->m, p->metas.data[i].key),
+			   DT_META_FUSED_FROM) == 0)
+			dt_node_get(r->m, id)->flags |= DT_NODE_FUSED;
 	dt_graph_append(r->m, id);
 }
 
@@ -825,6 +887,8 @@ static void element_start(struct reader *r, xmlNodePtr el, int depth,
 	uint32_t line = node_line(el);
 	if (depth == 0) {
 		read_root(r, el);
+	} else if (depth == 1 && strcmp(n, "topology") == 0) {
+		read_topology(r, el);
 	} else if (depth == 1 && strcmp(n, "mesh") == 0) {
 		if (r->seen_node)
 			error_at(r, line, "<mesh> must come before the nodes");

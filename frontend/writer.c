@@ -233,6 +233,26 @@ static void put_node(FILE *out, const struct dt_module *m,
 	fputs("  </node>\n", out);
 }
 
+/* Every attribute, so the file states the whole machine it was costed on. */
+static void put_topology(FILE *out, const struct dt_topology *t)
+{
+	fputs("  <topology devices-per-host=\"", out);
+	put_int(out, t->devices_per_host);
+	fputs("\" bandwidth=\"", out);
+	put_double(out, t->bandwidth);
+	fputs("\" latency=\"", out);
+	put_double(out, t->latency);
+	fputs("\" inter-host-bandwidth-factor=\"", out);
+	put_double(out, t->inter_host_bandwidth_factor);
+	fputs("\" inter-host-latency=\"", out);
+	put_double(out, t->inter_host_latency);
+	fputs("\" base-latency=\"", out);
+	put_double(out, t->base_latency);
+	fputs("\" all-to-all-penalty=\"", out);
+	put_double(out, t->all_to_all_penalty);
+	fputs("\"/>\n", out);
+}
+
 int dt_write_stream(const struct dt_module *m, FILE *out)
 {
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
@@ -246,6 +266,8 @@ int dt_write_stream(const struct dt_module *m, FILE *out)
 		fputc('"', out);
 	}
 	fputs(">\n", out);
+	if (m->has_topology)
+		put_topology(out, &m->topology);
 	for (uint32_t i = 0; i < m->meshes.len; i++) {
 		const struct dt_mesh *mesh = &m->meshes.data[i];
 		fputs("  <mesh name=\"", out);
@@ -287,7 +309,7 @@ int dt_write_stream(const struct dt_module *m, FILE *out)
 				fputc(' ', out);
 			put_str(out, m, mesh->dims[g->dims[d]]);
 		}
-		fputs("\"/>\n", out);
+		fputs(g->generated ? "\" generated=\"true\"/>\n" : "\"/>\n", out);
 	}
 	dt_foreach_node(m, id) put_node(out, m, dt_node_get(m, id));
 	fputs("</dtopt-graph>\n", out);

@@ -406,6 +406,10 @@ enum {
 	DT_NODE_LINKED = 1 << 0, /* part of the graph order */
 	DT_NODE_FUSED = 1 << 1,  /* created by a fusion (provenance in meta) */
 };
+/* The <meta> key a fusion writes on the nodes it creates: the names of the
+ * nodes they replace, space separated. The reader sets DT_NODE_FUSED from
+ * it. */
+#define DT_META_FUSED_FROM "dtopt.fused_from"
 
 struct dt_module {
 	const char *file;       /* for diagnostics; owned by the arena */
@@ -514,6 +518,12 @@ int dt_module_find_group_by_layout(const struct dt_module *m, int mesh,
 void dt_node_for_each_input(const struct dt_module *m, const struct dt_node *n,
 			    void (*fn)(void *ud, uint32_t input), void *ud);
 
+/* Make every reference to node `from` in the args (lists and items
+ * included) of every linked node, the output node too, refer to `to`
+ * instead. Unlinked nodes are left alone; `from` stays in the graph (dce or
+ * the caller removes it). O(args of linked nodes). */
+void dt_module_replace_uses(struct dt_module *m, uint32_t from, uint32_t to);
+
 /* Users of every node, rebuilt on demand (an analysis, not kept in sync).
  * users(n) = list[first[n] .. first[n+1]); duplicates kept once per use. */
 struct dt_uses {
@@ -550,6 +560,16 @@ void dt_print_text(const struct dt_module *m, FILE *out);
 /* One value's type: "f32[4, 8]{8, 1}" (offset added when nonzero). */
 int dt_tensor_print(const struct dt_module *m, const struct dt_tensor *t,
 		    char *buf, size_t n);
+/* Pieces of the text dump, for tools that print single nodes (diff): one
+ * argument value without its keyword ("[a, b]", "'sum'", "torch.int64");
+ * a node's right-hand side ("target(x, 3, mode='fast')", "placeholder",
+ * "return [y]"); its sharding (" @ world[S(0) R] order(0:tp,dp) of [64, 8]",
+ * nothing when it has none). */
+void dt_print_arg(const struct dt_module *m, const struct dt_arg *a, FILE *out);
+void dt_print_call(const struct dt_module *m, const struct dt_node *n,
+		   FILE *out);
+void dt_print_sharding(const struct dt_module *m, const struct dt_node *n,
+		       FILE *out);
 
 /* Shortest decimal text that reads back as the same double ("1e-05",
  * "inf", "-inf", "nan"). */

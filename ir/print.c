@@ -83,8 +83,7 @@ static void print_scalar(const struct dt_module *m, const struct dt_arg *a,
 	}
 }
 
-static void print_arg(const struct dt_module *m, const struct dt_arg *a,
-		      FILE *out)
+void dt_print_arg(const struct dt_module *m, const struct dt_arg *a, FILE *out)
 {
 	char buf[40];
 	int n;
@@ -127,8 +126,8 @@ static void print_arg(const struct dt_module *m, const struct dt_arg *a,
 	}
 }
 
-static void print_sharding(const struct dt_module *m, const struct dt_node *n,
-			   FILE *out)
+void dt_print_sharding(const struct dt_module *m, const struct dt_node *n,
+		       FILE *out)
 {
 	const struct dt_sharding *s = dt_node_sharding(m, n);
 	if (!s)
@@ -153,6 +152,31 @@ static void print_sharding(const struct dt_module *m, const struct dt_node *n,
 	}
 }
 
+void dt_print_call(const struct dt_module *m, const struct dt_node *n,
+		   FILE *out)
+{
+	if (n->kind == DT_NODE_PLACEHOLDER) {
+		fputs("placeholder", out);
+		return;
+	}
+	if (n->kind == DT_NODE_OUTPUT) {
+		fputs("return ", out);
+		for (int i = 0; i < n->nargs; i++)
+			dt_print_arg(m, dt_node_arg(m, n, i), out);
+		return;
+	}
+	fprintf(out, "%s(", dt_str_get(m, n->target));
+	for (int i = 0; i < n->nargs; i++) {
+		const struct dt_arg *a = dt_node_arg(m, n, i);
+		if (i)
+			fputs(", ", out);
+		if (a->name.id)
+			fprintf(out, "%s=", dt_str_get(m, a->name));
+		dt_print_arg(m, a, out);
+	}
+	fputc(')', out);
+}
+
 static void print_trailer(const struct dt_module *m, const struct dt_node *n,
 			  FILE *out)
 {
@@ -168,6 +192,22 @@ static void print_trailer(const struct dt_module *m, const struct dt_node *n,
 	if (n->nmetas)
 		fputc('}', out);
 	fputc('\n', out);
+}
+
+/* The <topology>, when the graph gives one, with its units. */
+static void print_topology(const struct dt_module *m, FILE *out)
+{
+	const struct dt_topology *t = &m->topology;
+	if (!m->has_topology)
+		return;
+	fprintf(out,
+		"# topology devices-per-host=%lld, bandwidth=%g GB/s, "
+		"latency=%g µs, inter-host-bandwidth-factor=%g, "
+		"inter-host-latency=%g µs, base-latency=%g µs, "
+		"all-to-all-penalty=%g µs\n",
+		(long long)t->devices_per_host, t->bandwidth, t->latency,
+		t->inter_host_bandwidth_factor, t->inter_host_latency,
+		t->base_latency, t->all_to_all_penalty);
 }
 
 static void print_groups(const struct dt_module *m, FILE *out)
@@ -202,6 +242,7 @@ void dt_print_text(const struct dt_module *m, FILE *out)
 	if (m->rank >= 0)
 		fprintf(out, " rank=%d", m->rank);
 	fputc('\n', out);
+	print_topology(m, out);
 	print_groups(m, out);
 	fputs("def forward(", out);
 	bool first = true;
@@ -219,29 +260,15 @@ void dt_print_text(const struct dt_module *m, FILE *out)
 		const struct dt_node *n = dt_node_get(m, id);
 		fputs("    ", out);
 		if (n->kind == DT_NODE_OUTPUT) {
-			fputs("return ", out);
-			for (int i = 0; i < n->nargs; i++)
-				print_arg(m, dt_node_arg(m, n, i), out);
+			dt_print_call(m, n, out);
 			print_trailer(m, n, out);
 			continue;
 		}
 		fputs(dt_str_get(m, n->name), out);
 		print_type(m, n, out);
-		if (n->kind == DT_NODE_PLACEHOLDER) {
-			fputs(" = placeholder", out);
-		} else {
-			fprintf(out, " = %s(", dt_str_get(m, n->target));
-			for (int i = 0; i < n->nargs; i++) {
-				const struct dt_arg *a = dt_node_arg(m, n, i);
-				if (i)
-					fputs(", ", out);
-				if (a->name.id)
-					fprintf(out, "%s=", dt_str_get(m, a->name));
-				print_arg(m, a, out);
-			}
-			fputc(')', out);
-		}
-		print_sharding(m, n, out);
+		fputs(" = ", out);
+		dt_print_call(m, n, out);
+		dt_print_sharding(m, n, out);
 		print_trailer(m, n, out);
 	}
 }

@@ -381,6 +381,11 @@ void dt_format_double(double v, char *buf, size_t n)
 		if (strtod(buf, NULL) == v)
 			break;
 	}
+	/* Integers as integers where that is no longer: 100, not 1e+02. */
+	char plain[32];
+	if (v == trunc(v) && fabs(v) < 1e16 &&
+	    (size_t)snprintf(plain, sizeof(plain), "%.0f", v) <= strlen(buf))
+		snprintf(buf, n, "%s", plain);
 }
 
 

@@ -38,7 +38,8 @@ void dt_mesh_links(const struct dt_topology *t, const struct dt_mesh *mesh,
  *   all_gather, reduce_scatter: base + (n-1)·lat + GiB·(n-1)/n / bw
  *   all_reduce: 2(n-1) hops and twice the bytes term
  *   all_to_all: as all_gather plus the penalty
- * A group of size 1 costs 0. */
+ * A group of size 1 costs the base latency (and the all_to_all penalty):
+ * the collective still launches, as DTensor charges it. */
 double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		    const uint8_t *dims, int ndims, enum dt_comm_kind kind,
 		    double bytes);
@@ -63,6 +64,9 @@ struct dt_comm_row {
 struct dt_comm_table {
 	DT_VEC(struct dt_comm_row) rows; /* in order of first appearance */
 };
+/* Add the linked collectives of `m` to `t` (start from a zeroed table),
+ * costed on `topo` (NULL = the module's). Collectives whose group is not
+ * declared are left out (the verifier reports them). */
 void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 			const struct dt_topology *topo);
 void dt_comm_table_fini(struct dt_comm_table *t);

@@ -9,6 +9,8 @@
 static const struct dt_pass *const registry[] = {
 	&dt_pass_verify,
 	&dt_pass_shape_infer,
+	&dt_pass_fuse_collectives,
+	&dt_pass_cancel_views,
 	&dt_pass_dce,
 };
 enum { NPASSES = sizeof(registry) / sizeof(registry[0]) };
@@ -85,8 +87,11 @@ int dt_pipeline_parse(struct dt_pipeline *p, const char *text,
 
 const char *dt_default_pipeline(const struct dt_module *m)
 {
-	(void)m; /* both views share it until lowering and fusion exist */
-	return "verify,shape-infer,dce";
+	/* A global-view graph needs lowering (not there yet) before the
+	 * local-view passes apply. */
+	return m->view == DT_VIEW_LOCAL
+		       ? "verify,shape-infer,fuse-collectives,cancel-views,dce"
+		       : "verify,shape-infer,dce";
 }
 
 /* The pass that establishes `prop`. */

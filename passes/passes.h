@@ -42,6 +42,8 @@ struct dt_pass {
 extern const struct dt_pass dt_pass_verify;
 extern const struct dt_pass dt_pass_shape_infer;
 extern const struct dt_pass dt_pass_dce;
+extern const struct dt_pass dt_pass_cancel_views;
+extern const struct dt_pass dt_pass_fuse_collectives;
 
 /* The registered pass named `name`, or NULL. */
 const struct dt_pass *dt_pass_find(const char *name);

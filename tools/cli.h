@@ -14,6 +14,54 @@ int dt_cmd_dump(int argc, char **argv);
 int dt_cmd_verify(int argc, char **argv);
 int dt_cmd_gen(int argc, char **argv);
 int dt_cmd_run(int argc, char **argv);
+int dt_cmd_diff(int argc, char **argv);
+int dt_cmd_plan(int argc, char **argv);
+
+/* Cost-model overrides from the command line (`opt`, `diff`): each flag
+ * replaces one field of the module's topology (its <topology> or the
+ * defaults). Splice DT_CLI_TOPOLOGY_LONGOPTS into a getopt_long table, pass
+ * every returned value in [DT_CLI_OPT_TOPOLOGY_FIRST, DT_CLI_OPT_TOPOLOGY_END)
+ * to dt_cli_topology_parse, then apply the result to the loaded module's
+ * topology with dt_cli_topology_apply. */
+enum {
+	DT_CLI_OPT_TOPOLOGY_FIRST = 0x1000,
+	DT_CLI_OPT_DEVICES_PER_HOST = DT_CLI_OPT_TOPOLOGY_FIRST,
+	DT_CLI_OPT_BANDWIDTH,
+	DT_CLI_OPT_LATENCY,
+	DT_CLI_OPT_INTER_HOST_BANDWIDTH_FACTOR,
+	DT_CLI_OPT_INTER_HOST_LATENCY,
+	DT_CLI_OPT_BASE_LATENCY,
+	DT_CLI_OPT_ALL_TO_ALL_PENALTY,
+	DT_CLI_OPT_TOPOLOGY_END
+};
+#define DT_CLI_TOPOLOGY_LONGOPTS                                           \
+	{"devices-per-host", required_argument, NULL,                      \
+	 DT_CLI_OPT_DEVICES_PER_HOST},                                     \
+	{"bandwidth", required_argument, NULL, DT_CLI_OPT_BANDWIDTH},      \
+	{"latency", required_argument, NULL, DT_CLI_OPT_LATENCY},          \
+	{"inter-host-bandwidth-factor", required_argument, NULL,           \
+	 DT_CLI_OPT_INTER_HOST_BANDWIDTH_FACTOR},                          \
+	{"inter-host-latency", required_argument, NULL,                    \
+	 DT_CLI_OPT_INTER_HOST_LATENCY},                                   \
+	{"base-latency", required_argument, NULL, DT_CLI_OPT_BASE_LATENCY}, \
+	{"all-to-all-penalty", required_argument, NULL,                    \
+	 DT_CLI_OPT_ALL_TO_ALL_PENALTY}
+/* The flags' lines for a command's --help text. */
+extern const char dt_cli_topology_help[];
+
+struct dt_cli_topology {
+	uint32_t given;            /* bit (opt - DT_CLI_OPT_TOPOLOGY_FIRST) */
+	struct dt_topology values; /* the given fields */
+};
+/* Record flag `opt` (a DT_CLI_OPT_* topology value) with its argument.
+ * A value that is not positive and finite (devices-per-host: a positive
+ * integer) is reported as a usage error of command `cmd`; returns
+ * DT_EXIT_OK or DT_EXIT_USAGE. */
+int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
+			  const char *value, const char *cmd);
+/* Overwrite the fields of `t` that were given on the command line. */
+void dt_cli_topology_apply(const struct dt_cli_topology *o,
+			   struct dt_topology *t);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);

@@ -15,6 +15,8 @@ static const struct {
 	{"opt", dt_cmd_opt, "run a pass pipeline over a graph"},
 	{"dump", dt_cmd_dump, "print a graph as text, dot or json"},
 	{"verify", dt_cmd_verify, "check a graph and report every problem"},
+	{"diff", dt_cmd_diff, "compare two graphs: nodes, groups and collectives"},
+	{"plan", dt_cmd_plan, "plan a redistribution: the steps DTensor takes, merged"},
 	{"gen", dt_cmd_gen, "generate a synthetic transformer-like graph"},
 	{"run", dt_cmd_run, "run a graph with the interpreter (under mpirun)"},
 };

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/* fuse_collectives.c: the `fuse-collectives` pass (semantics §4.1–4.3, §4.6)
+ * turns a chain of collectives of one kind over disjoint dims of one mesh
+ * into one collective over the flattened group of those dims:
+ *
+ *   a1 = all_gather(x, 16, "dp")            a = all_gather(x, 128, "tp_dp")
+ *   w1 = wait(a1)                      →    w = wait(a)
+ *   p1 = permute(w1, [1,0])                 (users of w2 read w)
+ *   p2 = permute(p1, [1,0])
+ *   a2 = all_gather(p2, 8, "tp"); w2 = wait(a2)
+ *
+ * A link is a collective and its wait; between two links only view steps
+ * composing to the identity (views.h), and every intermediate has one user.
+ * The fused group's dim order is the rank order the chain produces:
+ *   all_gather      the dim gathered last is the slowest: (Dk … D1)
+ *   reduce_scatter  the dim scattered first is the slowest: (D1 … Dk)
+ *   all_reduce      any order (a declared group over the union, by layout)
+ * Reduce ops must be equal, or sum with avg: then the fused collective sums
+ * and a division by the product of the avg dims' sizes follows.
+ * Gathers and scatters need even shards: a <sharding global-shape> saying
+ * otherwise, a pad before or a narrow after the chain refuses the fusion.
+ * The group is looked up by layout; a missing one is declared only under
+ * --create-groups. A fusion the cost model (cost_model.h) says is slower is
+ * declined unless --force-fusion. Where the whole chain cannot fuse, its
+ * longest fusable windows do. Every fired and missed candidate gives a
+ * remark (tag "fuse-collectives[:reason]").
+ *
+ * The fused nodes are named after the first link (`ag_7.fused`), carry the
+ * replaced nodes' names in meta dtopt.fused_from, the first collective's
+ * metadata and line, and the last wait's metadata and sharding.
+ *
+ * Requires: VERIFIED, SHAPES. Preserves: both. O(nodes + uses).
+ */
+#include "cost_model.h"
+#include "passes.h"
+#include "views.h"
+
+#include <string.h>
+
+#define MAX_LINKS DT_MAX_MESH_DIMS
+#define MAX_PATH 16 /* view steps followed between two links */
+
+enum miss {
+	MISS_NONE,
+	MISS_MULTI_USER,
+	MISS_NOT_IDENTITY,
+	MISS_DTYPE,
+	MISS_MESH,
+	MISS_OVERLAP,
+	MISS_OP,
+	MISS_UNEVEN,
+	MISS_NO_GROUP,
+	MISS_ORDER,
+	MISS_COST,
+};
+static const char *const miss_tag[] = {
+	[MISS_MULTI_USER] = "fuse-collectives:multi_user",
+	[MISS_NOT_IDENTITY] = "fuse-collectives:not_identity",
+	[MISS_DTYPE] = "fuse-collectives:dtype_mismatch",
+	[MISS_MESH] = "fuse-collectives:mesh_mismatch",
+	[MISS_OVERLAP] = "fuse-collectives:overlapping_dims",
+	[MISS_OP] = "fuse-collectives:op_mismatch",
+	[MISS_UNEVEN] = "fuse-collectives:uneven",
+	[MISS_NO_GROUP] = "fuse-collectives:no_group",
+	[MISS_ORDER] = "fuse-collectives:order",
+	[MISS_COST] = "fuse-collectives:cost",
+};
+
+/* One collective, its wait, and the view steps from the wait to the next
+ * link's collective (none for the last link). */
+struct link {
+	uint32_t coll, wait;
+	uint32_t path[MAX_PATH];
+	int npath;
+	int group;
+	int64_t size;
+	enum dt_reduce_op op; /* reduce_scatter, all_reduce */
+};
+
+struct fuse {
+	struct dt_pass_ctx *ctx;
+	struct dt_module *m;
+	const struct dt_topology *topo;
+	struct dt_uses uses;
+	uint32_t nuses;     /* node count the uses were built for */
+	uint8_t *consumed;  /* nodes already part of a chain */
+	char why[1024];     /* the reason of the last miss */
+};
+
+/* A fusion plan for links [lo, hi). */
+struct plan {
+	enum dt_comm_kind kind;
+	int mesh;
+	uint8_t dims[DT_MAX_MESH_DIMS];
+	int ndims;
+	int64_t size;
+	int group;                 /* -1: to declare (--create-groups) */
+	enum dt_reduce_op op;      /* emitted op */
+	int64_t avg_divisor;       /* >1: divide after a sum (sum with avg) */
+	double chain_us, fused_us;
+};
+
+static const char *name_of(const struct dt_module *m, uint32_t id)
+{
+	return dt_str_get(m, dt_node_get(m, id)->name);
+}
+
+static const struct dt_tensor *tensor_of(const struct dt_module *m, uint32_t id)
+{
+	return dt_node_tensor(m, dt_node_get(m, id), 0);
+}
+
+static uint32_t first_input(const struct dt_module *m, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(m, id);
+	if (n->nargs == 0 || dt_node_arg(m, n, 0)->kind != DT_ARG_NODE)
+		return 0;
+	return dt_node_arg(m, n, 0)->v.node;
+}
+
+static uint32_t nusers(const struct fuse *f, uint32_t id)
+{
+	return dt_uses_count(&f->uses, id);
+}
+
+static uint32_t only_user(const struct fuse *f, uint32_t id)
+{
+	return nusers(f, id) == 1 ? f->uses.list[f->uses.first[id]] : 0;
+}
+
+static bool is_kind(const struct dt_module *m, uint32_t id, enum dt_comm_kind k)
+{
+	const struct dt_node *n = dt_node_get(m, id);
+	return n->kind == DT_NODE_CALL && dt_comm_kind_of_op(n->op) == (int)k;
+}
+
+/* Group, size and reduce op of collective `id` from its bound args. */
+static bool read_link(struct fuse *f, struct link *l)
+{
+	struct dt_module *m = f->m;
+	const struct dt_node *n = dt_node_get(m, l->coll);
+	struct dt_bound_args b;
+	if (dt_op_bind(m, n, &b, f->ctx->diag) != DT_OK)
+		return false;
+	int name_param = n->op == DT_OP_ALL_GATHER ? 2
+			 : n->op == DT_OP_REDUCE_SCATTER ? 3
+							 : 2;
+	l->group = dt_module_find_group(m, b.arg[name_param]->v.s);
+	if (l->group < 0)
+		return false;
+	const struct dt_group *g = &m->groups.data[l->group];
+	l->size = dt_group_size(&m->meshes.data[g->mesh], g->dims, g->ndims);
+	l->op = DT_REDUCE_SUM;
+	if (n->op != DT_OP_ALL_GATHER) {
+		enum dt_reduce_op op;
+		if (!dt_reduce_parse(dt_str_get(m, b.arg[1]->v.s), &op))
+			return false;
+		l->op = op;
+	}
+	return true;
+}
+
+/* The wait of collective `coll` when it is the collective's only user. */
+static uint32_t wait_of(const struct fuse *f, uint32_t coll)
+{
+	uint32_t w = only_user(f, coll);
+	if (!w || dt_node_get(f->m, w)->op != DT_OP_WAIT ||
+	    first_input(f->m, w) != coll)
+		return 0;
+	return w;
+}
+
+/* Nodes followed between links when looking for the next one: anything
+ * reading its first input as one tensor that a chain could pass through. */
+static bool is_passthrough(const struct dt_module *m, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(m, id);
+	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
+	    n->ntensors != 1 || dt_op_has((enum dt_op)n->op, DT_OPF_MULTI))
+		return false;
+	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) ||
+	       n->op == DT_OP_RESHAPE || n->op == DT_OP_UNSAFE_VIEW ||
+	       n->op == DT_OP_CONVERT_ELEMENT_TYPE || n->op == DT_OP_TO_COPY ||
+	       n->op == DT_OP_CLONE || n->op == DT_OP_CONTIGUOUS;
+}
+
+/* Depth-first from `from` through pass-through nodes to a collective of
+ * kind `k` reading the path's end; fills path (without the collective). */
+static uint32_t find_next(const struct fuse *f, uint32_t from,
+			  enum dt_comm_kind k, uint32_t *path, int *npath)
+{
+	const struct dt_module *m = f->m;
+	for (uint32_t u = f->uses.first[from]; u < f->uses.first[from + 1]; u++) {
+		uint32_t user = f->uses.list[u];
+		if (first_input(m, user) != from)
+			continue;
+		if (is_kind(m, user, k))
+			return user;
+		if (*npath < MAX_PATH && is_passthrough(m, user)) {
+			path[(*npath)++] = user;
+			uint32_t next = find_next(f, user, k, path, npath);
+			if (next)
+				return next;
+			(*npath)--;
+		}
+	}
+	return 0;
+}
+
+static void group_dims_text(const struct dt_module *m, int mesh,
+			    const uint8_t *dims, int ndims, char *buf, size_t n)
+{
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < ndims && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? " " : "",
+				       dt_str_get(m, me->dims[dims[i]]));
+}
+
+static void link_text(const struct dt_module *m, const struct link *l,
+		      char *buf, size_t n)
+{
+	const struct dt_group *g = &m->groups.data[l->group];
+	char dims[128];
+	group_dims_text(m, g->mesh, g->dims, g->ndims, dims, sizeof(dims));
+	snprintf(buf, n, "%s(%s,%lld)", name_of(m, l->coll), dims,
+		 (long long)l->size);
+}
+
+/* "all_gather chain ag_7(dp,16) -> ag_8(tp,8)" */
+static void chain_text(const struct fuse *f, const struct link *links,
+		       int lo, int hi, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "%s chain",
+				     dt_comm_kind_name((enum dt_comm_kind)
+					dt_comm_kind_of_op(dt_node_get(f->m, links[lo].coll)->op)));
+	for (int i = lo; i < hi && at < n; i++) {
+		char one[192];
+		link_text(f->m, &links[i], one, sizeof(one));
+		at += (size_t)snprintf(buf + at, n - at, "%s%s",
+				       i > lo ? " -> " : " ", one);
+	}
+}
+
+static void node_list_text(const struct dt_module *m, const uint32_t *ids,
+			   int n, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       i ? " -> " : "", name_of(m, ids[i]));
+}
+
+/* Whether `next` can follow `l` in a chain; on a miss, f->why says why. */
+static enum miss check_link(struct fuse *f, const struct link *l,
+			    const struct link *next)
+{
+	struct dt_module *m = f->m;
+	char buf[256];
+	if (nusers(f, l->wait) != 1) {
+		snprintf(f->why, sizeof(f->why),
+			 "%s has %u users; fusing would drop the value the others read",
+			 name_of(m, l->wait), nusers(f, l->wait));
+		return MISS_MULTI_USER;
+	}
+	for (int i = 0; i < l->npath; i++)
+		if (nusers(f, l->path[i]) != 1) {
+			snprintf(f->why, sizeof(f->why),
+				 "%s between them has %u users; fusing would drop the value the others read",
+				 name_of(m, l->path[i]), nusers(f, l->path[i]));
+			return MISS_MULTI_USER;
+		}
+	const struct dt_tensor *start = tensor_of(m, l->wait);
+	uint32_t end_id = l->npath ? l->path[l->npath - 1] : l->wait;
+	const struct dt_tensor *end = tensor_of(m, end_id);
+	if (start->dtype != end->dtype) {
+		snprintf(f->why, sizeof(f->why),
+			 "the value changes dtype between them (%s -> %s); cast before the first %s instead",
+			 dt_dtype_name((enum dt_dtype)start->dtype),
+			 dt_dtype_name((enum dt_dtype)end->dtype),
+			 dt_op_get((enum dt_op)dt_node_get(m, l->coll)->op)->name);
+		return MISS_DTYPE;
+	}
+	bool views = true;
+	for (int i = 0; i < l->npath; i++)
+		views &= dt_is_view_step(m, dt_node_get(m, l->path[i]));
+	if (!views || !dt_tensor_same(start, end)) {
+		char a[96], b[96];
+		dt_tensor_print(m, start, a, sizeof(a));
+		dt_tensor_print(m, end, b, sizeof(b));
+		node_list_text(m, l->path, l->npath, buf, sizeof(buf));
+		snprintf(f->why, sizeof(f->why),
+			 views ? "the views between them (%s) do not compose to the identity: %s becomes %s"
+			       : "the nodes between them (%s) are not all views (a copy may reorder values): %s becomes %s",
+			 buf, a, b);
+		return MISS_NOT_IDENTITY;
+	}
+	const struct dt_group *g1 = &m->groups.data[l->group];
+	const struct dt_group *g2 = &m->groups.data[next->group];
+	if (g1->mesh != g2->mesh) {
+		snprintf(f->why, sizeof(f->why),
+			 "their groups are on different meshes (%s, %s)",
+			 dt_str_get(m, m->meshes.data[g1->mesh].name),
+			 dt_str_get(m, m->meshes.data[g2->mesh].name));
+		return MISS_MESH;
+	}
+	return MISS_NONE;
+}
+
+/* Dims of links [lo, hi) must be pairwise disjoint. */
+static enum miss check_disjoint(struct fuse *f, const struct link *links,
+				int lo, int hi)
+{
+	uint32_t seen = 0;
+	for (int i = lo; i < hi; i++) {
+		const struct dt_group *g = &f->m->groups.data[links[i].group];
+		for (int d = 0; d < g->ndims; d++) {
+			if (seen & (1u << g->dims[d])) {
+				const struct dt_mesh *me = &f->m->meshes.data[g->mesh];
+				snprintf(f->why, sizeof(f->why),
+					 "mesh dim %s is in more than one of their groups",
+					 dt_str_get(f->m, me->dims[g->dims[d]]));
+				return MISS_OVERLAP;
+			}
+			seen |= 1u << g->dims[d];
+		}
+	}
+	return MISS_NONE;
+}
+
+/* Combined reduce op of links [lo, hi): equal ops, or sum with avg. */
+static enum miss combine_ops(struct fuse *f, const struct link *links, int lo,
+			     int hi, struct plan *p)
+{
+	p->op = links[lo].op;
+	p->avg_divisor = 1;
+	if (p->kind == DT_COMM_ALL_GATHER)
+		return MISS_NONE;
+	bool all_avg = true, mixed = false;
+	int64_t avg_size = 1;
+	for (int i = lo; i < hi; i++) {
+		enum dt_reduce_op op = links[i].op;
+		bool linear = op == DT_REDUCE_SUM || op == DT_REDUCE_AVG;
+		if (op != links[lo].op) {
+			if (!linear || !(links[lo].op == DT_REDUCE_SUM ||
+					 links[lo].op == DT_REDUCE_AVG)) {
+				snprintf(f->why, sizeof(f->why),
+					 "reduce ops %s and %s do not combine (only equal ops, or sum with avg)",
+					 dt_reduce_name(links[lo].op), dt_reduce_name(op));
+				return MISS_OP;
+			}
+			mixed = true;
+		}
+		all_avg &= op == DT_REDUCE_AVG;
+		if (op == DT_REDUCE_AVG)
+			avg_size *= links[i].size;
+	}
+	if (!mixed || all_avg)
+		return MISS_NONE;
+	const struct dt_tensor *t = tensor_of(f->m, links[lo].coll);
+	if (!dt_dtype_is_float((enum dt_dtype)t->dtype)) {
+		snprintf(f->why, sizeof(f->why),
+			 "sum with avg needs a division after the sum, which %s cannot hold exactly",
+			 dt_dtype_name((enum dt_dtype)t->dtype));
+		return MISS_OP;
+	}
+	p->op = DT_REDUCE_SUM;
+	p->avg_divisor = avg_size;
+	return MISS_NONE;
+}
+
+/* The local rows of tensor dim 0 are equal on every rank of the mesh. */
+static bool sharding_even(const struct dt_module *m, const struct dt_sharding *s,
+			  int64_t *lens, int *nlens)
+{
+	if (!s->has_global_shape)
+		return true;
+	int rank;
+	const int64_t *shape = dt_ints_get(m, s->global_shape, &rank);
+	if (rank == 0)
+		return true;
+	const struct dt_mesh *me = &m->meshes.data[s->mesh];
+	int64_t coord[DT_MAX_MESH_DIMS];
+	*nlens = 0;
+	bool even = true;
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_mesh_coords(me, pos, coord);
+		int64_t len = dt_shard_length(&s->placements, me->shape, coord,
+					      0, shape[0]);
+		if (*nlens < 8)
+			lens[(*nlens)++] = len;
+		even &= len == lens[0];
+	}
+	return even;
+}
+
+static bool is_pad(const struct dt_module *m, uint32_t id)
+{
+	return dt_node_get(m, id)->op == DT_OP_CONSTANT_PAD_ND;
+}
+
+/* A narrow or slice of dim 0 (how DTensor trims padding). */
+static bool is_trim(const struct dt_module *m, uint32_t id, struct dt_diag *diag)
+{
+	const struct dt_node *n = dt_node_get(m, id);
+	if (n->op != DT_OP_NARROW && n->op != DT_OP_SLICE)
+		return false;
+	struct dt_bound_args b;
+	if (dt_op_bind(m, n, &b, diag) != DT_OK)
+		return false;
+	int64_t dim = b.arg[1] ? b.arg[1]->v.i : 0;
+	return dim == 0;
+}
+
+/* Gathers and scatters of links [lo, hi) need even shards. */
+static enum miss check_even(struct fuse *f, const struct link *links, int lo,
+			    int hi, enum dt_comm_kind kind)
+{
+	struct dt_module *m = f->m;
+	if (kind == DT_COMM_ALL_REDUCE)
+		return MISS_NONE;
+	uint32_t x = first_input(m, links[lo].coll);
+	if (is_pad(m, x)) {
+		snprintf(f->why, sizeof(f->why),
+			 "the shards are uneven: %s pads the input before the first collective",
+			 name_of(m, x));
+		return MISS_UNEVEN;
+	}
+	uint32_t last = links[hi - 1].wait;
+	for (uint32_t u = f->uses.first[last]; u < f->uses.first[last + 1]; u++)
+		if (is_trim(m, f->uses.list[u], f->ctx->diag)) {
+			snprintf(f->why, sizeof(f->why),
+				 "the shards are uneven: %s trims the result after the last collective",
+				 name_of(m, f->uses.list[u]));
+			return MISS_UNEVEN;
+		}
+	uint32_t values[2 * MAX_LINKS + 1];
+	int nvalues = 0;
+	values[nvalues++] = x;
+	for (int i = lo; i < hi; i++)
+		values[nvalues++] = links[i].wait;
+	for (int i = 0; i < nvalues; i++) {
+		const struct dt_sharding *s =
+			dt_node_sharding(m, dt_node_get(m, values[i]));
+		int64_t lens[8];
+		int nlens;
+		if (s && !sharding_even(m, s, lens, &nlens)) {
+			char text[64];
+			dt_placements_print(&s->placements, text, sizeof(text));
+			int rank;
+			const int64_t *shape = dt_ints_get(m, s->global_shape, &rank);
+			char rows[96];
+			size_t at = 0;
+			for (int k = 0; k < nlens && at < sizeof(rows); k++)
+				at += (size_t)snprintf(rows + at, sizeof(rows) - at,
+						       "%s%lld", k ? "," : "",
+						       (long long)lens[k]);
+			snprintf(f->why, sizeof(f->why),
+				 "the shards are uneven: %s is %s of a global dim 0 of %lld (local rows %s%s)",
+				 name_of(m, values[i]), text, (long long)shape[0],
+				 rows, nlens == 8 ? ",..." : "");
+			return MISS_UNEVEN;
+		}
+	}
+	return MISS_NONE;
+}
+
+static void join_dims(const struct dt_module *m, int mesh, const uint8_t *dims,
+		      int ndims, const char *sep, char *buf, size_t n)
+{
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < ndims && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? sep : "",
+				       dt_str_get(m, me->dims[dims[i]]));
+}
+
+/* A name for a group to declare: dims joined by '_', made unique. */
+static void new_group_name(struct dt_module *m, const struct plan *p,
+			   char *buf, size_t n)
+{
+	join_dims(m, p->mesh, p->dims, p->ndims, "_", buf, n);
+	size_t len = strlen(buf);
+	for (int k = 2; dt_module_find_group(m, dt_str_intern(m, buf)) >= 0; k++)
+		snprintf(buf + len, n - len, "_%d", k);
+}
+
+/* A declared group over exactly the non-trivial dims of `dims` in any
+ * order (all_reduce accepts any rank order), or -1. */
+static int find_group_any_order(const struct dt_module *m, int mesh,
+				const uint8_t *dims, int ndims)
+{
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	uint32_t want = 0;
+	for (int i = 0; i < ndims; i++)
+		if (me->shape[dims[i]] > 1)
+			want |= 1u << dims[i];
+	for (uint32_t i = 0; i < m->groups.len; i++) {
+		const struct dt_group *g = &m->groups.data[i];
+		uint32_t have = 0;
+		for (int d = 0; d < g->ndims; d++)
+			if (me->shape[g->dims[d]] > 1)
+				have |= 1u << g->dims[d];
+		if (g->mesh == mesh && have == want)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* The group of the plan: by layout in the order the kind needs. */
+static enum miss find_group(struct fuse *f, struct plan *p)
+{
+	struct dt_module *m = f->m;
+	if (p->kind == DT_COMM_ALL_REDUCE) {
+		/* Prefer the mesh-order (row-major) group, then any order. */
+		uint8_t sorted[DT_MAX_MESH_DIMS];
+		int n = 0;
+		for (int d = 0; d < m->meshes.data[p->mesh].ndim; d++)
+			for (int i = 0; i < p->ndims; i++)
+				if (p->dims[i] == d)
+					sorted[n++] = (uint8_t)d;
+		memcpy(p->dims, sorted, (size_t)n);
+		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims, n);
+		if (p->group < 0)
+			p->group = find_group_any_order(m, p->mesh, p->dims, n);
+	} else {
+		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims,
+							  p->ndims);
+	}
+	if (p->group >= 0 || f->ctx->options->create_groups)
+		return MISS_NONE;
+	char dims[96], name[96];
+	join_dims(m, p->mesh, p->dims, p->ndims, " ", dims, sizeof(dims));
+	new_group_name(m, p, name, sizeof(name));
+	const char *mesh = dt_str_get(m, m->meshes.data[p->mesh].name);
+	int other = find_group_any_order(m, p->mesh, p->dims, p->ndims);
+	if (other >= 0) {
+		const struct dt_group *g = &m->groups.data[other];
+		char have[96];
+		join_dims(m, g->mesh, g->dims, g->ndims, " ", have, sizeof(have));
+		snprintf(f->why, sizeof(f->why),
+			 "group %.64s (dims %s) has the wrong rank order: this chain needs dims (%s), %s; add <group name=\"%s\" mesh=\"%.64s\" dims=\"%s\"/> or pass --create-groups",
+			 dt_str_get(m, g->name), have, dims,
+			 p->kind == DT_COMM_ALL_GATHER
+				 ? "the dim gathered last is the slowest"
+				 : "the dim scattered first is the slowest",
+			 name, mesh, dims);
+		return MISS_ORDER;
+	}
+	snprintf(f->why, sizeof(f->why),
+		 "no group over dims (%s) is declared; add <group name=\"%s\" mesh=\"%.64s\" dims=\"%s\"/> or pass --create-groups",
+		 dims, name, mesh, dims);
+	return MISS_NO_GROUP;
+}
+
+/* Modelled time of the links separately and fused. */
+static enum miss check_cost(struct fuse *f, const struct link *links, int lo,
+			    int hi, struct plan *p)
+{
+	struct dt_module *m = f->m;
+	const struct dt_mesh *me = &m->meshes.data[p->mesh];
+	p->chain_us = 0;
+	for (int i = lo; i < hi; i++) {
+		const struct dt_group *g = &m->groups.data[links[i].group];
+		p->chain_us += dt_comm_cost(f->topo, me, g->dims, g->ndims, p->kind,
+					    dt_comm_bytes(m, dt_node_get(m, links[i].coll)));
+	}
+	/* The fused collective reads the first input and writes the last
+	 * output: it charges the larger of the two, as its kind does. */
+	double bytes = p->kind == DT_COMM_ALL_GATHER
+			       ? dt_comm_bytes(m, dt_node_get(m, links[hi - 1].coll))
+			       : dt_comm_bytes(m, dt_node_get(m, links[lo].coll));
+	p->fused_us = dt_comm_cost(f->topo, me, p->dims, p->ndims, p->kind, bytes);
+	if (p->fused_us <= p->chain_us || f->ctx->options->force_fusion)
+		return MISS_NONE;
+	snprintf(f->why, sizeof(f->why),
+		 "the cost model says it is slower: %.1f us fused vs %.1f us chained (one %lld-rank ring pays every hop at the slowest dim's link); pass --force-fusion to fuse anyway",
+		 p->fused_us, p->chain_us, (long long)p->size);
+	return MISS_COST;
+}
+
+/* Plan the fusion of links [lo, hi), or say why not. */
+static enum miss plan_window(struct fuse *f, const struct link *links, int lo,
+			     int hi, struct plan *p)
+{
+	struct dt_module *m = f->m;
+	p->kind = (enum dt_comm_kind)dt_comm_kind_of_op(
+		dt_node_get(m, links[lo].coll)->op);
+	p->mesh = m->groups.data[links[lo].group].mesh;
+	enum miss r;
+	if ((r = check_disjoint(f, links, lo, hi)) ||
+	    (r = combine_ops(f, links, lo, hi, p)) ||
+	    (r = check_even(f, links, lo, hi, p->kind)))
+		return r;
+	p->ndims = 0;
+	p->size = 1;
+	for (int k = lo; k < hi; k++) {
+		/* Gathers: the last gathered is the slowest, so reversed. */
+		int i = p->kind == DT_COMM_ALL_GATHER ? hi - 1 - (k - lo) : k;
+		const struct dt_group *g = &m->groups.data[links[i].group];
+		memcpy(p->dims + p->ndims, g->dims, g->ndims);
+		p->ndims += g->ndims;
+		p->size *= links[i].size;
+	}
+	if ((r = find_group(f, p)))
+		return r;
+	return check_cost(f, links, lo, hi, p);
+}
+
+static dt_str unique_name(struct dt_module *m, const char *base,
+			  const char *suffix)
+{
+	char name[256];
+	snprintf(name, sizeof(name), "%s%s", base, suffix);
+	size_t len = strlen(name);
+	for (int k = 2; dt_module_find_node(m, dt_str_intern(m, name)); k++)
+		snprintf(name + len, sizeof(name) - len, ".%d", k);
+	return dt_str_intern(m, name);
+}
+
+/* Metas of node `id` plus `extra` (may be NULL). */
+static uint32_t collect_metas(const struct dt_module *m, uint32_t id,
+			      const struct dt_meta *extra, struct dt_meta *out,
+			      uint32_t cap)
+{
+	const struct dt_node *n = dt_node_get(m, id);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->nmetas && k + 1 < cap; i++) {
+		const struct dt_meta *mt = &m->metas.data[n->metas + i];
+		if (strcmp(dt_str_get(m, mt->key), DT_META_FUSED_FROM) != 0)
+			out[k++] = *mt;
+	}
+	if (extra)
+		out[k++] = *extra;
+	return k;
+}
+
+static int declare_group(struct fuse *f, const struct plan *p)
+{
+	struct dt_module *m = f->m;
+	char name[128];
+	new_group_name(m, p, name, sizeof(name));
+	struct dt_group g = {
+		.name = dt_str_intern(m, name),
+		.mesh = (uint16_t)p->mesh,
+		.ndims = (uint8_t)p->ndims,
+		.generated = true,
+	};
+	memcpy(g.dims, p->dims, (size_t)p->ndims);
+	return (int)dt_vec_push(&m->groups, g);
+}
+
+/* Replace links [lo, hi) with one collective and its wait (and the
+ * division of sum with avg). */
+static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
+		       int hi, struct plan *p)
+{
+	struct dt_module *m = f->m;
+	if (p->group < 0)
+		p->group = declare_group(f, p);
+	/* Provenance: every node the window replaces, in graph order. */
+	char from[4096];
+	size_t at = 0;
+	from[0] = 0;
+	for (int i = lo; i < hi && at < sizeof(from); i++) {
+		at += (size_t)snprintf(from + at, sizeof(from) - at, "%s%s %s",
+				       at ? " " : "", name_of(m, links[i].coll),
+				       name_of(m, links[i].wait));
+		for (int k = 0; i + 1 < hi && k < links[i].npath && at < sizeof(from); k++)
+			at += (size_t)snprintf(from + at, sizeof(from) - at, " %s",
+					       name_of(m, links[i].path[k]));
+	}
+	struct dt_meta provenance = {dt_str_intern(m, DT_META_FUSED_FROM),
+				     dt_str_intern(m, from)};
+
+	const struct dt_node *first = dt_node_get(m, links[lo].coll);
+	uint32_t x = first_input(m, links[lo].coll);
+	struct dt_arg args[4];
+	int nargs = 0;
+	args[nargs++] = (struct dt_arg){.kind = DT_ARG_NODE, .v.node = x};
+	if (p->kind != DT_COMM_ALL_GATHER)
+		args[nargs++] = (struct dt_arg){
+			.kind = DT_ARG_STR,
+			.v.s = dt_str_intern(m, dt_reduce_name(p->op))};
+	if (p->kind != DT_COMM_ALL_REDUCE)
+		args[nargs++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = p->size};
+	args[nargs++] = (struct dt_arg){.kind = DT_ARG_STR,
+					.v.s = m->groups.data[p->group].name};
+	struct dt_meta metas[64];
+	uint32_t nmetas = collect_metas(m, links[lo].coll, &provenance, metas, 64);
+	struct dt_tensor out = *tensor_of(m, links[hi - 1].coll);
+	uint32_t coll = dt_module_add_node(m, &(struct dt_node_init){
+		.kind = DT_NODE_CALL,
+		.name = unique_name(m, dt_str_get(m, first->name), ".fused"),
+		.target = first->target,
+		.line = first->line,
+		.args = args, .nargs = (uint32_t)nargs,
+		.tensors = &out, .ntensors = 1,
+		.metas = metas, .nmetas = nmetas,
+	});
+	dt_node_get(m, coll)->flags |= DT_NODE_FUSED;
+	dt_graph_insert_before(m, coll, links[lo].coll);
+
+	const struct dt_node *last_wait = dt_node_get(m, links[hi - 1].wait);
+	struct dt_arg wait_arg = {.kind = DT_ARG_NODE, .v.node = coll};
+	nmetas = collect_metas(m, links[hi - 1].wait, &provenance, metas, 64);
+	uint32_t wait = dt_module_add_node(m, &(struct dt_node_init){
+		.kind = DT_NODE_CALL,
+		.name = unique_name(m, name_of(m, links[lo].wait), ".fused"),
+		.target = last_wait->target,
+		.line = dt_node_get(m, links[lo].wait)->line,
+		.args = &wait_arg, .nargs = 1,
+		.tensors = &out, .ntensors = 1,
+		.sharding = dt_node_sharding(m, last_wait),
+		.metas = metas, .nmetas = nmetas,
+	});
+	dt_node_get(m, wait)->flags |= DT_NODE_FUSED;
+	dt_graph_insert_before(m, wait, links[hi - 1].wait);
+
+	uint32_t result = wait;
+	if (p->avg_divisor > 1) {
+		struct dt_arg div_args[2] = {
+			{.kind = DT_ARG_NODE, .v.node = wait},
+			{.kind = DT_ARG_INT, .v.i = p->avg_divisor},
+		};
+		struct dt_meta why = {dt_str_intern(m, DT_META_FUSED_FROM),
+				      provenance.value};
+		result = dt_module_add_node(m, &(struct dt_node_init){
+			.kind = DT_NODE_CALL,
+			.name = unique_name(m, name_of(m, links[lo].wait), ".avg"),
+			.target = dt_str_intern(m, "aten.div.Scalar"),
+			.line = dt_node_get(m, links[lo].wait)->line,
+			.args = div_args, .nargs = 2,
+			.tensors = &out, .ntensors = 1,
+			.metas = &why, .nmetas = 1,
+		});
+		dt_node_get(m, result)->flags |= DT_NODE_FUSED;
+		dt_graph_insert_before(m, result, links[hi - 1].wait);
+	}
+	dt_module_replace_uses(m, links[hi - 1].wait, result);
+	for (int i = lo; i < hi; i++) {
+		dt_graph_remove(m, links[i].coll);
+		dt_graph_remove(m, links[i].wait);
+		for (int k = 0; i + 1 < hi && k < links[i].npath; k++)
+			dt_graph_remove(m, links[i].path[k]);
+	}
+	return coll;
+}
+
+static void remark_fired(struct fuse *f, const struct link *links, int lo,
+			 int hi, const struct plan *p, uint32_t fused)
+{
+	struct dt_module *m = f->m;
+	char chain[512], dims[128], scale[96] = "";
+	chain_text(f, links, lo, hi, chain, sizeof(chain));
+	const struct dt_group *g = &m->groups.data[p->group];
+	join_dims(m, g->mesh, g->dims, g->ndims, " ", dims, sizeof(dims));
+	if (p->avg_divisor > 1)
+		snprintf(scale, sizeof(scale), ", sum then divided by %lld for the avg dims",
+			 (long long)p->avg_divisor);
+	dt_diag_report(f->ctx->diag, DT_REMARK, m->file,
+		       dt_node_get(m, links[lo].coll)->line, "fuse-collectives",
+		       "fused %s into %s(%s,%lld) on group %s%s%s (modelled %.1f -> %.1f us%s)",
+		       chain, name_of(m, fused), dims, (long long)p->size,
+		       dt_str_get(m, g->name), g->generated ? " (declared by --create-groups)" : "",
+		       scale, p->chain_us, p->fused_us,
+		       p->fused_us > p->chain_us ? ", slower: forced by --force-fusion" : "");
+}
+
+static void remark_missed(struct fuse *f, const struct link *links, int lo,
+			  int hi, enum miss why)
+{
+	char chain[512];
+	chain_text(f, links, lo, hi, chain, sizeof(chain));
+	dt_diag_report(f->ctx->diag, DT_REMARK, f->m->file,
+		       dt_node_get(f->m, links[lo].coll)->line, miss_tag[why],
+		       "%s not fused: %s", chain, f->why);
+}
+
+/* Fuse the longest fusable window of links [lo, hi), then the rest on
+ * either side. The first attempt of the whole range reports its miss. */
+static void fuse_range(struct fuse *f, const struct link *links, int lo,
+		       int hi, bool report)
+{
+	for (int len = hi - lo; len >= 2; len--)
+		for (int s = lo; s + len <= hi; s++) {
+			struct plan p;
+			enum miss r = plan_window(f, links, s, s + len, &p);
+			if (r == MISS_NONE) {
+				uint32_t fused = rewrite(f, links, s, s + len, &p);
+				remark_fired(f, links, s, s + len, &p, fused);
+				fuse_range(f, links, lo, s, false);
+				fuse_range(f, links, s + len, hi, false);
+				return;
+			}
+			if (report && len == hi - lo)
+				remark_missed(f, links, lo, hi, r);
+		}
+}
+
+/* Build the chain starting at collective `start` and fuse what can be. */
+static void fuse_chain(struct fuse *f, uint32_t start)
+{
+	struct dt_module *m = f->m;
+	enum dt_comm_kind kind =
+		(enum dt_comm_kind)dt_comm_kind_of_op(dt_node_get(m, start)->op);
+	struct link links[MAX_LINKS + 1];
+	int n = 0;
+	links[0] = (struct link){.coll = start};
+	if (!read_link(f, &links[0]) || !(links[0].wait = wait_of(f, start)))
+		return;
+	f->consumed[start] = 1;
+	n = 1;
+	while (n < MAX_LINKS) {
+		struct link *cur = &links[n - 1];
+		struct link next = {0};
+		next.coll = find_next(f, cur->wait, kind, cur->path, &cur->npath);
+		if (!next.coll || f->consumed[next.coll] || !read_link(f, &next))
+			break;
+		next.wait = wait_of(f, next.coll);
+		if (!next.wait)
+			break;
+		enum miss r = check_link(f, cur, &next);
+		if (r != MISS_NONE) {
+			links[n] = next;
+			remark_missed(f, links, n - 1, n + 1, r);
+			break;
+		}
+		f->consumed[next.coll] = 1;
+		links[n++] = next;
+	}
+	links[n - 1].npath = 0;
+	if (n >= 2)
+		fuse_range(f, links, 0, n, true);
+}
+
+static int run_fuse_collectives(struct dt_pass_ctx *ctx)
+{
+	struct fuse f = {.ctx = ctx, .m = ctx->m};
+	f.topo = ctx->options->topology ? ctx->options->topology
+					: &ctx->m->topology;
+	dt_uses_fill(&f.uses, f.m);
+	f.nuses = f.m->nodes.len;
+	f.consumed = dt_arena_alloc(ctx->scratch, f.nuses);
+	/* The collectives in graph order, taken before any rewrite. A chain
+	 * starts at its first link, which comes first; links fused or seen
+	 * as part of an earlier chain are consumed. */
+	uint32_t *colls = dt_arena_alloc(ctx->scratch, f.nuses * sizeof(uint32_t));
+	uint32_t ncolls = 0;
+	dt_foreach_node(f.m, id) {
+		int kind = dt_comm_kind_of_op(dt_node_get(f.m, id)->op);
+		if (kind >= 0 && kind != DT_COMM_ALL_TO_ALL)
+			colls[ncolls++] = id;
+	}
+	for (uint32_t i = 0; i < ncolls; i++)
+		if (!f.consumed[colls[i]] &&
+		    (dt_node_get(f.m, colls[i])->flags & DT_NODE_LINKED))
+			fuse_chain(&f, colls[i]);
+	dt_uses_fini(&f.uses);
+	return DT_OK;
+}
+
+const struct dt_pass dt_pass_fuse_collectives = {
+	.name = "fuse-collectives",
+	.help = "fuse chains of all_gather / all_reduce / reduce_scatter over disjoint mesh dims into one collective on the flattened group",
+	.requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.run = run_fuse_collectives,
+};
