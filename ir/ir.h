@@ -523,6 +523,13 @@ void dt_node_for_each_input(const struct dt_module *m, const struct dt_node *n,
  * instead. Unlinked nodes are left alone; `from` stays in the graph (dce or
  * the caller removes it). O(args of linked nodes). */
 void dt_module_replace_uses(struct dt_module *m, uint32_t from, uint32_t to);
+/* Replace every node reference r in the args of `node` (lists and items
+ * included) by fn(ud, r). A pass that replaces many values collects them
+ * in a table and maps every node once at the end, which stays linear where
+ * one dt_module_replace_uses per value would not (an output node can hold
+ * most of the graph). */
+void dt_node_map_inputs(struct dt_module *m, uint32_t node,
+			uint32_t (*fn)(void *ud, uint32_t input), void *ud);
 
 /* Users of every node, rebuilt on demand (an analysis, not kept in sync).
  * users(n) = list[first[n] .. first[n+1]); duplicates kept once per use. */

@@ -300,31 +300,43 @@ void dt_node_for_each_input(const struct dt_module *m, const struct dt_node *n,
 	}
 }
 
-void dt_module_replace_uses(struct dt_module *m, uint32_t from, uint32_t to)
+void dt_node_map_inputs(struct dt_module *m, uint32_t node,
+			uint32_t (*fn)(void *ud, uint32_t input), void *ud)
 {
-	dt_foreach_node(m, id)
-	{
-		const struct dt_node *n = dt_node_get(m, id);
-		for (uint32_t i = 0; i < n->nargs; i++) {
-			struct dt_arg *a = &m->args.data[n->args + i];
-			if (a->kind == DT_ARG_NODE) {
-				if (a->v.node == from)
-					a->v.node = to;
-			} else if (a->kind == DT_ARG_NODES) {
-				for (uint32_t k = 0; k < a->len; k++)
-					if (m->refs.data[a->v.first + k] == from)
-						m->refs.data[a->v.first + k] = to;
-			} else if (a->kind == DT_ARG_ITEMS) {
-				for (uint32_t k = 0; k < a->len; k++) {
-					struct dt_arg *it =
-						&m->args.data[a->v.first + k];
-					if (it->kind == DT_ARG_NODE &&
-					    it->v.node == from)
-						it->v.node = to;
-				}
+	const struct dt_node *n = dt_node_get(m, node);
+	for (uint32_t i = 0; i < n->nargs; i++) {
+		struct dt_arg *a = &m->args.data[n->args + i];
+		if (a->kind == DT_ARG_NODE) {
+			a->v.node = fn(ud, a->v.node);
+		} else if (a->kind == DT_ARG_NODES) {
+			for (uint32_t k = 0; k < a->len; k++)
+				m->refs.data[a->v.first + k] =
+					fn(ud, m->refs.data[a->v.first + k]);
+		} else if (a->kind == DT_ARG_ITEMS) {
+			for (uint32_t k = 0; k < a->len; k++) {
+				struct dt_arg *it = &m->args.data[a->v.first + k];
+				if (it->kind == DT_ARG_NODE)
+					it->v.node = fn(ud, it->v.node);
 			}
 		}
 	}
+}
+
+struct replacement {
+	uint32_t from, to;
+};
+
+static uint32_t replace_one(void *ud, uint32_t input)
+{
+	const struct replacement *r = ud;
+	return input == r->from ? r->to : input;
+}
+
+void dt_module_replace_uses(struct dt_module *m, uint32_t from, uint32_t to)
+{
+	struct replacement r = {from, to};
+	dt_foreach_node(m, id)
+		dt_node_map_inputs(m, id, replace_one, &r);
 }
 
 /* ---- uses ---- */

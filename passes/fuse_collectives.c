@@ -84,6 +84,7 @@ struct fuse {
 	struct dt_uses uses;
 	uint32_t nuses;     /* node count the uses were built for */
 	uint8_t *consumed;  /* nodes already part of a chain */
+	uint32_t *replaced; /* original last wait -> what now stands for it */
 	char why[1024];     /* the reason of the last miss */
 };
 
@@ -740,7 +741,8 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 		dt_node_get(m, result)->flags |= DT_NODE_FUSED;
 		dt_graph_insert_before(m, result, links[hi - 1].wait);
 	}
-	dt_module_replace_uses(m, links[hi - 1].wait, result);
+	/* Its users read `result` once the pass ends (replace_all). */
+	f->replaced[links[hi - 1].wait] = result;
 	for (int i = lo; i < hi; i++) {
 		dt_graph_remove(m, links[i].coll);
 		dt_graph_remove(m, links[i].wait);
@@ -837,6 +839,22 @@ static void fuse_chain(struct fuse *f, uint32_t start)
 		fuse_range(f, links, 0, n, true);
 }
 
+static uint32_t replacement_of(void *ud, uint32_t input)
+{
+	const struct fuse *f = ud;
+	return input < f->nuses && f->replaced[input] ? f->replaced[input]
+						      : input;
+}
+
+/* Point every use of a replaced wait at its replacement: one sweep. Until
+ * then a fused collective may read a replaced wait of an earlier chain; it
+ * has the same metadata, so the checks in between see the same thing. */
+static void replace_all(struct fuse *f)
+{
+	dt_foreach_node(f->m, id)
+		dt_node_map_inputs(f->m, id, replacement_of, f);
+}
+
 static int run_fuse_collectives(struct dt_pass_ctx *ctx)
 {
 	struct fuse f = {.ctx = ctx, .m = ctx->m};
@@ -845,6 +863,7 @@ static int run_fuse_collectives(struct dt_pass_ctx *ctx)
 	dt_uses_fill(&f.uses, f.m);
 	f.nuses = f.m->nodes.len;
 	f.consumed = dt_arena_alloc(ctx->scratch, f.nuses);
+	f.replaced = dt_arena_alloc(ctx->scratch, f.nuses * sizeof(uint32_t));
 	/* The collectives in graph order, taken before any rewrite. A chain
 	 * starts at its first link, which comes first; links fused or seen
 	 * as part of an earlier chain are consumed. */
@@ -859,6 +878,7 @@ static int run_fuse_collectives(struct dt_pass_ctx *ctx)
 		if (!f.consumed[colls[i]] &&
 		    (dt_node_get(f.m, colls[i])->flags & DT_NODE_LINKED))
 			fuse_chain(&f, colls[i]);
+	replace_all(&f);
 	dt_uses_fini(&f.uses);
 	return DT_OK;
 }

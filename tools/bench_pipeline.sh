@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench_pipeline.sh DTOPT [NODES]: the pipeline benchmark of the foundation:
-# generate a NODES-node (default 1,000,000) graph with `dtopt gen`, then time
-# `dtopt opt -p verify,shape-infer,dce` split into load / passes / write,
-# with nodes per second and peak RSS (GNU time -v). Use a release build.
+# bench_pipeline.sh DTOPT [NODES]: the pipeline benchmark: generate a
+# NODES-node (default 1,000,000) graph with `dtopt gen`, then time `dtopt
+# opt` with the local-view default pipeline (or $PIPELINE) split into load /
+# per pass / write, with nodes per second and peak RSS (GNU time -v). Use a
+# release build.
 set -euo pipefail
 dtopt=$1
 nodes=${2:-1000000}
@@ -12,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$dtopt" gen --nodes "$nodes" -o "$tmp/g.xml"
 count=$(grep -c '<node ' "$tmp/g.xml")
 bytes=$(stat -c %s "$tmp/g.xml")
-/usr/bin/time -v "$dtopt" opt -p verify,shape-infer,dce --no-verify-each \
+/usr/bin/time -v "$dtopt" opt -p "${PIPELINE:-verify,shape-infer,fuse-collectives,cancel-views,dce}" --no-verify-each \
   --time-passes "$tmp/g.xml" -o "$tmp/out.xml" 2> "$tmp/log"
 grep -E '^ +[0-9.]+ +[0-9.]+% |load ' "$tmp/log"
 rss_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/log")
