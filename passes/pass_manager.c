@@ -9,6 +9,8 @@
 static const struct dt_pass *const registry[] = {
 	&dt_pass_verify,
 	&dt_pass_shape_infer,
+	&dt_pass_shard_prop,
+	&dt_pass_lower_redistribute,
 	&dt_pass_fuse_collectives,
 	&dt_pass_cancel_views,
 	&dt_pass_dce,

@@ -20,6 +20,13 @@ struct dt_pass_options {
 	/* The cost model's machine: the module's <topology> (or defaults)
 	 * with command-line overrides; NULL = the module's. */
 	const struct dt_topology *topology;
+	/* The rank lower-redistribute lowers for (its graph gets rank="R"),
+	 * or -1: one SPMD graph for every rank. Zeroed options mean rank 0,
+	 * so callers that lower set it. */
+	int rank;
+	/* shard-prop's search: enum dt_shard_search (sharding.h), 0 = the
+	 * priority queue, 1 = exhaustive enumeration. */
+	uint8_t shard_search;
 };
 
 struct dt_pass_ctx {
@@ -41,6 +48,8 @@ struct dt_pass {
 
 extern const struct dt_pass dt_pass_verify;
 extern const struct dt_pass dt_pass_shape_infer;
+extern const struct dt_pass dt_pass_shard_prop;
+extern const struct dt_pass dt_pass_lower_redistribute;
 extern const struct dt_pass dt_pass_dce;
 extern const struct dt_pass dt_pass_cancel_views;
 extern const struct dt_pass dt_pass_fuse_collectives;

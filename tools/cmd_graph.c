@@ -6,6 +6,7 @@
 #include "passes.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int load(const char *path, bool allow_unknown, struct dt_diag *d,
@@ -79,8 +80,15 @@ static const char opt_help[] =
 	"                        cancel-views,dce; for a global-view graph:\n"
 	"                        verify,shape-infer,dce)\n"
 	"  -o, --output=FILE     write the graph to FILE (- for stdout, the default);\n"
-	"                        written atomically, and not at all on error\n"
-	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
+	"                        written atomically, and not at all on error;\n"
+	"                        with lower-redistribute, a path holding {rank}\n"
+	"                        (e.g. 'low.{rank}.xml') lowers once per rank of the\n"
+	"                        graph's mesh and writes one graph per rank\n"
+	"      --rank=R          lower-redistribute lowers for rank R (the graph gets\n"
+	"                        rank=\"R\"); without it, one graph for every rank,\n"
+	"                        refused (naming the first value that differs) where\n"
+	"                        ranks need different graphs: uneven shards, R->S\n"
+	"                        chunks\n"	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
 	"      --verify-each     run the verifier after every pass (the default\n"
 	"                        in debug builds)\n"
 	"      --no-verify-each  do not\n"
@@ -96,7 +104,98 @@ static const char opt_help[] =
 	"      --create-groups   let passes declare flattened groups the graph lacks\n"
 	"                        (written with generated=\"true\")\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
-	"                        fused one is slower\n\n";
+	"                        fused one is slower\n"
+	"      --search=pq|exhaustive\n"
+	"                        shard-prop's strategy search: a priority queue from\n"
+	"                        the inputs' placements (default), or every strategy\n\n";
+
+/* What `opt` was told, for one run or one run per rank. */
+struct opt_job {
+	const char *input;
+	const struct dt_pipeline *pipeline; /* NULL: the view's default */
+	struct dt_pipeline_options *popt;
+	const struct dt_cli_topology *topology_flags;
+	enum output_form report;
+	struct dt_diag *diag;
+};
+
+/* Load the input, run the pipeline (for rank popt->pass.rank), print the
+ * report and timing, write `output`. Returns a dt_status. */
+static int optimize(const struct opt_job *job, const char *output)
+{
+	double t0 = dt_now();
+	struct dt_module *m;
+	int rc = load(job->input, false, job->diag, &m);
+	if (rc != DT_OK)
+		return rc;
+	double t1 = dt_now();
+	struct dt_pipeline pipeline;
+	if (job->pipeline)
+		pipeline = *job->pipeline;
+	else
+		DT_REQUIRE(dt_pipeline_parse(&pipeline, dt_default_pipeline(m),
+					     job->diag) == DT_OK);
+	struct dt_topology topology = m->topology;
+	dt_cli_topology_apply(job->topology_flags, &topology);
+	job->popt->pass.topology = &topology;
+	struct dt_comm_table before = {0}, after = {0};
+	if (job->report != FORM_NONE)
+		dt_comm_table_fill(&before, m, &topology);
+	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
+	double t2 = dt_now();
+	if (rc == DT_OK && job->report != FORM_NONE) {
+		dt_comm_table_fill(&after, m, &topology);
+		if (job->report == FORM_JSON)
+			dt_comm_report_print_json(&before, &after, stderr);
+		else
+			dt_comm_report_print(&before, &after, stderr);
+	}
+	dt_comm_table_fini(&before);
+	dt_comm_table_fini(&after);
+	if (rc == DT_OK)
+		rc = dt_write_file(m, output, job->diag);
+	double t3 = dt_now();
+	if (job->popt->time_passes)
+		fprintf(stderr, "  load %.6f s, passes %.6f s, write %.6f s, total %.6f s\n",
+			t1 - t0, t2 - t1, t3 - t2, t3 - t0);
+	job->popt->pass.topology = NULL;
+	dt_module_destroy(m);
+	return rc;
+}
+
+/* An output path with {rank}: lower once per rank of the graph's only
+ * mesh, reloading the input for each (there is no module clone), and write
+ * one graph per rank. Returns an exit code. */
+static int optimize_per_rank(struct opt_job *job, const char *output,
+			     const char *rank_at)
+{
+	struct dt_module *m;
+	int rc = load(job->input, false, job->diag, &m);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	if (m->meshes.len != 1) {
+		unsigned n = m->meshes.len;
+		dt_module_destroy(m);
+		return dt_usage_error("opt", "an output path with {rank} lowers "
+				      "for each rank of the graph's mesh, but "
+				      "it has %u meshes", n);
+	}
+	const struct dt_mesh *mesh = &m->meshes.data[0];
+	int64_t nranks = mesh->size;
+	int32_t *ranks = dt_calloc((size_t)nranks, sizeof *ranks);
+	for (int64_t i = 0; i < nranks; i++)
+		ranks[i] = dt_mesh_device(mesh, i);
+	dt_module_destroy(m);
+	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%.*s%d%s", (int)(rank_at - output),
+			 output, (int)ranks[i], rank_at + strlen("{rank}"));
+		job->popt->pass.rank = ranks[i];
+		rc = optimize(job, path);
+	}
+	dt_free(ranks);
+	return dt_exit_code(rc);
+}
 
 int dt_cmd_opt(int argc, char **argv)
 {
@@ -112,6 +211,8 @@ int dt_cmd_opt(int argc, char **argv)
 		{"report", optional_argument, NULL, 'r'},
 		{"create-groups", no_argument, NULL, 'G'},
 		{"force-fusion", no_argument, NULL, 'F'},
+		{"search", required_argument, NULL, 'S'},
+		{"rank", required_argument, NULL, 'K'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -125,6 +226,8 @@ int dt_cmd_opt(int argc, char **argv)
 #else
 	struct dt_pipeline_options popt = {.verify_each = true};
 #endif
+	popt.pass.rank = -1; /* lower-redistribute: one graph for all ranks */
+	char *end;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -149,6 +252,18 @@ int dt_cmd_opt(int argc, char **argv)
 			break;
 		case 'G': popt.pass.create_groups = true; break;
 		case 'F': popt.pass.force_fusion = true; break;
+		case 'S':
+			if (strcmp(optarg, "pq") != 0 && strcmp(optarg, "exhaustive") != 0)
+				return dt_usage_error("opt", "--search=%s: expected pq "
+						      "or exhaustive", optarg);
+			popt.pass.shard_search = strcmp(optarg, "exhaustive") == 0;
+			break;
+		case 'K':
+			popt.pass.rank = (int)strtol(optarg, &end, 10);
+			if (!*optarg || *end || popt.pass.rank < 0)
+				return dt_usage_error("opt", "--rank needs a rank "
+						      ">= 0, not '%s'", optarg);
+			break;
 		case 'h':
 			fputs(opt_help, stdout);
 			fputs(dt_cli_topology_help, stdout);
@@ -184,40 +299,22 @@ int dt_cmd_opt(int argc, char **argv)
 	if (pipeline_text &&
 	    dt_pipeline_parse(&pipeline, pipeline_text, &usage_diag) != DT_OK)
 		return DT_EXIT_USAGE;
-	double t0 = dt_now();
-	struct dt_module *m;
-	int rc = load(argv[optind], false, &diag, &m);
-	if (rc != DT_OK)
-		return dt_exit_code(rc);
-	double t1 = dt_now();
-	if (!pipeline_text)
-		DT_REQUIRE(dt_pipeline_parse(&pipeline, dt_default_pipeline(m),
-					     &diag) == DT_OK);
-	struct dt_topology topology = m->topology;
-	dt_cli_topology_apply(&topology_flags, &topology);
-	popt.pass.topology = &topology;
-	struct dt_comm_table before = {0}, after = {0};
-	if (report != FORM_NONE)
-		dt_comm_table_fill(&before, m, &topology);
-	rc = dt_pipeline_run(m, &pipeline, &popt, &diag);
-	double t2 = dt_now();
-	if (rc == DT_OK && report != FORM_NONE) {
-		dt_comm_table_fill(&after, m, &topology);
-		if (report == FORM_JSON)
-			dt_comm_report_print_json(&before, &after, stderr);
-		else
-			dt_comm_report_print(&before, &after, stderr);
-	}
-	dt_comm_table_fini(&before);
-	dt_comm_table_fini(&after);
-	if (rc == DT_OK)
-		rc = dt_write_file(m, output, &diag);
-	double t3 = dt_now();
-	if (popt.time_passes)
-		fprintf(stderr, "  load %.6f s, passes %.6f s, write %.6f s, total %.6f s\n",
-			t1 - t0, t2 - t1, t3 - t2, t3 - t0);
-	dt_module_destroy(m);
-	return dt_exit_code(rc);
+	struct opt_job job = {
+		.input = argv[optind],
+		.pipeline = pipeline_text ? &pipeline : NULL,
+		.popt = &popt,
+		.topology_flags = &topology_flags,
+		.report = report,
+		.diag = &diag,
+	};
+	const char *rank_at = strstr(output, "{rank}");
+	if (!rank_at)
+		return dt_exit_code(optimize(&job, output));
+	if (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0)
+		return dt_usage_error("opt", "an output path with {rank} lowers "
+				      "for every rank: it needs an input file "
+				      "and no --rank");
+	return optimize_per_rank(&job, output, rank_at);
 }
 
 static const char dump_help[] =

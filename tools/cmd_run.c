@@ -212,8 +212,9 @@ int dt_runner_load(struct dt_runner *c, const char *const *paths, int n,
 		dt_diag_report(&c->diag, DT_ERROR, m[i]->file, 0, NULL,
 			       "a global-view graph runs on one process (the "
 			       "single-rank reference, --backend cpu); on %d "
-			       "ranks it needs the lowering pass, which does "
-			       "not exist yet", c->size);
+			       "ranks lower it first (dtopt opt -p "
+			       "lower-redistribute -o 'LOCAL.{rank}.xml'), or "
+			       "check it with --check GLOBAL.xml", c->size);
 		code = DT_EXIT_USAGE;
 	}
 	return dt_runner_agree(c, code);
@@ -603,6 +604,7 @@ static int cmd_plain(struct dt_runner *c)
 static const char run_help[] =
 	"usage: mpirun -np N dtopt run GRAPH.xml [options]\n"
 	"       mpirun -np N dtopt run --compare A.xml B.xml [--seed S]\n"
+	"       mpirun -np N dtopt run --check GLOBAL.xml\n"
 	"       mpirun -np N dtopt run --check --reference GLOBAL.xml LOCAL.xml\n\n"
 	"Runs a local-view graph with the interpreter, one process per rank (N must\n"
 	"equal the mesh's device count). Inputs are generated from (seed, placeholder\n"
@@ -625,6 +627,10 @@ static const char run_help[] =
 	"  --compare A B       run both graphs on the same inputs (their placeholders\n"
 	"                      must match by name, dtype, shape and sharding) and\n"
 	"                      compare every output on every rank\n"
+	"  --check GLOBAL      lower the global-view GLOBAL on each rank for that rank\n"
+	"                      (verify,shape-infer,lower-redistribute,fuse-collectives,\n"
+	"                      cancel-views,dce; uneven shards work), run it, and\n"
+	"                      compare as --check --reference GLOBAL does\n"
 	"  --check --reference GLOBAL LOCAL\n"
 	"                      run LOCAL on the ranks and the global-view GLOBAL alone\n"
 	"                      on each rank; compare each output shard with its slice\n"
@@ -761,20 +767,12 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 			     "are for a plain run");
 	if (o->reference && !o->check)
 		return USAGE("--reference goes with --check");
-	if (o->check && !o->reference && o->npaths == 1) {
-		if (!launched_as_other_rank())
-			fprintf(stderr, "dtopt run: error: --check GLOBAL.xml "
-				"compiles the global-view graph for each rank "
-				"first, which needs the lowering pass "
-				"(lower-redistribute); it does not exist yet: "
-				"give the local graph too, as --check "
-				"--reference GLOBAL.xml LOCAL.xml\n");
-		return DT_EXIT_USAGE;
-	}
 	if (o->compare && o->npaths != 2)
 		return USAGE("--compare needs two graphs");
 	if (o->check && o->npaths != 1)
-		return USAGE("--check --reference GLOBAL takes one local graph");
+		return USAGE(o->reference ? "--check --reference GLOBAL takes "
+					    "one local graph"
+					  : "--check takes one global-view graph");
 	if (!o->compare && o->npaths != 1)
 		return USAGE("expected one graph");
 	return -1;

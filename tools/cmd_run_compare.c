@@ -2,7 +2,8 @@
 /* cmd_run_compare.c: `dtopt run --compare A B` (two local graphs on the
  * same inputs, every output compared on every rank) and `--check
  * --reference GLOBAL LOCAL` (each rank's output shards against the slices
- * of a single-process run of the global-view graph).
+ * of a single-process run of the global-view graph; `--check GLOBAL`
+ * lowers GLOBAL on each rank to get LOCAL).
  *
  * Elements compare as doubles: equal values pass; otherwise they pass
  * when |a - b| <= tol + tol * max(|a|, |b|) with tol 1e-9 for float64,
@@ -11,6 +12,7 @@
  * (within tolerance) or MISMATCH, combined over all ranks. */
 #include "cmd_run.h"
 #include "dtopt_config.h"
+#include "passes.h"
 
 #include <math.h>
 #include <string.h>
@@ -408,12 +410,44 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 	dt_free(rv);
 }
 
-/* Load LOCAL and GLOBAL; GLOBAL must be global-view and LOCAL's
- * placeholders shards of its inputs. Returns the agreed exit code. */
+/* The pipeline --check GLOBAL lowers with, on each rank for that rank. */
+#define DT_CHECK_LOWERING \
+	"verify,shape-infer,lower-redistribute,fuse-collectives,cancel-views,dce"
+
+/* --check GLOBAL: load GLOBAL twice; m[1] stays the reference, m[0] is
+ * lowered for this rank (per rank, so uneven shards work; no groups are
+ * created). Returns the agreed exit code. */
+static int load_lowered(struct dt_runner *c, struct dt_module **m)
+{
+	const char *path = c->o.paths[0];
+	int code = dt_runner_load(c, &path, 1, &m[1], 0);
+	if (code == DT_EXIT_OK)
+		code = dt_runner_load(c, &path, 1, &m[0], 0);
+	if (code != DT_EXIT_OK)
+		return code;
+	if (m[0]->view != DT_VIEW_GLOBAL) {
+		dt_diag_report(&c->diag, DT_ERROR, m[0]->file, 0, NULL,
+			       "--check GRAPH lowers a global-view graph; "
+			       "check a local one against its global graph "
+			       "with --check --reference GLOBAL.xml LOCAL.xml");
+		return dt_runner_agree(c, DT_EXIT_INPUT);
+	}
+	struct dt_pipeline p;
+	struct dt_pipeline_options popt = {.verify_each = true};
+	popt.pass.rank = c->rank;
+	DT_REQUIRE(dt_pipeline_parse(&p, DT_CHECK_LOWERING, &c->diag) == DT_OK);
+	code = dt_exit_code(dt_pipeline_run(m[0], &p, &popt, &c->diag));
+	return dt_runner_agree(c, code);
+}
+
+/* Load LOCAL and GLOBAL (or, for --check GLOBAL, lower GLOBAL); GLOBAL
+ * must be global-view and LOCAL's placeholders shards of its inputs.
+ * Returns the agreed exit code. */
 static int load_check(struct dt_runner *c, struct dt_module **m)
 {
 	const char *paths[2] = {c->o.paths[0], c->o.reference};
-	int code = dt_runner_load(c, paths, 2, m, 1);
+	int code = c->o.reference ? dt_runner_load(c, paths, 2, m, 1)
+				  : load_lowered(c, m);
 	if (code != DT_EXIT_OK)
 		return code;
 	if (m[1]->view != DT_VIEW_GLOBAL) {
@@ -429,7 +463,8 @@ static int load_check(struct dt_runner *c, struct dt_module **m)
 
 /* --check --reference GLOBAL LOCAL: every rank runs LOCAL (MPI) and the
  * global-view GLOBAL alone on the CPU backend with the full inputs, and
- * compares its output shards with the matching slices. */
+ * compares its output shards with the matching slices. --check GLOBAL:
+ * the same with LOCAL = GLOBAL lowered for this rank. */
 int dt_runner_check(struct dt_runner *c)
 {
 	struct dt_module *m[2] = {NULL, NULL};
@@ -451,7 +486,12 @@ int dt_runner_check(struct dt_runner *c)
 		report_init(&rep, "check", m[0], &rl);
 		uint32_t n;
 		uint32_t *ids = dt_cli_outputs(m[0], &n);
-		if (c->rank == 0)
+		if (c->rank == 0 && !c->o.reference)
+			printf("%s lowered for each of %d rank%s vs its "
+			       "single-rank run (seed %llu):\n", m[1]->file,
+			       c->size, c->size > 1 ? "s" : "",
+			       (unsigned long long)c->o.seed);
+		else if (c->rank == 0)
 			printf("%s on %d rank%s vs the reference %s "
 			       "(seed %llu):\n", m[0]->file, c->size,
 			       c->size > 1 ? "s" : "", m[1]->file,

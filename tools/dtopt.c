@@ -17,6 +17,7 @@ static const struct {
 	{"verify", dt_cmd_verify, "check a graph and report every problem"},
 	{"diff", dt_cmd_diff, "compare two graphs: nodes, groups and collectives"},
 	{"plan", dt_cmd_plan, "plan a redistribution: the steps DTensor takes, merged"},
+	{"explain", dt_cmd_explain, "why shard-prop gives a node its placements"},
 	{"gen", dt_cmd_gen, "generate a synthetic transformer-like graph"},
 	{"run", dt_cmd_run, "run a graph with the interpreter (under mpirun)"},
 };

@@ -326,9 +326,13 @@ def make_check(outdir):
     glob.placeholder("x", "float32", [8, 6], "S(0) S(1)", [8, 6])
     glob.placeholder("a", "float32", [4, 8], "R S(1)", [4, 8])
     glob.placeholder("b", "float32", [8, 6], "R S(0)", [8, 6])
-    y = glob.call("y", "aten.add.Scalar", glob.call("y2", "aten.mul.Scalar", "x", 2.0), 1.0)
-    glob.outputs += [y, glob.call("z", "aten.mm.default", "a", "b"),
-                     glob.call("bc", "aten.clone.default", "b")]
+    # Pinned, so that `--check check_global.xml` can lower it per rank.
+    y2 = glob.call("y2", "aten.mul.Scalar", "x", 2.0, sharding=("S(0) S(1)", [8, 6]))
+    y = glob.call("y", "aten.add.Scalar", y2, 1.0, sharding=("S(0) S(1)", [8, 6]))
+    glob.outputs += [y, glob.call("z", "aten.mm.default", "a", "b",
+                                  sharding=("R P(sum)", [4, 6])),
+                     glob.call("bc", "aten.clone.default", "b",
+                               sharding=("R S(0)", [8, 6]))]
     glob.write(outdir, "check_global.xml")
     for name, y_pl in [("check_local", "S(0) S(1)"), ("check_wrong", "S(1) S(0)")]:
         g = Graph(name, [2, 2])

@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: MIT
+/* lower_redistribute.c: the `lower-redistribute` pass turns a global-view
+ * graph into the local-view graph one rank runs (or, when every rank gets
+ * the same one, the SPMD graph all ranks run):
+ *
+ *   global (mesh 4, x: f32[8, 16] @ S(0))   local, --rank 1
+ *   x = placeholder                     →   x = placeholder        f32[2, 16] @ S(0) of [8, 16]
+ *   r = dtensor.redistribute(x) @ R         r.all_gather = all_gather_into_tensor(x, 4, 'world')
+ *   y = aten.relu(r)                        r.wait = wait_tensor(r.all_gather)  @ R of [8, 16]
+ *                                           y = aten.relu(r.wait)  f32[8, 16] @ R of [8, 16]
+ *
+ * - Placeholders get their shard's local shape (their <sharding> names it).
+ * - Each dtensor.redistribute becomes DTensor's plan for it (the planner of
+ *   redistribute.h: greedy, or min-cost for shard orders and _S), merged
+ *   onto declared flattened groups (semantics §4.4; --create-groups
+ *   declares missing ones, else one warning per module and group), each
+ *   step as a _c10d_functional collective with its wait and DTensor's
+ *   local ops around it (lower_redistribute_steps.c).
+ * - A compute node keeps its op. Its output placements are its <sharding>
+ *   pin; without a pin it is replicated when all its tensor inputs are,
+ *   and otherwise an error (shard-prop, a later pass, will pick them).
+ *   Args that state sizes (view/reshape/_unsafe_view/expand sizes, new_*,
+ *   full/zeros/ones/empty sizes, *_backward input sizes, …) become the
+ *   local output shape; the local result must then be this rank's shard of
+ *   the global result under the pin, else "cannot lower X locally: …".
+ *   Creation ops whose values depend on the element's position (arange,
+ *   rand_like, randn_like, bernoulli, native_dropout) are refused unless
+ *   replicated. Pins are otherwise trusted: whether an op may run locally
+ *   on those placements (relu on S(1), mm of S(1) by S(0) giving P(sum))
+ *   is for shard-prop's rules, which come later.
+ * - Every lowered value carries <sharding mesh placements [order]
+ *   global-shape>, so fuse-collectives can check evenness and `dtopt run
+ *   --check` can compare it with the global reference.
+ * - Single mesh dims have their groups implicitly; the lowered graph
+ *   declares each group it uses (a missing one under the dim's name, or a
+ *   unique variant of it). Flattened groups are used only when declared,
+ *   or with --create-groups.
+ * - options->rank >= 0 lowers for that rank (rank="R" on the result); -1
+ *   lowers one graph for every rank, which exists only when all ranks get
+ *   the same one: same local shapes, no rank-dependent narrow, pad or
+ *   chunk. Otherwise the first value that differs is reported.
+ * - The result is view="local". This is the only pass that takes a
+ *   global-view graph and yields a local one.
+ *
+ * Requires: VERIFIED, SHAPES (global). Preserves: both (every value's
+ * local metadata is inferred as it is made). Stops at the first error.
+ * O(nodes + args + emitted nodes); SPMD mode adds O(mesh size) per value
+ * whose shards are uneven.
+ */
+#include "lower_redistribute_internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Shared helpers (lower_redistribute_internal.h). */
+
+bool dt_lower_coords(struct dt_lower *l, const struct dt_node *at, int mesh,
+		     int64_t *coord)
+{
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	int64_t pos = l->rank < 0 ? 0 : dt_mesh_position(me, l->rank);
+	if (pos < 0) {
+		dt_node_error(l->ctx->diag, l->m, at,
+			      "cannot lower '%s' for rank %d: the rank is not "
+			      "in mesh '%s'",
+			      dt_str_get(l->m, at->name), l->rank,
+			      dt_str_get(l->m, me->name));
+		return false;
+	}
+	dt_mesh_coords(me, pos, coord);
+	return true;
+}
+
+static void dims_text(const int64_t *v, int n, char *buf, size_t size)
+{
+	size_t at = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%lld",
+				       i ? ", " : "", (long long)v[i]);
+	if (at < size)
+		snprintf(buf + at, size - at, "]");
+}
+
+/* Whether tensor dim d splits into equal pieces at every level of its
+ * shard order (so every rank holds the same length). _S: not decided
+ * here (false). */
+static bool dim_even(const struct dt_mesh *me, const struct dt_placements *pl,
+		     int d, int64_t len)
+{
+	for (int pos = 0; pos < DT_MAX_MESH_DIMS; pos++)
+		for (int k = 0; k < pl->ndim; k++) {
+			const struct dt_placement *p = &pl->p[k];
+			if (p->kind == DT_PL_STRIDED_SHARD && p->dim == d)
+				return false;
+			if (p->kind != DT_PL_SHARD || p->dim != d ||
+			    pl->order_pos[k] != pos)
+				continue;
+			if (len % me->shape[k] != 0)
+				return false;
+			len /= me->shape[k];
+		}
+	return true;
+}
+
+int dt_lower_spmd_check(struct dt_lower *l, const struct dt_node *at,
+			const char *name, unsigned step, const char *kind,
+			int mesh, const struct dt_placements *pl,
+			const int64_t *g, int rank)
+{
+	if (l->rank >= 0)
+		return DT_OK;
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	bool even = true;
+	for (int d = 0; d < rank && even; d++)
+		even = dim_even(me, pl, d, g[d]);
+	if (even)
+		return DT_OK;
+	int64_t first[DT_MAX_RANK], here[DT_MAX_RANK], coord[DT_MAX_MESH_DIMS];
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_mesh_coords(me, pos, coord);
+		for (int d = 0; d < rank; d++)
+			here[d] = dt_shard_length(pl, me->shape, coord, d, g[d]);
+		if (pos == 0) {
+			memcpy(first, here, (size_t)rank * sizeof *here);
+			continue;
+		}
+		if (memcmp(first, here, (size_t)rank * sizeof *here) == 0)
+			continue;
+		char a[160], b[160], p[160], gs[160], what[320];
+		if (step)
+			snprintf(what, sizeof what, "'%.200s' after its step "
+				 "%u (%s)", name, step, kind);
+		else
+			snprintf(what, sizeof what, "'%.200s'", name);
+		dims_text(first, rank, a, sizeof a);
+		dims_text(here, rank, b, sizeof b);
+		dims_text(g, rank, gs, sizeof gs);
+		dt_placements_print(pl, p, sizeof p);
+		dt_node_error(l->ctx->diag, l->m, at,
+			      "cannot lower for every rank at once (SPMD): "
+			      "value %s is %s on rank %d but %s on rank %d "
+			      "(%s shards of %s are uneven); lower per rank "
+			      "instead (dtopt opt --rank R, or -o "
+			      "'OUT.{rank}.xml')",
+			      what, a, dt_mesh_device(me, 0), b,
+			      dt_mesh_device(me, pos), p, gs);
+		return DT_EINPUT;
+	}
+	return DT_OK;
+}
+
+uint32_t dt_lower_add_sharding(struct dt_lower *l, int mesh,
+			       const struct dt_placements *pl,
+			       const int64_t *g, int rank)
+{
+	struct dt_sharding s = {
+		.mesh = (uint16_t)mesh,
+		.placements = *pl,
+		.global_shape = dt_ints_intern(l->m, g, (size_t)rank),
+		.has_global_shape = true,
+	};
+	return dt_vec_push(&l->m->shardings, s);
+}
+
+int dt_lower_dim_group(struct dt_lower *l, int mesh, int dim)
+{
+	int16_t *slot = &l->dim_group[mesh][dim];
+	if (*slot >= 0)
+		return *slot;
+	struct dt_module *m = l->m;
+	uint8_t d = (uint8_t)dim;
+	int g = dt_module_find_group_by_layout(m, mesh, &d, 1);
+	if (g < 0) {
+		char base[112], name[128]; /* copies: interning moves strings */
+		snprintf(base, sizeof base, "%.100s",
+			 dt_str_get(m, m->meshes.data[mesh].dims[dim]));
+		snprintf(name, sizeof name, "%s", base);
+		for (int k = 2; dt_module_find_group(m, dt_str_intern(m, name)) >= 0;
+		     k++)
+			snprintf(name, sizeof name, "%.100s_%d", base, k);
+		struct dt_group grp = {.name = dt_str_intern(m, name),
+				       .mesh = (uint16_t)mesh, .ndims = 1};
+		grp.dims[0] = d;
+		g = (int)dt_vec_push(&m->groups, grp);
+	}
+	*slot = (int16_t)g;
+	return g;
+}
+
+void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
+			size_t size)
+{
+	size_t n;
+	const char *s = dt_intern_get(&m->strings, dt_node_get(m, id)->name.id,
+				      &n);
+	n = n < size ? n : size - 1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Values. */
+
+static const char *name_of(const struct dt_module *m, uint32_t id)
+{
+	return dt_str_get(m, dt_node_get(m, id)->name);
+}
+
+/* Replicated on every mesh dim that has more than one rank. */
+static bool replicated(const struct dt_mesh *me, const struct dt_placements *pl)
+{
+	for (int k = 0; k < pl->ndim; k++)
+		if (me->shape[k] > 1 && pl->p[k].kind != DT_PL_REPLICATE)
+			return false;
+	return true;
+}
+
+static void local_shape(const struct dt_mesh *me, const struct dt_placements *pl,
+			const int64_t *coord, const int64_t *g, int rank,
+			int64_t *out)
+{
+	for (int d = 0; d < rank; d++)
+		out[d] = dt_shard_length(pl, me->shape, coord, d, g[d]);
+}
+
+/* Strides of `shape` laid out in the order the global strides give (the
+ * contiguous strides for a contiguous global tensor). */
+static void local_strides(const int64_t *gshape, const int64_t *gstride,
+			  const int64_t *shape, int rank, int64_t *stride)
+{
+	int64_t want[DT_MAX_RANK];
+	dt_contiguous_strides(gshape, rank, want);
+	if (memcmp(want, gstride, (size_t)rank * sizeof *want) == 0) {
+		dt_contiguous_strides(shape, rank, stride);
+		return;
+	}
+	int order[DT_MAX_RANK]; /* dims, outermost (largest stride) first */
+	for (int d = 0; d < rank; d++) {
+		int at = d;
+		while (at > 0 && gstride[order[at - 1]] < gstride[d]) {
+			order[at] = order[at - 1];
+			at--;
+		}
+		order[at] = d;
+	}
+	int64_t s = 1;
+	for (int i = rank - 1; i >= 0; i--) {
+		stride[order[i]] = s;
+		s *= shape[order[i]] > 1 ? shape[order[i]] : 1;
+	}
+}
+
+static int lower_placeholder(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	const struct dt_sharding sh = *dt_node_sharding(m, n);
+	const struct dt_mesh *me = &m->meshes.data[sh.mesh];
+	struct dt_tensor t = *dt_node_tensor(m, n, 0);
+	int rank;
+	int64_t g[DT_MAX_RANK], gs[DT_MAX_RANK], shape[DT_MAX_RANK];
+	int64_t stride[DT_MAX_RANK], coord[DT_MAX_MESH_DIMS];
+	const int64_t *gp = dt_ints_get(m, t.shape, &rank);
+	memcpy(g, gp, (size_t)rank * sizeof *g);
+	memcpy(gs, dt_ints_get(m, t.stride, NULL), (size_t)rank * sizeof *gs);
+	if (!dt_lower_coords(l, n, sh.mesh, coord))
+		return DT_EINPUT;
+	if (dt_lower_spmd_check(l, n, name_of(m, id), 0, NULL, sh.mesh,
+				&sh.placements, g, rank))
+		return DT_EINPUT;
+	local_shape(me, &sh.placements, coord, g, rank, shape);
+	local_strides(g, gs, shape, rank, stride);
+	t.shape = dt_ints_intern(m, shape, (size_t)rank);
+	t.stride = dt_ints_intern(m, stride, (size_t)rank);
+	t.offset = 0;
+	dt_node_set_tensors(m, id, &t, 1);
+	uint32_t s = dt_lower_add_sharding(l, sh.mesh, &sh.placements, g, rank);
+	dt_node_get(m, id)->sharding = s;
+	l->shard[id] = s;
+	return DT_OK;
+}
+
+/* The node holding the local value of old node `input`. */
+static uint32_t local_of(void *ud, uint32_t input)
+{
+	const struct dt_lower *l = ud;
+	return input < l->nold ? l->local[input] : input;
+}
+
+/* Point every node reference in the args of `id` at the local value. */
+static void remap_args(struct dt_lower *l, uint32_t id)
+{
+	dt_node_map_inputs(l->m, id, local_of, l);
+}
+
+/* ------------------------------------------------------------------ */
+/* Compute nodes. */
+
+/* What a node's tensor inputs (old ids) say about its placements. */
+struct inputs {
+	const struct dt_lower *l;
+	int mesh;            /* of the first input, -1 = none */
+	uint32_t first;      /* the first input, 0 = none */
+	uint32_t other_mesh; /* an input on another mesh, 0 = none */
+	uint32_t sharded;    /* an input that is not replicated, 0 = none */
+	uint32_t no_value;   /* an input without a sharding, 0 = none */
+};
+
+static void scan_input(void *ud, uint32_t input)
+{
+	struct inputs *in = ud;
+	const struct dt_module *m = in->l->m;
+	uint32_t s = in->l->shard[input];
+	if (s == DT_NO_SHARDING) {
+		in->no_value = in->no_value ? in->no_value : input;
+		return;
+	}
+	const struct dt_sharding *sh = &m->shardings.data[s];
+	if (in->mesh < 0) {
+		in->mesh = sh->mesh;
+		in->first = input;
+	}
+	else if (sh->mesh != in->mesh && !in->other_mesh)
+		in->other_mesh = input;
+	if (!in->sharded &&
+	    !replicated(&m->meshes.data[sh->mesh], &sh->placements))
+		in->sharded = input;
+}
+
+/* Ops whose values depend on the element's position or on random state:
+ * a shard of them is not the shard of the global value. */
+static bool position_dependent(enum dt_op op)
+{
+	switch (op) {
+	case DT_OP_ARANGE: case DT_OP_ARANGE_START:
+	case DT_OP_ARANGE_START_STEP: case DT_OP_RAND_LIKE:
+	case DT_OP_RANDN_LIKE: case DT_OP_BERNOULLI: case DT_OP_BERNOULLI_P:
+	case DT_OP_NATIVE_DROPOUT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The placements of node `id` (old id, args not yet remapped): its pin,
+ * a getitem's source's, or replicated when all inputs are. */
+static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
+			   struct dt_placements *pl)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	const struct dt_sharding *pin = dt_node_sharding(m, n);
+	struct inputs in = {.l = l, .mesh = -1};
+	dt_node_for_each_input(m, n, scan_input, &in);
+	const char *name = name_of(m, id);
+	if (in.no_value) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower '%s': its input '%s' has no "
+			      "tensor value", name, name_of(m, in.no_value));
+		return DT_EINPUT;
+	}
+	if (in.other_mesh) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower '%s': it reads '%s' on mesh '%s' "
+			      "and '%s' on mesh '%s'; lowering does not move "
+			      "values between meshes",
+			      name, name_of(m, in.first),
+			      dt_str_get(m, m->meshes.data[in.mesh].name),
+			      name_of(m, in.other_mesh),
+			      dt_str_get(m, m->meshes.data[m->shardings.data[
+				      l->shard[in.other_mesh]].mesh].name));
+		return DT_EINPUT;
+	}
+	if (n->op == DT_OP_GETITEM) {
+		const struct dt_sharding *src = &m->shardings.data[
+			l->shard[dt_node_arg(m, n, 0)->v.node]];
+		if (pin && (pin->mesh != src->mesh ||
+			    !dt_placements_equal(&pin->placements,
+						 &src->placements))) {
+			dt_node_error(l->ctx->diag, m, n,
+				      "cannot lower '%s': a getitem has the "
+				      "placements of the node it selects from, "
+				      "but its <sharding> pins others", name);
+			return DT_EINPUT;
+		}
+		*mesh = src->mesh;
+		*pl = src->placements;
+		return DT_OK;
+	}
+	if (pin) {
+		if (in.mesh >= 0 && in.mesh != pin->mesh) {
+			dt_node_error(l->ctx->diag, m, n,
+				      "cannot lower '%s': its inputs are on "
+				      "mesh '%s' but its <sharding> pins it to "
+				      "mesh '%s'; lowering does not move values "
+				      "between meshes",
+				      name,
+				      dt_str_get(m, m->meshes.data[in.mesh].name),
+				      dt_str_get(m, m->meshes.data[pin->mesh].name));
+			return DT_EINPUT;
+		}
+		*mesh = pin->mesh;
+		*pl = pin->placements;
+		return DT_OK;
+	}
+	if (!in.sharded && (in.mesh >= 0 || m->meshes.len == 1)) {
+		*mesh = in.mesh >= 0 ? in.mesh : 0;
+		memset(pl, 0, sizeof *pl);
+		pl->ndim = m->meshes.data[*mesh].ndim;
+		dt_placements_default_order(pl);
+		return DT_OK;
+	}
+	char why[300] = "it has no tensor input and the graph has several meshes";
+	if (in.sharded) {
+		const struct dt_sharding *s =
+			&m->shardings.data[l->shard[in.sharded]];
+		char p[160];
+		dt_placements_print(&s->placements, p, sizeof p);
+		snprintf(why, sizeof why, "its input '%.100s' is %s",
+			 name_of(m, in.sharded), p);
+	}
+	dt_node_error(l->ctx->diag, m, n,
+		      "placements of node %s are unknown: pin them with "
+		      "<sharding> (shard-prop is a later pass); %s",
+		      name, why);
+	return DT_EINPUT;
+}
+
+/* Set size-list parameter p of node `n` (bound args b) to v[0..k). */
+static void set_ints(struct dt_lower *l, const struct dt_bound_args *b, int p,
+		     const int64_t *v, int k)
+{
+	if (!b->arg[p])
+		return;
+	struct dt_arg *a = &l->m->args.data[b->arg[p] - l->m->args.data];
+	a->kind = DT_ARG_INTS;
+	a->len = (uint32_t)k;
+	a->v.ints = dt_ints_intern(l->m, v, (size_t)k);
+}
+
+/* Args that state sizes become the local output shape `out` (of rank k;
+ * `g` is the global one). */
+static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
+			 const int64_t *out, int k)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	struct dt_bound_args b;
+	if (dt_op_bind(m, n, &b, l->ctx->diag) != DT_OK)
+		return DT_EINPUT;
+	switch ((enum dt_op)n->op) {
+	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
+	case DT_OP_EXPAND: case DT_OP_NEW_EMPTY: case DT_OP_NEW_ZEROS:
+	case DT_OP_NEW_ONES: case DT_OP_NEW_FULL: case DT_OP_SLICE_BACKWARD:
+	case DT_OP_SELECT_BACKWARD:
+		set_ints(l, &b, 1, out, k);
+		break;
+	case DT_OP_FULL: case DT_OP_ZEROS: case DT_OP_ONES: case DT_OP_EMPTY:
+		set_ints(l, &b, 0, out, k);
+		break;
+	case DT_OP_EMPTY_STRIDED: {
+		int64_t want[DT_MAX_RANK], local[DT_MAX_RANK];
+		int ns = 0;
+		const int64_t *st = b.arg[1] && b.arg[1]->kind == DT_ARG_INTS
+					    ? dt_ints_get(m, b.arg[1]->v.ints, &ns)
+					    : NULL;
+		dt_contiguous_strides(g, k, want);
+		if (!st || ns != k ||
+		    memcmp(st, want, (size_t)k * sizeof *st) != 0) {
+			dt_node_error(l->ctx->diag, m, n,
+				      "cannot lower %s locally: empty_strided "
+				      "with non-contiguous strides states a "
+				      "storage layout of the global tensor",
+				      name_of(m, id));
+			return DT_EINPUT;
+		}
+		dt_contiguous_strides(out, k, local);
+		set_ints(l, &b, 0, out, k);
+		set_ints(l, &b, 1, local, k);
+		break;
+	}
+	case DT_OP_EMBEDDING_DENSE_BACKWARD:
+		if (b.arg[2])
+			m->args.data[b.arg[2] - m->args.data].v.i = out[0];
+		break;
+	case DT_OP_AS_STRIDED: case DT_OP_RESHAPE_ALIAS:
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s locally: %s states storage "
+			      "strides and offsets of the global tensor",
+			      name_of(m, id), dt_op_get((enum dt_op)n->op)->name);
+		return DT_EINPUT;
+	default:
+		break;
+	}
+	return DT_OK;
+}
+
+/* Keeps the first error message of a shape function. */
+struct capture {
+	char text[600];
+};
+
+static void capture_emit(void *ud, const struct dt_diag_entry *e)
+{
+	struct capture *c = ud;
+	if (e->severity == DT_ERROR && !c->text[0])
+		snprintf(c->text, sizeof c->text, "%s", e->message);
+}
+
+static int lower_call(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	if (dt_node_get(m, id)->op == DT_OP_REDISTRIBUTE)
+		return dt_lower_redistribute(l, id);
+	int mesh;
+	struct dt_placements pl;
+	if (node_placements(l, id, &mesh, &pl) != DT_OK)
+		return DT_EINPUT;
+	remap_args(l, id);
+	const struct dt_node *n = dt_node_get(m, id);
+	char name[256]; /* a copy: interning may move the module's strings */
+	dt_lower_copy_name(m, id, name, sizeof name);
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	uint32_t nres = n->ntensors;
+	if (nres == 0) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s: it has no tensor metadata", name);
+		return DT_EINPUT;
+	}
+	bool repl = replicated(me, &pl);
+	if (!repl && position_dependent((enum dt_op)n->op)) {
+		char p[160];
+		dt_placements_print(&pl, p, sizeof p);
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s locally: %s makes values that "
+			      "depend on the element's position or on random "
+			      "state, so a rank cannot make its %s shard alone; "
+			      "pin it replicated and redistribute the result",
+			      name, dt_op_get((enum dt_op)n->op)->name, p);
+		return DT_EINPUT;
+	}
+	int64_t coord[DT_MAX_MESH_DIMS];
+	if (!dt_lower_coords(l, n, mesh, coord))
+		return DT_EINPUT;
+	/* The global results and this rank's shards of them. */
+	int64_t g[DT_MAX_RESULTS][DT_MAX_RANK], want[DT_MAX_RESULTS][DT_MAX_RANK];
+	int rank[DT_MAX_RESULTS];
+	uint8_t dtype[DT_MAX_RESULTS];
+	for (uint32_t k = 0; k < nres; k++) {
+		const struct dt_tensor *t = dt_node_tensor(m, n, (int)k);
+		const int64_t *s = dt_ints_get(m, t->shape, &rank[k]);
+		memcpy(g[k], s, (size_t)rank[k] * sizeof *s);
+		dtype[k] = t->dtype;
+		char err[256];
+		/* verify checked a pin against result 0 */
+		if ((k > 0 || n->op == DT_OP_GETITEM) &&
+		    !dt_placements_validate(&pl, rank[k], err, sizeof err)) {
+			dt_node_error(l->ctx->diag, m, n,
+				      "cannot lower %s: its placements do not "
+				      "fit result %u: %s", name, k, err);
+			return DT_EINPUT;
+		}
+		local_shape(me, &pl, coord, g[k], rank[k], want[k]);
+		if (dt_lower_spmd_check(l, n, name, 0, NULL, mesh, &pl, g[k],
+					rank[k]))
+			return DT_EINPUT;
+	}
+	if (!repl && localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
+		return DT_EINPUT;
+	struct capture cap = {{0}};
+	struct dt_diag quiet;
+	dt_diag_init(&quiet);
+	quiet.emit = capture_emit;
+	quiet.ud = &cap;
+	struct dt_shape_ctx c;
+	int rank_shown = l->rank >= 0 ? l->rank : dt_mesh_device(me, 0);
+	if (dt_infer_node(m, id, &quiet, &c) != DT_OK) {
+		char prefix[300];
+		snprintf(prefix, sizeof prefix, "node '%s': ", name);
+		const char *msg = cap.text;
+		if (strncmp(msg, prefix, strlen(prefix)) == 0)
+			msg += strlen(prefix);
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s locally on rank %d: %s", name,
+			      rank_shown, msg);
+		return DT_EINPUT;
+	}
+	for (uint32_t k = 0; k < nres && k < c.nout; k++) {
+		int r;
+		const int64_t *got = dt_ints_get(m, c.out[k].shape, &r);
+		if (c.out[k].dtype == dtype[k] && r == rank[k] &&
+		    memcmp(got, want[k], (size_t)r * sizeof *got) == 0)
+			continue;
+		char have[160], gl[160], w[160], p[160], which[32] = "";
+		dims_text(got, r, have, sizeof have);
+		dims_text(g[k], rank[k], gl, sizeof gl);
+		dims_text(want[k], rank[k], w, sizeof w);
+		dt_placements_print(&pl, p, sizeof p);
+		if (nres > 1)
+			snprintf(which, sizeof which, " %u", k);
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s locally: on rank %d its local "
+			      "result%s would be %s %s, but that rank's shard "
+			      "of the global %s %s under %s is %s %s (is its "
+			      "<sharding> pin right?)",
+			      name, rank_shown, which,
+			      dt_dtype_name((enum dt_dtype)c.out[k].dtype), have,
+			      dt_dtype_name((enum dt_dtype)dtype[k]), gl, p,
+			      dt_dtype_name((enum dt_dtype)dtype[k]), w);
+		return DT_EINPUT;
+	}
+	if (c.nout != nres) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower %s locally: it has %u results "
+			      "locally but %u globally", name, c.nout, nres);
+		return DT_EINPUT;
+	}
+	dt_node_set_tensors(m, id, c.out, c.nout);
+	uint32_t s = dt_lower_add_sharding(l, mesh, &pl, g[0], rank[0]);
+	dt_node_get(m, id)->sharding = s;
+	l->shard[id] = s;
+	return DT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int run_lower(struct dt_pass_ctx *ctx)
+{
+	struct dt_module *m = ctx->m;
+	if (m->view != DT_VIEW_GLOBAL) {
+		dt_diag_report(ctx->diag, DT_ERROR, m->file, 1, NULL,
+			       "lower-redistribute takes a global-view graph "
+			       "(view=\"global\"); this one is already local");
+		return DT_EINPUT;
+	}
+	int rank = ctx->options->rank;
+	if (rank < -1) {
+		dt_diag_report(ctx->diag, DT_ERROR, m->file, 0, NULL,
+			       "lower-redistribute: rank %d is not a rank (-1 "
+			       "lowers one graph for every rank)", rank);
+		return DT_EINPUT;
+	}
+	struct dt_lower l = {
+		.ctx = ctx,
+		.m = m,
+		.rank = rank,
+		.topo = ctx->options->topology ? ctx->options->topology
+					       : &m->topology,
+		.nold = m->nodes.len,
+	};
+	l.local = dt_arena_alloc(ctx->scratch, l.nold * sizeof *l.local);
+	l.shard = dt_arena_alloc(ctx->scratch, l.nold * sizeof *l.shard);
+	l.dim_group = dt_arena_alloc(ctx->scratch,
+				     (m->meshes.len + 1) * sizeof *l.dim_group);
+	memset(l.shard, 0xff, l.nold * sizeof *l.shard);
+	memset(l.dim_group, 0xff, (m->meshes.len + 1) * sizeof *l.dim_group);
+	for (uint32_t id = 0; id < l.nold; id++)
+		l.local[id] = id;
+	int rc = DT_OK;
+	uint32_t next;
+	for (uint32_t id = m->first; id && rc == DT_OK; id = next) {
+		next = dt_node_get(m, id)->next;
+		switch ((enum dt_node_kind)dt_node_get(m, id)->kind) {
+		case DT_NODE_PLACEHOLDER: rc = lower_placeholder(&l, id); break;
+		case DT_NODE_CALL: rc = lower_call(&l, id); break;
+		case DT_NODE_OUTPUT: remap_args(&l, id); break;
+		}
+	}
+	dt_redist_warned_fini(&l.warned);
+	if (rc != DT_OK)
+		return rc;
+	m->view = DT_VIEW_LOCAL;
+	m->rank = rank;
+	return DT_OK;
+}
+
+const struct dt_pass dt_pass_lower_redistribute = {
+	.name = "lower-redistribute",
+	.help = "turn a global-view graph into the local view of one rank "
+		"(--rank R) or of every rank: redistributions become "
+		"collectives and local ops",
+	.requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.run = run_lower,
+};

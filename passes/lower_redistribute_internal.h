@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+/* lower_redistribute_internal.h: what the two files of the
+ * `lower-redistribute` pass share (lower_redistribute.c walks the graph,
+ * lowers placeholders and compute nodes; lower_redistribute_steps.c turns
+ * one dtensor.redistribute into collectives and local ops). Nothing else
+ * uses it. */
+#ifndef DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
+#define DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
+
+#include "passes.h"
+#include "redistribute.h"
+
+/* The state of one run of the pass. Old ids are the nodes that existed
+ * before the pass; the arrays are indexed by them. */
+struct dt_lower {
+	struct dt_pass_ctx *ctx;
+	struct dt_module *m;
+	int rank;                    /* the rank lowered for; -1: SPMD */
+	const struct dt_topology *topo;
+	uint32_t nold;               /* nodes.len when the pass started */
+	uint32_t *local;             /* old id -> node holding its local value */
+	uint32_t *shard;             /* old id -> its sharding (index in
+					m->shardings: mesh, placements and
+					global shape) */
+	int16_t (*dim_group)[DT_MAX_MESH_DIMS]; /* per mesh and dim: its
+						   group, -1 = not looked up */
+	struct dt_redist_warned warned; /* merge warnings, once per module */
+	/* Where emitted nodes go: before node `before`, named after `base`,
+	 * with the source line `line`. */
+	uint32_t before;
+	const char *base;
+	uint32_t line;
+	dt_str target[DT_NOPS];      /* interned targets of emitted ops */
+};
+
+/* Mesh coordinates of the rank lowered for (mesh position 0 in SPMD
+ * mode); reports at node `at` and returns false when the rank is not in
+ * mesh `mesh`. */
+bool dt_lower_coords(struct dt_lower *l, const struct dt_node *at, int mesh,
+		     int64_t *coord);
+/* In SPMD mode, check that every rank of `mesh` holds the same local
+ * shape of a value of global shape g[0..rank) under `pl`; otherwise report
+ * at `at` naming the value (node `name`, or its step `step` of kind `kind`
+ * when step > 0) and return DT_EINPUT. DT_OK when lowering for one rank. */
+int dt_lower_spmd_check(struct dt_lower *l, const struct dt_node *at,
+			const char *name, unsigned step, const char *kind,
+			int mesh, const struct dt_placements *pl,
+			const int64_t *g, int rank);
+/* Append a sharding (mesh, placements, global shape) to the module;
+ * returns its index. */
+uint32_t dt_lower_add_sharding(struct dt_lower *l, int mesh,
+			       const struct dt_placements *pl,
+			       const int64_t *g, int rank);
+/* The group of the single mesh dim `dim` (found by layout, declared with
+ * the dim's name when missing); returns its index. */
+int dt_lower_dim_group(struct dt_lower *l, int mesh, int dim);
+
+/* Copy the name of node `id` into buf (truncated to size - 1 bytes): a
+ * pointer into the module's strings moves when a string is interned. */
+void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
+			size_t size);
+
+/* Lower dtensor.redistribute node `id` (an old id, not yet remapped):
+ * plan, merge, emit the steps before it, record its local value and
+ * sharding, and unlink it. DT_OK or DT_EINPUT after a report. */
+int dt_lower_redistribute(struct dt_lower *l, uint32_t id);
+
+#endif

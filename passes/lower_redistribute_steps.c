@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: MIT
+/* lower_redistribute_steps.c: one dtensor.redistribute of the
+ * `lower-redistribute` pass, as DTensor runs it: the planner's steps
+ * (redistribute.h; greedy or min-cost, merged onto declared groups), each
+ * step with group_size > 1 emitted as a functional collective and its wait
+ * plus the local ops DTensor wraps around it. Per step, for this rank's
+ * local tensor x (n = group_size, L = the step's logical length of the
+ * dim, c = ceil(L / n)):
+ *
+ *   all_gather S(d)->R     pad d to c; all_gather; wait; d != 0: chunk(n,
+ *                          dim 0) + cat(dim d); narrow(d, 0, L) if n·c != L
+ *   all_reduce P->R        all_reduce; wait; div by `divisor` (merged
+ *                          sum with avg)
+ *   reduce_scatter P->S(d) pad d to n·c; d != 0: chunk(n, dim d) + cat(dim
+ *                          0); reduce_scatter; wait; div; narrow d to this
+ *                          rank's length if short
+ *   all_to_all S(a)->S(b)  pad a to c_a and b to n·c_b; b != 0: chunk(n, b)
+ *                          + cat(0); all_to_all_single with equal splits;
+ *                          wait; a != 0: chunk(n, 0) + cat(a); narrow a
+ *                          to L_a and b to this rank's length
+ *   chunk R->S(d)          narrow(d, this rank's chunk) (no communication)
+ *   partition R->P(op)     div by `divisor` (sum), else nothing
+ *
+ * Emitted nodes are named after the redistribute node ("r.all_gather",
+ * "r.wait", "r.chunk_0", …), carry its source line, and each step's
+ * result carries <sharding> with the step's placements (the last one the
+ * redistribute's target) and the global shape. */
+#include "lower_redistribute_internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Emitting nodes. */
+
+static struct dt_arg arg_node(uint32_t id)
+{
+	return (struct dt_arg){.kind = DT_ARG_NODE, .v.node = id};
+}
+
+static struct dt_arg arg_int(int64_t v)
+{
+	return (struct dt_arg){.kind = DT_ARG_INT, .v.i = v};
+}
+
+static struct dt_arg arg_str(struct dt_module *m, const char *s)
+{
+	return (struct dt_arg){.kind = DT_ARG_STR, .v.s = dt_str_intern(m, s)};
+}
+
+static struct dt_arg arg_ints(struct dt_module *m, const int64_t *v, int n)
+{
+	return (struct dt_arg){.kind = DT_ARG_INTS, .len = (uint32_t)n,
+			       .v.ints = dt_ints_intern(m, v, (size_t)n)};
+}
+
+/* "BASE.SUFFIX", or with ".2", ".3", … when taken. */
+static dt_str new_name(struct dt_lower *l, const char *suffix)
+{
+	char name[320];
+	size_t nb = strlen(l->base), ns = strlen(suffix);
+	nb = nb > 200 ? 200 : nb;
+	ns = ns > 100 ? 100 : ns;
+	memcpy(name, l->base, nb);
+	name[nb] = '.';
+	memcpy(name + nb + 1, suffix, ns);
+	int len = (int)(nb + 1 + ns);
+	name[len] = 0;
+	dt_str s = dt_str_intern_n(l->m, name, (size_t)len);
+	for (int k = 2; dt_module_find_node(l->m, s); k++) {
+		snprintf(name + len, sizeof name - (size_t)len, ".%d", k);
+		s = dt_str_intern(l->m, name);
+	}
+	return s;
+}
+
+/* A call of `op` before l->before with its metadata inferred; 0 after a
+ * report (an internal inconsistency: the steps are planned to fit). */
+static uint32_t emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		     const struct dt_arg *args, uint32_t nargs)
+{
+	struct dt_module *m = l->m;
+	if (!l->target[op].id)
+		l->target[op] = dt_str_intern(m, dt_op_get(op)->target);
+	uint32_t id = dt_module_add_node(m, &(struct dt_node_init){
+		.kind = DT_NODE_CALL,
+		.name = new_name(l, suffix),
+		.target = l->target[op],
+		.line = l->line,
+		.args = args,
+		.nargs = nargs,
+	});
+	dt_graph_insert_before(m, id, l->before);
+	struct dt_shape_ctx c;
+	if (dt_infer_node(m, id, l->ctx->diag, &c) != DT_OK)
+		return 0;
+	dt_node_set_tensors(m, id, c.out, c.nout);
+	return id;
+}
+
+/* Shape of result 0 of `id`; returns its rank. */
+static int shape_of(const struct dt_module *m, uint32_t id, int64_t *shape)
+{
+	int rank;
+	const int64_t *s =
+		dt_ints_get(m, dt_node_tensor(m, dt_node_get(m, id), 0)->shape,
+			    &rank);
+	memcpy(shape, s, (size_t)rank * sizeof *shape);
+	return rank;
+}
+
+/* constant_pad_nd(x, [0, 0, …, 0, amount]): `amount` zeros at the end of
+ * dim `dim` (DTensor's pad_tensor). */
+static uint32_t emit_pad(struct dt_lower *l, uint32_t x, int dim,
+			 int64_t amount)
+{
+	int64_t shape[DT_MAX_RANK], pad[2 * DT_MAX_RANK] = {0};
+	int rank = shape_of(l->m, x, shape);
+	int npad = 2 * (rank - dim);
+	pad[npad - 1] = amount;
+	struct dt_arg a[2] = {arg_node(x), arg_ints(l->m, pad, npad)};
+	return emit(l, DT_OP_CONSTANT_PAD_ND, "pad", a, 2);
+}
+
+static uint32_t emit_narrow(struct dt_lower *l, uint32_t x, int dim,
+			    int64_t start, int64_t length)
+{
+	struct dt_arg a[4] = {arg_node(x), arg_int(dim), arg_int(start),
+			      arg_int(length)};
+	return emit(l, DT_OP_NARROW, "narrow", a, 4);
+}
+
+/* chunk(x, n, from) then cat(chunks, to): functional collectives' way of
+ * moving the n pieces of one dim onto another. */
+static uint32_t emit_move(struct dt_lower *l, uint32_t x, int64_t n,
+			  int from, int to)
+{
+	struct dt_module *m = l->m;
+	if (n > DT_MAX_RESULTS) {
+		dt_diag_report(l->ctx->diag, DT_ERROR, m->file, l->line, NULL,
+			       "cannot lower redistribute '%s': moving %lld "
+			       "chunks between tensor dims needs one chunk "
+			       "result each, and a node has at most %d",
+			       l->base, (long long)n, DT_MAX_RESULTS);
+		return 0;
+	}
+	struct dt_arg a[3] = {arg_node(x), arg_int(n), arg_int(from)};
+	uint32_t chunk = emit(l, DT_OP_CHUNK, "chunk", a, 3);
+	if (!chunk)
+		return 0;
+	uint32_t pieces[DT_MAX_RESULTS];
+	/* getitem names follow the chunk's: "r.chunk_0", … (copied: new
+	 * names may move the module's string bytes) */
+	char chunk_name[280], suffix[300];
+	snprintf(chunk_name, sizeof chunk_name, "%s",
+		 dt_str_get(m, dt_node_get(m, chunk)->name) + strlen(l->base) + 1);
+	for (int64_t k = 0; k < n; k++) {
+		snprintf(suffix, sizeof suffix, "%s_%lld", chunk_name,
+			 (long long)k);
+		struct dt_arg g[2] = {arg_node(chunk), arg_int(k)};
+		if (!(pieces[k] = emit(l, DT_OP_GETITEM, suffix, g, 2)))
+			return 0;
+	}
+	struct dt_arg c[2] = {
+		{.kind = DT_ARG_NODES, .len = (uint32_t)n,
+		 .v.first = dt_module_add_refs(m, pieces, (uint32_t)n)},
+		arg_int(to)};
+	return emit(l, DT_OP_CAT, "cat", c, 2);
+}
+
+static uint32_t emit_wait(struct dt_lower *l, uint32_t coll)
+{
+	if (!coll)
+		return 0;
+	struct dt_arg a = arg_node(coll);
+	return emit(l, DT_OP_WAIT, "wait", &a, 1);
+}
+
+static uint32_t emit_div(struct dt_lower *l, uint32_t x, int64_t divisor)
+{
+	struct dt_arg a[2] = {arg_node(x), arg_int(divisor)};
+	return emit(l, DT_OP_DIV_SCALAR, "div", a, 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* Steps. */
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* What one step works with on this rank. */
+struct step_ctx {
+	const struct dt_redist_plan *plan;
+	const struct dt_redist_step *s;
+	int mesh;                       /* index of the plan's mesh */
+	dt_str group;                   /* the collective's group name */
+	int64_t n;                      /* group size */
+	int64_t in[DT_MAX_RANK];        /* local shape before */
+	int64_t out[DT_MAX_RANK];       /* local shape after */
+	int64_t logical[DT_MAX_RANK];   /* DTensor's logical shape */
+};
+
+static struct dt_arg arg_group(const struct step_ctx *k)
+{
+	return (struct dt_arg){.kind = DT_ARG_STR, .v.s = k->group};
+}
+
+static uint32_t step_all_gather(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int d = k->s->src_dim;
+	int64_t len = k->logical[d], c = ceil_div(len, k->n);
+	uint32_t v = x;
+	if (k->in[d] < c && !(v = emit_pad(l, v, d, c - k->in[d])))
+		return 0;
+	struct dt_arg a[3] = {arg_node(v), arg_int(k->n),
+			      arg_group(k)};
+	if (!(v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
+		return 0;
+	if (d != 0 && !(v = emit_move(l, v, k->n, 0, d)))
+		return 0;
+	if (k->n * c != len)
+		v = emit_narrow(l, v, d, 0, len);
+	return v;
+}
+
+static uint32_t step_all_reduce(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	struct dt_arg a[3] = {arg_node(x),
+			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
+			      arg_group(k)};
+	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_REDUCE, "all_reduce", a, 3));
+	if (v && k->s->divisor > 1)
+		v = emit_div(l, v, k->s->divisor);
+	return v;
+}
+
+static uint32_t step_reduce_scatter(struct dt_lower *l,
+				    const struct step_ctx *k, uint32_t x)
+{
+	int d = k->s->dst_dim;
+	int64_t len = k->logical[d], c = ceil_div(len, k->n);
+	uint32_t v = x;
+	if (k->n * c != len && !(v = emit_pad(l, v, d, k->n * c - len)))
+		return 0;
+	if (d != 0 && !(v = emit_move(l, v, k->n, d, 0)))
+		return 0;
+	struct dt_arg a[4] = {arg_node(v),
+			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
+			      arg_int(k->n), arg_group(k)};
+	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	if (v && k->s->divisor > 1)
+		v = emit_div(l, v, k->s->divisor);
+	if (v && k->out[d] != c)
+		v = emit_narrow(l, v, d, 0, k->out[d]);
+	return v;
+}
+
+static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int a = k->s->src_dim, b = k->s->dst_dim;
+	int64_t n = k->n, la = k->logical[a], lb = k->logical[b];
+	int64_t ca = ceil_div(la, n), cb = ceil_div(lb, n);
+	uint32_t v = x;
+	if (k->in[a] < ca && !(v = emit_pad(l, v, a, ca - k->in[a])))
+		return 0;
+	if (k->in[b] < n * cb && !(v = emit_pad(l, v, b, n * cb - k->in[b])))
+		return 0;
+	if (b != 0 && !(v = emit_move(l, v, n, b, 0)))
+		return 0;
+	int64_t shape[DT_MAX_RANK], splits[DT_MAX_RESULTS * 16];
+	shape_of(l->m, v, shape);
+	if (n > DT_MAX_RESULTS * 16)
+		return 0;
+	for (int64_t i = 0; i < n; i++)
+		splits[i] = shape[0] / n;
+	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
+				 arg_ints(l->m, splits, (int)n),
+				 arg_group(k)};
+	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	if (v && a != 0)
+		v = emit_move(l, v, n, 0, a);
+	if (v && n * ca != la)
+		v = emit_narrow(l, v, a, 0, la);
+	if (v && k->out[b] != cb)
+		v = emit_narrow(l, v, b, 0, k->out[b]);
+	return v;
+}
+
+/* R -> S(d): this rank's torch.chunk piece; in SPMD mode only when it is
+ * the same piece on every rank (an empty dim). */
+static uint32_t step_chunk(struct dt_lower *l, const struct step_ctx *k,
+			   uint32_t x, const int64_t *coord, uint32_t id)
+{
+	int d = k->s->dst_dim, md = k->s->dims[0];
+	int64_t start, length, len = k->logical[d];
+	dt_chunk(len, k->n, coord[md], &start, &length);
+	if (l->rank < 0 && len > 0) {
+		int64_t s1, n1;
+		dt_chunk(len, k->n, 1, &s1, &n1);
+		struct dt_module *m = l->m;
+		dt_node_error(l->ctx->diag, m, dt_node_get(m, id),
+			      "cannot lower for every rank at once (SPMD): "
+			      "redistribute '%s' keeps rows [%lld, %lld) of "
+			      "tensor dim %d on the rank at coordinate 0 of "
+			      "mesh dim %s but [%lld, %lld) on coordinate 1 "
+			      "(R -> S(%d) takes each rank's own chunk); lower "
+			      "per rank instead (dtopt opt --rank R, or -o "
+			      "'OUT.{rank}.xml')",
+			      l->base, (long long)start,
+			      (long long)(start + length), d,
+			      dt_str_get(m, m->meshes.data[k->mesh].dims[md]),
+			      (long long)s1, (long long)(s1 + n1), d);
+		return 0;
+	}
+	return emit_narrow(l, x, d, start, length);
+}
+
+/* Emit step `s` on value x; returns the node of its result (x itself for
+ * a partition that keeps the value), or 0 after a report. */
+static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
+			  const struct dt_redist_step *s, int mesh,
+			  const int64_t *coord, uint32_t x, uint32_t id)
+{
+	struct step_ctx k = {.plan = plan, .s = s, .mesh = mesh,
+			     .n = s->group_size};
+	int g = s->group >= 0 ? s->group : dt_lower_dim_group(l, mesh, s->dims[0]);
+	k.group = l->m->groups.data[g].name;
+	dt_redist_local_shape(plan, &s->before, coord, k.in);
+	dt_redist_local_shape(plan, &s->after, coord, k.out);
+	dt_redist_step_logical_shape(plan, s, coord, k.logical);
+	switch (s->kind) {
+	case DT_REDIST_ALL_GATHER: return step_all_gather(l, &k, x);
+	case DT_REDIST_ALL_REDUCE: return step_all_reduce(l, &k, x);
+	case DT_REDIST_REDUCE_SCATTER: return step_reduce_scatter(l, &k, x);
+	case DT_REDIST_ALL_TO_ALL: return step_all_to_all(l, &k, x);
+	case DT_REDIST_CHUNK: return step_chunk(l, &k, x, coord, id);
+	case DT_REDIST_PARTITION:
+		return s->divisor > 1 ? emit_div(l, x, s->divisor) : x;
+	case DT_REDIST_NKINDS: break;
+	}
+	DT_REQUIRE(!"unknown step kind");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void dims_text(const int64_t *v, int n, char *buf, size_t size)
+{
+	size_t at = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%lld",
+				       i ? ", " : "", (long long)v[i]);
+	if (at < size)
+		snprintf(buf + at, size - at, "]");
+}
+
+/* "S(0) R -> R R", for messages. */
+static void change_text(const struct dt_placements *src,
+			const struct dt_placements *dst, char *buf, size_t n)
+{
+	char a[160], b[160];
+	dt_placements_print(src, a, sizeof a);
+	dt_placements_print(dst, b, sizeof b);
+	snprintf(buf, n, "%s -> %s", a, b);
+}
+
+static bool has_strided(const struct dt_placements *pl)
+{
+	for (int k = 0; k < pl->ndim; k++)
+		if (pl->p[k].kind == DT_PL_STRIDED_SHARD)
+			return true;
+	return false;
+}
+
+/* Whether placements a and b give every rank the same elements of a
+ * tensor of the plan's shape; else the first differing tensor dim in *dim. */
+static bool same_shards(const struct dt_redist_plan *plan,
+			const struct dt_placements *a,
+			const struct dt_placements *b, int *dim)
+{
+	const struct dt_mesh *me = &plan->mesh;
+	int64_t coord[DT_MAX_MESH_DIMS];
+	bool same = true;
+	for (int d = 0; d < plan->rank && same; d++) {
+		int64_t len = plan->shape[d], na, nb;
+		int64_t *ia = dt_malloc((size_t)(len + 1) * sizeof *ia);
+		int64_t *ib = dt_malloc((size_t)(len + 1) * sizeof *ib);
+		for (int64_t pos = 0; pos < me->size && same; pos++) {
+			dt_mesh_coords(me, pos, coord);
+			dt_shard_indices(a, me->shape, coord, d, len, ia, &na);
+			dt_shard_indices(b, me->shape, coord, d, len, ib, &nb);
+			same = na == nb &&
+			       memcmp(ia, ib, (size_t)na * sizeof *ia) == 0;
+		}
+		dt_free(ia);
+		dt_free(ib);
+		*dim = d;
+	}
+	return same;
+}
+
+/* The planner plans a _S as the shard order it stands for (DTensor's
+ * conversion); for uneven lengths the two hold different elements, and a
+ * lowering of the plan would move the wrong rows. */
+static int check_strided(struct dt_lower *l, const struct dt_node *n,
+			 const char *name, const struct dt_redist_plan *plan)
+{
+	if (!plan->steps.len)
+		return DT_OK;
+	const struct dt_placements *given[2] = {&plan->src, &plan->dst};
+	const struct dt_placements *planned[2] = {
+		&plan->steps.data[0].before,
+		&plan->steps.data[plan->steps.len - 1].after};
+	for (int i = 0; i < 2; i++) {
+		int d = 0;
+		if (!has_strided(given[i]) ||
+		    same_shards(plan, given[i], planned[i], &d))
+			continue;
+		char order[160], change[340];
+		dt_placements_print_order(planned[i], &plan->mesh,
+					  &l->m->strings, order, sizeof order);
+		change_text(&plan->src, &plan->dst, change, sizeof change);
+		dt_node_error(l->ctx->diag, l->m, n,
+			      "cannot lower redistribute '%s' (%s): the "
+			      "_S placements of its %s split the %lld elements "
+			      "of tensor dim %d unevenly, so ranks hold other "
+			      "elements than under the shard order the plan "
+			      "uses (order=\"%s\"); only even _S shards lower",
+			      name, change, i ? "target" : "source",
+			      (long long)plan->shape[d], d, order);
+		return DT_EINPUT;
+	}
+	return DT_OK;
+}
+
+/* Whether a step divides an integer tensor (DTensor would turn it into a
+ * float tensor; the global graph keeps its dtype). */
+static bool divides(const struct dt_redist_step *s)
+{
+	return s->group_size > 1 && s->divisor > 1;
+}
+
+/* Name node `id` `name` (the name index follows, when built). */
+static void rename_node(struct dt_module *m, uint32_t id, dt_str name)
+{
+	dt_node_get(m, id)->name = name;
+	if (name.id < m->node_by_name.len)
+		m->node_by_name.data[name.id] = id;
+}
+
+/* The planner's merge warnings carry no place: give them the
+ * redistribute's. */
+struct placed {
+	struct dt_diag *to;
+	const char *file;
+	uint32_t line;
+};
+
+static void place_emit(void *ud, const struct dt_diag_entry *e)
+{
+	struct placed *p = ud;
+	dt_diag_report(p->to, e->severity, p->file, p->line, e->tag, "%s",
+		       e->message);
+}
+
+int dt_lower_redistribute(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	/* Copies: emitting moves the module's nodes, shardings and strings. */
+	char name[256];
+	dt_lower_copy_name(m, id, name, sizeof name);
+	const struct dt_arg *in = dt_node_arg(m, n, 0);
+	DT_REQUIRE(in->kind == DT_ARG_NODE && in->v.node < l->nold);
+	uint32_t x = in->v.node;
+	if (l->shard[x] == DT_NO_SHARDING) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower redistribute '%s': its input '%s' "
+			      "has no tensor value", name,
+			      dt_str_get(m, dt_node_get(m, x)->name));
+		return DT_EINPUT;
+	}
+	const struct dt_sharding src = m->shardings.data[l->shard[x]];
+	if (!dt_node_sharding(m, n)) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "redistribute '%s' has no <sharding> child "
+			      "naming its target placements", name);
+		return DT_EINPUT;
+	}
+	const struct dt_sharding dst_copy = *dt_node_sharding(m, n);
+	const struct dt_sharding *dst = &dst_copy;
+	if (dst->mesh != src.mesh) {
+		dt_node_error(l->ctx->diag, m, n,
+			      "redistribute '%s' moves '%s' from mesh '%s' to "
+			      "mesh '%s'; lowering redistributes within one "
+			      "mesh only",
+			      name, dt_str_get(m, dt_node_get(m, x)->name),
+			      dt_str_get(m, m->meshes.data[src.mesh].name),
+			      dt_str_get(m, m->meshes.data[dst->mesh].name));
+		return DT_EINPUT;
+	}
+	const struct dt_tensor *t = dt_node_tensor(m, n, 0);
+	struct dt_redist_request req = {
+		.mesh = &m->meshes.data[src.mesh],
+		.topology = l->topo,
+		.dtype = (enum dt_dtype)t->dtype,
+		.src = src.placements,
+		.dst = dst->placements,
+	};
+	const int64_t *g = dt_ints_get(m, src.global_shape, &req.rank);
+	memcpy(req.shape, g, (size_t)req.rank * sizeof *g);
+	char err[400], change[340];
+	struct dt_redist_plan plan;
+	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK) {
+		change_text(&src.placements, &dst->placements, change,
+			    sizeof change);
+		dt_node_error(l->ctx->diag, m, n,
+			      "cannot lower redistribute '%s' of '%s' (%s): %s",
+			      name, dt_str_get(m, dt_node_get(m, x)->name),
+			      change, err);
+		return DT_EINPUT;
+	}
+	if (check_strided(l, n, name, &plan) != DT_OK) {
+		dt_redist_plan_fini(&plan);
+		return DT_EINPUT;
+	}
+	struct placed placed = {l->ctx->diag, m->file, n->line};
+	struct dt_diag here;
+	dt_diag_init(&here);
+	here.emit = place_emit;
+	here.ud = &placed;
+	here.remarks = l->ctx->diag->remarks;
+	dt_redist_plan_merge(&plan, &(struct dt_redist_merge_options){
+		.module = m,
+		.mesh = src.mesh,
+		.create_groups = l->ctx->options->create_groups,
+		.diag = &here,
+		.warned = &l->warned,
+	});
+	int64_t coord[DT_MAX_MESH_DIMS];
+	int status = dt_lower_coords(l, n, src.mesh, coord) ? DT_OK : DT_EINPUT;
+	l->before = id;
+	l->base = name;
+	l->line = n->line;
+	uint32_t v = l->local[x];
+	bool emitted = false;
+	for (uint32_t i = 0; status == DT_OK && i < plan.steps.len; i++) {
+		const struct dt_redist_step *s = &plan.steps.data[i];
+		if (s->group_size == 1)
+			continue;
+		if (divides(s) && !dt_dtype_is_float(plan.dtype)) {
+			change_text(&src.placements, &dst->placements, change,
+				    sizeof change);
+			dt_node_error(l->ctx->diag, m, dt_node_get(m, id),
+				      "cannot lower redistribute '%s' (%s): "
+				      "step %u divides by %lld, which %s "
+				      "values cannot hold",
+				      name, change, i + 1, (long long)s->divisor,
+				      dt_dtype_name(plan.dtype));
+			status = DT_EINPUT;
+			break;
+		}
+		uint32_t next = emit_step(l, &plan, s, src.mesh, coord, v, id);
+		if (!next) {
+			status = DT_EINPUT;
+			break;
+		}
+		status = dt_lower_spmd_check(l, dt_node_get(m, id), name, i + 1,
+					     dt_redist_kind_name(s->kind),
+					     src.mesh, &s->after, plan.shape,
+					     plan.rank);
+		if (next != v) {
+			int64_t want[DT_MAX_RANK], got[DT_MAX_RANK];
+			dt_redist_local_shape(&plan, &s->after, coord, want);
+			shape_of(m, next, got);
+			if (memcmp(want, got, (size_t)plan.rank * sizeof *want)) {
+				char w[160], h[160], p[160];
+				dims_text(want, plan.rank, w, sizeof w);
+				dims_text(got, plan.rank, h, sizeof h);
+				dt_placements_print(&s->after, p, sizeof p);
+				dt_node_error(l->ctx->diag, m, dt_node_get(m, id),
+					      "internal error: step %u (%s) of "
+					      "redistribute '%s' made %s, but %s "
+					      "holds %s", i + 1,
+					      dt_redist_kind_name(s->kind), name,
+					      h, p, w);
+				status = DT_EINPUT;
+				break;
+			}
+			dt_node_get(m, next)->sharding = dt_lower_add_sharding(
+				l, src.mesh, &s->after, plan.shape, plan.rank);
+			emitted = true;
+		}
+		v = next;
+	}
+	if (status == DT_OK) {
+		uint32_t sh = dt_lower_add_sharding(l, src.mesh,
+						    &dst->placements,
+						    plan.shape, plan.rank);
+		/* The last step's node holds the target (as written, _S
+		 * kept); without one the input's node holds it too. */
+		if (emitted) {
+			/* ... and takes the redistribute's name and metadata,
+			 * so the value keeps what it has in the global graph. */
+			struct dt_node *r = dt_node_get(m, id), *last = dt_node_get(m, v);
+			dt_str mine = last->name;
+			last->metas = r->metas;
+			last->nmetas = r->nmetas;
+			last->sharding = sh;
+			rename_node(m, v, r->name);
+			rename_node(m, id, mine);
+		}
+		l->local[id] = v;
+		l->shard[id] = sh;
+		dt_graph_remove(m, id);
+	}
+	dt_redist_plan_fini(&plan);
+	return status;
+}

@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: MIT
+/* shard_prop.c: the `shard-prop` pass (semantics §6) fixes the output
+ * placements of every value of a global-view graph, in graph order. A
+ * placeholder's are its <sharding>; a call node's come from the strategy
+ * of least redistribution cost among its op's expanded single-dim rules
+ * (sharding.h; --search=pq by default, or exhaustive), weighed from the
+ * placements its inputs already have. The chosen output placements become
+ * the node's <sharding> (result 0; a getitem carries its result's), so
+ * lower-redistribute reads them as pins. Where the strategy needs an input
+ * elsewhere, a `dtensor.redistribute` node with the needed <sharding> is
+ * inserted before the consumer (one per value and placements, shared by
+ * later consumers).
+ *
+ * A node already carrying a <sharding> is pinned: only strategies giving
+ * result 0 those placements qualify, and its inputs move as that strategy
+ * needs. When no strategy gives the pin, the node takes the strategy whose
+ * cost plus that of moving its output to the pin is least, and that
+ * redistribution follows it (remark shard-prop:pin). When
+ * no strategy exists at all, or the op has no rows, the node runs
+ * replicated (remark shard-prop:replicate when an input has to move).
+ * Every inserted redistribution gives a remark shard-prop:redistribute
+ * with its modelled cost (once: later consumers share it).
+ *
+ * Requires: VERIFIED, SHAPES; a global-view graph. Preserves: both.
+ * Time: per node, the search's (sharding_search.c): for the pq a few
+ * states on typical inputs, each costing one plan per moved input.
+ *
+ *   mm = aten.mm.default(x, w)     x_redist = dtensor.redistribute(x) @ [S(0) R]
+ *   x @ [S(1) R], w @ [R R]   →    mm = aten.mm.default(x_redist, w)  @ [S(0) R]
+ */
+#include "passes.h"
+#include "redistribute.h"
+#include "sharding.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+/* The placements of one value. */
+struct value {
+	uint16_t mesh;
+	struct dt_placements pl;
+};
+
+/* An inserted redistribution, found again by (value, placements). */
+struct redist {
+	uint32_t from, node, next; /* next: of the same value, NONE ends */
+	uint16_t mesh;
+	struct dt_placements pl;
+};
+
+struct prop {
+	struct dt_pass_ctx *ctx;
+	struct dt_module *m;
+	enum dt_shard_search mode;
+	const struct dt_topology *topology;
+	DT_VEC(uint32_t) first;        /* node -> its first value, NONE */
+	DT_VEC(struct value) values;   /* results of each node, in order */
+	DT_VEC(uint32_t) redist_head;  /* node -> first redistribution */
+	DT_VEC(struct redist) redists;
+	struct dt_rules rules;
+	struct dt_shard_space space;
+	struct dt_shard_choice choice;
+	DT_VEC(struct dt_placements) current;
+	dt_str redistribute_target;
+	struct dt_shard_watch *watch; /* NULL = none */
+};
+
+static struct dt_node *node(struct prop *p, uint32_t id)
+{
+	return dt_node_get(p->m, id);
+}
+
+static const char *name_of(struct prop *p, uint32_t id)
+{
+	return dt_str_get(p->m, node(p, id)->name);
+}
+
+/* Make the per-node arrays cover every node id. */
+static void cover_nodes(struct prop *p)
+{
+	while (p->first.len < p->m->nodes.len) {
+		dt_vec_push(&p->first, NONE);
+		dt_vec_push(&p->redist_head, NONE);
+	}
+}
+
+/* Record the placements of every result of node `id` (n of them). */
+static void record(struct prop *p, uint32_t id, const struct value *v, uint32_t n)
+{
+	cover_nodes(p);
+	p->first.data[id] = p->values.len;
+	for (uint32_t k = 0; k < n; k++)
+		dt_vec_push(&p->values, v[k]);
+}
+
+static const struct value *value_of(struct prop *p, uint32_t id, uint32_t result)
+{
+	if (id >= p->first.len || p->first.data[id] == NONE)
+		return NULL;
+	return &p->values.data[p->first.data[id] + result];
+}
+
+static void print_pl(const struct dt_placements *pl, char *buf, size_t n)
+{
+	dt_placements_print(pl, buf, n);
+}
+
+/* Give node `id` the <sharding> (mesh, pl), unless it already has it. */
+static void set_sharding(struct prop *p, uint32_t id, uint16_t mesh,
+			 const struct dt_placements *pl)
+{
+	const struct dt_sharding *have = dt_node_sharding(p->m, node(p, id));
+	if (have && have->mesh == mesh && dt_placements_equal(&have->placements, pl))
+		return;
+	struct dt_sharding s = {.mesh = mesh, .placements = *pl};
+	uint32_t index = dt_vec_push(&p->m->shardings, s);
+	node(p, id)->sharding = index;
+}
+
+/* A fresh node name from `base`: base, then base_1, base_2, … */
+static dt_str fresh_name(struct prop *p, const char *base)
+{
+	char buf[280];
+	snprintf(buf, sizeof buf, "%.256s", base);
+	for (unsigned k = 1;; k++) {
+		dt_str s = dt_str_intern(p->m, buf);
+		if (!dt_module_find_node(p->m, s))
+			return s;
+		snprintf(buf, sizeof buf, "%.256s_%u", base, k);
+	}
+}
+
+/* A dtensor.redistribute of value `from` to (mesh, pl), linked before
+ * node `before` (or after `from` when `before` is NONE). */
+static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
+				 const struct dt_placements *pl, uint32_t before,
+				 uint32_t line)
+{
+	char base[256];
+	snprintf(base, sizeof base, "%s_redistribute", name_of(p, from));
+	struct dt_arg arg = {.kind = DT_ARG_NODE, .v.node = from};
+	struct dt_tensor t = *dt_node_tensor(p->m, node(p, from), 0);
+	struct dt_sharding s = {.mesh = mesh, .placements = *pl};
+	struct dt_node_init init = {
+		.kind = DT_NODE_CALL,
+		.name = fresh_name(p, base),
+		.target = p->redistribute_target,
+		.line = line,
+		.args = &arg,
+		.nargs = 1,
+		.tensors = &t,
+		.ntensors = 1,
+		.sharding = &s,
+	};
+	uint32_t id = dt_module_add_node(p->m, &init);
+	if (before != NONE)
+		dt_graph_insert_before(p->m, id, before);
+	else if (node(p, from)->next)
+		dt_graph_insert_before(p->m, id, node(p, from)->next);
+	else
+		dt_graph_append(p->m, id);
+	struct value v = {mesh, *pl};
+	record(p, id, &v, 1);
+	return id;
+}
+
+/* The redistribution of `from` to (mesh, pl) for consumer `user`: an
+ * earlier one, or a new one before `user` (*made set). */
+static uint32_t redistribution(struct prop *p, uint32_t from, uint16_t mesh,
+			       const struct dt_placements *pl, uint32_t user, bool *made)
+{
+	cover_nodes(p);
+	*made = false;
+	for (uint32_t r = p->redist_head.data[from]; r != NONE; r = p->redists.data[r].next)
+		if (p->redists.data[r].mesh == mesh &&
+		    dt_placements_equal(&p->redists.data[r].pl, pl))
+			return p->redists.data[r].node;
+	*made = true;
+	uint32_t id = new_redistribute(p, from, mesh, pl, user, node(p, user)->line);
+	struct redist r = {from, id, p->redist_head.data[from], mesh, *pl};
+	p->redist_head.data[from] = dt_vec_push(&p->redists, r);
+	return id;
+}
+
+/* Point input slot `t` of its consumer at node `to`. */
+static void rewire(struct prop *p, const struct dt_rule_tensor *t, uint32_t to)
+{
+	if (t->arg != UINT32_MAX)
+		p->m->args.data[t->arg].v.node = to;
+	else
+		p->m->refs.data[t->ref] = to;
+}
+
+static void remark(struct prop *p, uint32_t id, const char *tag,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void remark(struct prop *p, uint32_t id, const char *tag,
+		   const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	dt_diag_vreport(p->ctx->diag, DT_REMARK, p->m->file, node(p, id)->line,
+			tag, fmt, ap);
+	va_end(ap);
+}
+
+/* Move the inputs of node `id` to the placements `want` (one per input),
+ * through redistributions. */
+static void move_inputs(struct prop *p, uint32_t id, uint16_t mesh,
+			const struct dt_placements *want)
+{
+	for (uint32_t i = 0; i < p->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&p->rules, i);
+		const struct dt_placements *cur = &p->current.data[i];
+		if (t->ignored || dt_placements_equal(cur, &want[i]))
+			continue;
+		bool made;
+		uint32_t r = redistribution(p, t->node, mesh, &want[i], id, &made);
+		rewire(p, t, r);
+		if (!made || !p->ctx->diag->remarks)
+			continue;
+		char a[128], b[128];
+		print_pl(cur, a, sizeof a);
+		print_pl(&want[i], b, sizeof b);
+		remark(p, id, "shard-prop:redistribute",
+		       "'%s' moves from %s to %s for '%s' (%s), modelled %.2f us",
+		       name_of(p, t->node), a, b, name_of(p, id),
+		       dt_op_get(p->rules.op)->target,
+		       dt_shard_input_cost(&p->space, i, &want[i]));
+	}
+}
+
+/* After node `id` (one result), a redistribution to its pin: later users
+ * read that instead. */
+static void redistribute_to_pin(struct prop *p, uint32_t id, uint16_t mesh,
+				const struct dt_placements *pin)
+{
+	uint32_t r = new_redistribute(p, id, mesh, pin, NONE, node(p, id)->line);
+	dt_module_replace_uses(p->m, id, r);
+	struct dt_node *rn = node(p, r);
+	p->m->args.data[rn->args].v.node = id; /* its own input stays */
+}
+
+static void replicated(struct dt_placements *pl, int ndim)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->ndim = (uint8_t)ndim;
+	dt_placements_default_order(pl);
+}
+
+/* The mesh of node `id`'s inputs (or of its pin, or the first mesh);
+ * -1 after reporting inputs on different meshes. */
+static int node_mesh(struct prop *p, uint32_t id, const struct dt_sharding *pin)
+{
+	int mesh = -1;
+	uint32_t first = NONE;
+	for (uint32_t i = 0; i < p->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&p->rules, i);
+		const struct value *v = value_of(p, t->node, 0);
+		DT_REQUIRE(v != NULL);
+		if (mesh < 0) {
+			mesh = v->mesh;
+			first = t->node;
+		} else if (v->mesh != mesh) {
+			dt_node_error(p->ctx->diag, p->m, node(p, id),
+				      "node '%s': its inputs '%s' and '%s' are on different meshes ('%s' and '%s')",
+				      name_of(p, id), name_of(p, first), name_of(p, t->node),
+				      dt_str_get(p->m, p->m->meshes.data[mesh].name),
+				      dt_str_get(p->m, p->m->meshes.data[v->mesh].name));
+			return -1;
+		}
+	}
+	if (mesh < 0)
+		mesh = pin ? pin->mesh : 0;
+	if (pin && pin->mesh != mesh) {
+		dt_node_error(p->ctx->diag, p->m, node(p, id),
+			      "node '%s': its <sharding> names mesh '%s' but its inputs are on '%s'",
+			      name_of(p, id), dt_str_get(p->m, p->m->meshes.data[pin->mesh].name),
+			      dt_str_get(p->m, p->m->meshes.data[mesh].name));
+		return -1;
+	}
+	return mesh;
+}
+
+/* Record for p->watch what its node sees now. */
+static void observe(struct prop *p, int mesh, const struct dt_placements *pin)
+{
+	struct dt_shard_watch *w = p->watch;
+	w->seen = true;
+	w->mesh = mesh;
+	w->pinned = pin != NULL;
+	if (pin)
+		w->pin = *pin;
+	w->values.len = w->current.len = 0;
+	for (uint32_t i = 0; i < p->rules.nin; i++) {
+		dt_vec_push(&w->values, dt_rules_input(&p->rules, i)->node);
+		dt_vec_push(&w->current, p->current.data[i]);
+	}
+}
+
+/* Output 0 of the strategy c moved to `pin` afterwards: what it costs. */
+static double pin_cost(struct prop *p, const struct dt_shard_choice *c,
+		       const struct dt_placements *pin)
+{
+	const struct dt_rule_tensor *t = &p->rules.tensors.data[0];
+	struct dt_redist_request req = {
+		.mesh = &p->space.mesh,
+		.topology = &p->space.topology,
+		.dtype = (enum dt_dtype)t->dtype,
+		.rank = t->rank,
+		.src = c->placements.data[0],
+		.dst = *pin,
+	};
+	memcpy(req.shape, t->shape, sizeof req.shape);
+	struct dt_redist_plan plan;
+	char err[256];
+	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
+		return INFINITY;
+	double cost = dt_redist_plan_cost(&plan);
+	dt_redist_plan_fini(&plan);
+	return cost;
+}
+
+struct pin_pick {
+	struct prop *p;
+	const struct dt_placements *pin;
+	double best;
+};
+
+static void weigh_for_pin(void *ud, const struct dt_shard_choice *c)
+{
+	struct pin_pick *k = ud;
+	double total = c->cost + pin_cost(k->p, c, k->pin);
+	if (!isfinite(total))
+		return;
+	if (!k->p->choice.found || total < k->best ||
+	    (total == k->best && dt_shard_choice_compare(c, &k->p->choice) < 0)) {
+		dt_shard_choice_copy(&k->p->choice, c);
+		k->best = total;
+	}
+}
+
+/* No strategy gives the pin: the one whose cost plus moving its output 0
+ * to the pin is least (every strategy weighed; the search's choice when
+ * there are too many to enumerate). */
+static void choose_for_pin(struct prop *p, const struct dt_placements *pin)
+{
+	struct pin_pick k = {p, pin, INFINITY};
+	p->choice.found = false;
+	if (dt_shard_enumerate(&p->space, weigh_for_pin, &k) == UINT64_MAX)
+		dt_shard_search(&p->space, p->mode, &p->choice, NULL);
+}
+
+/* Fix the placements of call node `id` and move its inputs. */
+static int propagate(struct prop *p, uint32_t id)
+{
+	struct dt_module *m = p->m;
+	char why[256] = "";
+	bool have_rules = dt_rules_fill(&p->rules, m, id, why, sizeof why) == DT_OK;
+	if (!have_rules) /* still know the tensors, for the replicated fallback */
+		p->rules.nrows = 0;
+	const struct dt_sharding *pin_sharding = dt_node_sharding(m, node(p, id));
+	struct dt_sharding pin = pin_sharding ? *pin_sharding : (struct dt_sharding){0};
+	int mesh = node_mesh(p, id, pin_sharding ? &pin : NULL);
+	if (mesh < 0)
+		return DT_EINPUT;
+	const struct dt_mesh *mp = &m->meshes.data[mesh];
+	p->current.len = 0;
+	for (uint32_t i = 0; i < p->rules.nin; i++)
+		dt_vec_push(&p->current,
+			    value_of(p, dt_rules_input(&p->rules, i)->node, 0)->pl);
+	if (p->watch && p->watch->node == id)
+		observe(p, mesh, pin_sharding ? &pin.placements : NULL);
+	struct dt_shard_request req = {
+		.mesh = mp,
+		.topology = p->topology,
+		.current = p->current.data,
+		.pin = pin_sharding ? &pin.placements : NULL,
+	};
+	dt_shard_space_init(&p->space, &p->rules, &req);
+	bool pin_unmet = false;
+	if (have_rules) {
+		if (dt_shard_search(&p->space, p->mode, &p->choice, NULL) != DT_OK) {
+			dt_node_error(p->ctx->diag, m, node(p, id),
+				      "node '%s': %llu strategies are too many for --search=exhaustive (use pq)",
+				      name_of(p, id),
+				      (unsigned long long)dt_shard_space_product(&p->space));
+			return DT_EINPUT;
+		}
+		if (!p->choice.found && pin_sharding) {
+			pin_unmet = true;
+			req.pin = NULL;
+			dt_shard_space_init(&p->space, &p->rules, &req);
+			choose_for_pin(p, &pin.placements);
+		}
+		if (!p->choice.found)
+			snprintf(why, sizeof why, "no strategy of its rules applies");
+	}
+	uint32_t nout = p->rules.nout, width = nout + p->rules.nin;
+	struct dt_placements *chosen;
+	DT_VEC(struct dt_placements) fallback = {0};
+	if (have_rules && p->choice.found) {
+		chosen = p->choice.placements.data;
+	} else {
+		dt_vec_grow(&fallback, width);
+		for (uint32_t k = 0; k < width; k++)
+			replicated(&fallback.data[k], mp->ndim);
+		for (uint32_t i = 0; i < p->rules.nin; i++)
+			if (dt_rules_input(&p->rules, i)->ignored)
+				fallback.data[nout + i] = p->current.data[i];
+		chosen = fallback.data;
+		pin_unmet = pin_sharding &&
+			    !dt_placements_equal(&chosen[0], &pin.placements);
+	}
+	bool moved = false;
+	for (uint32_t i = 0; i < p->rules.nin; i++)
+		moved |= !dt_placements_equal(&p->current.data[i], &chosen[nout + i]);
+	if (moved && (!have_rules || !p->choice.found || p->rules.nrows == 0) &&
+	    p->ctx->diag->remarks)
+		remark(p, id, "shard-prop:replicate",
+		       "'%s' (%s) runs replicated: %s", name_of(p, id),
+		       dt_str_get(m, node(p, id)->target),
+		       !have_rules || !p->choice.found ? why
+		       : strcmp(p->rules.family, "replicate") == 0
+			       ? "its op has no sharding rule"
+			       : "no rule of its op applies to these arguments");
+	move_inputs(p, id, (uint16_t)mesh, &chosen[nout]);
+	struct value vals[DT_MAX_RESULTS];
+	for (uint32_t k = 0; k < nout && k < DT_MAX_RESULTS; k++)
+		vals[k] = (struct value){(uint16_t)mesh, chosen[k]};
+	if (nout)
+		set_sharding(p, id, (uint16_t)mesh, &chosen[0]);
+	record(p, id, vals, nout);
+	if (pin_unmet) {
+		char a[128], b[128];
+		print_pl(&pin.placements, a, sizeof a);
+		print_pl(&chosen[0], b, sizeof b);
+		if (nout != 1) {
+			dt_node_error(p->ctx->diag, m, node(p, id),
+				      "node '%s': no strategy gives its result 0 the pinned placements %s; pin the getitem of that result instead",
+				      name_of(p, id), a);
+			dt_vec_free(&fallback);
+			return DT_EINPUT;
+		}
+		if (p->ctx->diag->remarks)
+			remark(p, id, "shard-prop:pin",
+			       "no strategy of '%s' (%s) gives its pinned placements %s; it computes %s and is redistributed",
+			       name_of(p, id), dt_str_get(m, node(p, id)->target), a, b);
+		redistribute_to_pin(p, id, (uint16_t)mesh, &pin.placements);
+	}
+	dt_vec_free(&fallback);
+	return DT_OK;
+}
+
+/* A getitem takes its result's placements (a pin on it is honoured by a
+ * redistribution after it). */
+static int propagate_getitem(struct prop *p, uint32_t id)
+{
+	struct dt_node *n = node(p, id);
+	const struct dt_arg *src = dt_node_arg(p->m, n, 0);
+	const struct dt_arg *idx = dt_node_arg(p->m, n, 1);
+	const struct value *v = value_of(p, src->v.node, (uint32_t)idx->v.i);
+	DT_REQUIRE(v != NULL);
+	struct value val = *v;
+	const struct dt_sharding *pin = dt_node_sharding(p->m, n);
+	struct dt_sharding pinned = pin ? *pin : (struct dt_sharding){0};
+	set_sharding(p, id, val.mesh, &val.pl);
+	record(p, id, &val, 1);
+	if (pin && (pinned.mesh != val.mesh ||
+		    !dt_placements_equal(&pinned.placements, &val.pl)))
+		redistribute_to_pin(p, id, pinned.mesh, &pinned.placements);
+	return DT_OK;
+}
+
+void dt_shard_watch_fini(struct dt_shard_watch *w)
+{
+	dt_vec_free(&w->values);
+	dt_vec_free(&w->current);
+}
+
+int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
+{
+	struct dt_module *m = ctx->m;
+	if (m->view != DT_VIEW_GLOBAL) {
+		dt_diag_report(ctx->diag, DT_ERROR, m->file, 0, NULL,
+			       "shard-prop needs a global-view graph (this one is local)");
+		return DT_EINPUT;
+	}
+	struct prop p = {
+		.ctx = ctx,
+		.m = m,
+		.mode = ctx->options && ctx->options->shard_search == DT_SEARCH_EXHAUSTIVE
+				? DT_SEARCH_EXHAUSTIVE
+				: DT_SEARCH_PQ,
+		.topology = ctx->options && ctx->options->topology ? ctx->options->topology
+								  : &m->topology,
+		.watch = watch,
+	};
+	p.redistribute_target = dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
+	int rc = DT_OK;
+	for (uint32_t id = m->first; id != 0 && rc == DT_OK; id = node(&p, id)->next) {
+		struct dt_node *n = node(&p, id);
+		const struct dt_sharding *s = dt_node_sharding(m, n);
+		if (n->kind == DT_NODE_OUTPUT)
+			continue;
+		if (n->kind == DT_NODE_PLACEHOLDER || n->op == DT_OP_REDISTRIBUTE) {
+			if (!s) { /* the verifier checked placeholders */
+				dt_node_error(ctx->diag, m, n,
+					      "node '%s': dtensor.redistribute needs a <sharding> target",
+					      name_of(&p, id));
+				rc = DT_EINPUT;
+				break;
+			}
+			struct value v = {s->mesh, s->placements};
+			record(&p, id, &v, 1);
+			continue;
+		}
+		rc = n->op == DT_OP_GETITEM ? propagate_getitem(&p, id)
+					    : propagate(&p, id);
+	}
+	dt_vec_free(&p.first);
+	dt_vec_free(&p.values);
+	dt_vec_free(&p.redist_head);
+	dt_vec_free(&p.redists);
+	dt_vec_free(&p.current);
+	dt_rules_fini(&p.rules);
+	dt_shard_space_fini(&p.space);
+	dt_shard_choice_fini(&p.choice);
+	return rc;
+}
+
+static int run_shard_prop(struct dt_pass_ctx *ctx)
+{
+	return dt_shard_prop(ctx, NULL);
+}
+
+const struct dt_pass dt_pass_shard_prop = {
+	.name = "shard-prop",
+	.help = "choose placements (single-dim rules, min-cost search); insert redistributions",
+	.requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+	.run = run_shard_prop,
+};

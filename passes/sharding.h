@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/* sharding.h: sharding propagation's parts (semantics §6): the rule table
+ * of single-mesh-dim rows written with R, P(op) and the placeholder S*(d)
+ * (sharding_rules.def, sharding_rules.c), the expansion of a node's rows
+ * to its strategies on an N-D mesh, and the search for the strategy of
+ * least redistribution cost from the inputs' placements: a priority queue
+ * over input placements, or full enumeration, the oracle
+ * (sharding_search.c). The `shard-prop` pass and `dtopt explain` use them.
+ *
+ *     struct dt_rules rules = {0};
+ *     if (dt_rules_fill(&rules, m, node, err, sizeof err) != DT_OK) ...
+ *     struct dt_shard_request req = {.mesh = mesh, .current = placements};
+ *     struct dt_shard_space space = {0};
+ *     dt_shard_space_init(&space, &rules, &req);
+ *     struct dt_shard_choice best = {0};
+ *     struct dt_shard_stats stats = {0};
+ *     if (dt_shard_search(&space, DT_SEARCH_PQ, &best, &stats) == DT_OK &&
+ *         best.found)
+ *             ... best.placements[0 .. nout) outputs, then the inputs ...
+ *     dt_shard_choice_fini(&best);
+ *     dt_shard_space_fini(&space);
+ *     dt_rules_fini(&rules);
+ *
+ * The objects may be filled again without fini in between (their memory
+ * is reused); fini once at the end. */
+#ifndef DTOPT_SHARDING_H
+#define DTOPT_SHARDING_H
+
+#include "ir.h"
+
+struct dt_pass_ctx; /* passes.h */
+
+/* ------------------------------------------------------------------ */
+/* Single-mesh-dim rules. */
+
+enum dt_rule_kind {
+	DT_RULE_REPLICATE, /* R */
+	DT_RULE_PARTIAL,   /* P(op) */
+	DT_RULE_SHARD,     /* S*(d): any sharding kind of tensor dim d (S, or
+			      a _S(d,sf) whose sf the inputs carry) */
+};
+
+struct dt_rule_entry {
+	uint8_t kind;   /* enum dt_rule_kind */
+	uint8_t reduce; /* enum dt_reduce_op, for P */
+	int8_t dim;     /* tensor dim, for S* */
+};
+
+enum dt_rule_row_flag {
+	DT_ROW_EVEN = 1 << 0,     /* only where every rank holds as much of
+				     each tensor dim the row shards (a view
+				     that splits or merges the dim, a mean) */
+	DT_ROW_PLAIN = 1 << 1,    /* S* stands for S only: the row splits or
+				     merges dims, which a _S does not survive */
+	DT_ROW_NONEMPTY = 1 << 2, /* only where every rank holds some of each
+				     dim the row shards (max over a dim) */
+	DT_ROW_NO_UNIT = 1 << 3,  /* only where no rank holds exactly one of a
+				     dim the row shards (squeeze.default
+				     drops local dims of length 1) */
+};
+
+/* One tensor of a node: an output (a result of the node) or an input (a
+ * tensor argument, in schema order, list elements in order). */
+struct dt_rule_tensor {
+	uint32_t node;     /* inputs: the node whose value is read */
+	uint32_t arg;      /* inputs: index in m->args of the argument (an
+			      item argument for item lists) holding it, or
+			      UINT32_MAX when it sits in m->refs */
+	uint32_t ref;      /* inputs: index in m->refs, when arg is UINT32_MAX */
+	uint8_t param;     /* inputs: schema parameter; outputs: result index */
+	uint8_t dtype;
+	uint8_t rank;
+	bool ignored;      /* inputs whose placement the op does not care about
+			      (new_zeros reads only self's dtype): no rule
+			      mentions them and they are never redistributed */
+	int64_t shape[DT_MAX_RANK]; /* global shape */
+};
+
+/* The single-dim rows of one node. Row r holds nout + nin entries, the
+ * outputs' first. The all-replicate row is not listed: expansion adds it. */
+struct dt_rules {
+	enum dt_op op;
+	const char *family;  /* the rule family of sharding_rules.def */
+	uint32_t nout, nin;
+	DT_VEC(struct dt_rule_tensor) tensors; /* outputs, then inputs */
+	DT_VEC(struct dt_rule_entry) entries;
+	DT_VEC(uint8_t) flags;                 /* per row, DT_ROW_* */
+	uint32_t nrows;
+	bool inplace; /* output 0 keeps input 0's placement (an in-place op);
+			 no op of the table is one today */
+};
+
+static inline const struct dt_rule_entry *dt_rules_row(const struct dt_rules *r,
+						       uint32_t row)
+{
+	return &r->entries.data[row * (r->nout + r->nin)];
+}
+static inline const struct dt_rule_tensor *dt_rules_input(const struct dt_rules *r,
+							  uint32_t i)
+{
+	return &r->tensors.data[r->nout + i];
+}
+
+/* The rule family of `op` ("pointwise", "matmul", "reduction", …;
+ * "replicate" for ops with no rows), or NULL for the ops sharding
+ * propagation handles itself (placeholder, output, getitem,
+ * dtensor.redistribute) and the collectives, which have no rules. */
+const char *dt_rules_family(enum dt_op op);
+
+/* Fill `r` with the rows of call node `node` of a global-view module whose
+ * metadata are known (SHAPES), from its op's family, its arguments and the
+ * shapes of its tensors. Returns DT_OK, or DT_EINPUT with a one-line
+ * message in err when the node has no rule table entry or more tensors
+ * than a rule can hold (DT_RULE_MAX_TENSORS). */
+#define DT_RULE_MAX_TENSORS 256
+int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
+		  char *err, size_t errlen);
+void dt_rules_fini(struct dt_rules *r);
+
+/* The local lengths of tensor dim d (global length len) over every rank
+ * of a mesh of shape `mesh_shape` under `pl`. */
+struct dt_shard_lengths {
+	int64_t min, max;
+	bool unit; /* some rank holds exactly one */
+};
+void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
+		      int d, int64_t len, struct dt_shard_lengths *out);
+
+/* "R", "P(sum)", "S*(1)" (snprintf semantics). */
+int dt_rule_entry_print(const struct dt_rule_entry *e, char *buf, size_t n);
+/* A row as "OUT, OUT <- IN, IN" (ignored inputs as "-"). */
+int dt_rules_row_print(const struct dt_rules *r, uint32_t row, char *buf,
+		       size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Expansion and search. */
+
+enum dt_shard_search {
+	DT_SEARCH_PQ,         /* priority queue from the inputs' placements */
+	DT_SEARCH_EXHAUSTIVE, /* every strategy (the oracle) */
+};
+
+/* Where a node's inputs are, and what its output must be. */
+struct dt_shard_request {
+	const struct dt_mesh *mesh;
+	const struct dt_topology *topology; /* NULL = DTensor's defaults */
+	const struct dt_placements *current; /* one per input (ignored ones
+						 too), with shard order */
+	const struct dt_placements *pin;     /* output 0 must be exactly this
+						 (a <sharding> on the node);
+						 NULL = free */
+};
+
+/* A node's strategy space: the rows filled with the inputs' sharding kinds
+ * and the all-replicate row (first); a strategy picks one row per mesh
+ * dim. Also the search's caches (plan costs per input and placements). */
+struct dt_shard_space {
+	const struct dt_rules *rules;
+	struct dt_mesh mesh;          /* copy (devices not used) */
+	struct dt_topology topology;
+	struct dt_placements pin;
+	bool has_pin;
+	uint32_t width;               /* nout + nin */
+	uint32_t nrows;               /* expanded rows */
+	DT_VEC(struct dt_placement) rows;   /* nrows × width */
+	DT_VEC(uint8_t) row_flags;
+	DT_VEC(uint32_t) row_origin;  /* single-dim row filled, UINT32_MAX for
+					 the all-replicate row */
+	DT_VEC(struct dt_placements) current; /* per input */
+	/* Per input: the placements a state may give one mesh dim (those of
+	 * the input's column in the rows and its current ones), sorted. */
+	DT_VEC(uint32_t) cand_first;  /* nin + 1 */
+	DT_VEC(struct dt_placement) cand;
+	DT_VEC(uint8_t) start;        /* the state of the current placements:
+					 per input a candidate index per mesh
+					 dim, then 1 when its shard order is
+					 not the default one */
+	uint32_t state_bytes;         /* nin × (mesh dims + 1) */
+	DT_VEC(uint8_t) row_cand;     /* nrows × nin: each row's input
+					 placements as candidate indices */
+	/* Plan cost cache: (input, state of the input) → µs. */
+	DT_VEC(uint64_t) cache_dims;  /* candidate index per mesh dim */
+	DT_VEC(uint32_t) cache_input; /* input << 1 | re-order flag, +1; 0 =
+					 empty slot */
+	DT_VEC(double) cache_cost;
+	uint32_t cache_used;
+	uint64_t plans;               /* planner calls made (cache misses) */
+	DT_VEC(double) move_cost;     /* per (input, mesh dim, collective):
+					 the least that collective costs
+					 moving the input on that dim */
+	/* The priority queue's scratch, reused from search to search. */
+	DT_VEC(uint8_t) pq_states;    /* state_bytes per state */
+	DT_VEC(double) pq_cost;       /* the key: a lower bound on the cost
+					 of every state its later moves
+					 reach; a matched state's cost */
+	DT_VEC(double) pq_bound;      /* per input, while keying a state */
+	DT_VEC(double) pq_need;       /* per input, while keying a state */
+	DT_VEC(uint32_t) pq_changes;
+	DT_VEC(uint8_t) pq_terminal;  /* a matched state keyed by its cost */
+	DT_VEC(uint32_t) pq_heap;     /* state ids */
+	DT_VEC(struct dt_placements) strategy; /* width, being checked */
+};
+
+/* Expand `rules` for `req` (semantics §6 steps 1–2): placeholders filled
+ * with the sharding kinds of the inputs (S, each distinct _S split factor;
+ * rows with DT_ROW_PLAIN with S only; none: placeholder rows drop), the
+ * all-replicate row first, duplicates dropped. `rules` must outlive the
+ * space's use; the request's mesh, topology and placements are copied. */
+void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
+			 const struct dt_shard_request *req);
+void dt_shard_space_fini(struct dt_shard_space *s);
+/* rows ^ mesh dims: the strategies before filtering. Saturates at
+ * UINT64_MAX. */
+uint64_t dt_shard_space_product(const struct dt_shard_space *s);
+/* The entries of expanded row `row` (width placements, outputs first). */
+static inline const struct dt_placement *dt_shard_space_row(const struct dt_shard_space *s,
+							    uint32_t row)
+{
+	return &s->rows.data[row * s->width];
+}
+
+/* One strategy and what it costs. */
+struct dt_shard_choice {
+	bool found;
+	uint32_t rows[DT_MAX_MESH_DIMS]; /* expanded row per mesh dim */
+	uint64_t index;      /* position in enumeration order: mesh dim 0's
+				row slowest */
+	double cost;         /* µs: sum over inputs of the plan cost from the
+				current placements */
+	uint32_t changes;    /* (input, mesh dim) pairs that move, plus
+				inputs re-ordered */
+	DT_VEC(struct dt_placements) placements; /* width: outputs, inputs
+						    (ignored inputs keep
+						    their current ones) */
+	DT_VEC(uint8_t) state;                   /* the inputs' state, for
+						    the tie order */
+};
+void dt_shard_choice_fini(struct dt_shard_choice *c);
+/* Copy b into a (a's memory reused). */
+void dt_shard_choice_copy(struct dt_shard_choice *a, const struct dt_shard_choice *b);
+/* The search order: cost, then changes, then the inputs' placements (each
+ * input's mesh dims in order, placements ordered R < S(d) < _S(d,sf) <
+ * P(op), by dim, split factor, op), then the enumeration index. <0, 0, >0. */
+int dt_shard_choice_compare(const struct dt_shard_choice *a,
+			    const struct dt_shard_choice *b);
+
+struct dt_shard_stats {
+	uint64_t strategies; /* strategies passing the filters (exhaustive;
+				the pq leaves 0: it does not count them) */
+	uint64_t candidates; /* exhaustive: strategies costed; pq: states
+				taken from the queue and checked against the
+				rows */
+	uint64_t costed;     /* states whose cost was computed (pq: the start
+				and every new neighbour; exhaustive: as
+				candidates) */
+	uint64_t plans;      /* planner calls (distinct input placements) */
+};
+
+/* Find the strategy of least cost (semantics §6 step 3–4). The filters:
+ * partial ops of a tensor mixed only as {sum, avg}; a tensor dim sharded
+ * over k ranks needs length >= k (and the local lengths the row flags ask
+ * for: equal, non-empty, not one); an in-place op's output 0 keeps input
+ * 0's placement; a pin fixes output 0. Ties break by dt_shard_choice_compare: fewer moved inputs,
+ * then the smaller placements, then the lower index; both modes return
+ * the same strategy. PQ: a best-first search over the inputs' placements
+ * from the current ones (sharding_search.c): each state keyed by a lower
+ * bound on the cost of what it leads to, moves taken in a fixed order of
+ * (input, mesh dim) entries, stopping when a state some valid strategy
+ * consumes comes out of the queue at its exact cost, so it returns the
+ * exhaustive search's strategy (tests/rules check it over whole placement
+ * spaces).
+ * Returns DT_OK (out->found false when no strategy passes: a pin or an
+ * in-place op the rows cannot satisfy), or DT_EINPUT when an exhaustive
+ * search would exceed DT_SHARD_MAX_ENUMERATION strategies. Stats are
+ * added to *stats (may be NULL). */
+#define DT_SHARD_MAX_ENUMERATION 20000000ull
+int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
+		    struct dt_shard_choice *out, struct dt_shard_stats *stats);
+
+/* Call fn for every strategy passing the filters with a finite cost, in
+ * enumeration order (what the exhaustive search weighs); returns the
+ * number passing the filters (finite cost or not: DTensor's count), or
+ * UINT64_MAX without calling fn when rows ^ mesh dims exceeds
+ * DT_SHARD_MAX_ENUMERATION. The choice passed is only valid during the
+ * call. */
+uint64_t dt_shard_enumerate(struct dt_shard_space *s,
+			    void (*fn)(void *ud, const struct dt_shard_choice *c),
+			    void *ud);
+
+/* ------------------------------------------------------------------ */
+/* The pass, observed. */
+
+/* What shard-prop saw at one node (for `dtopt explain`). */
+struct dt_shard_watch {
+	uint32_t node;        /* in: the call node to watch */
+	bool seen;            /* out: the pass weighed its strategies */
+	int mesh;             /* the mesh of its inputs */
+	bool pinned;          /* it carried a <sharding> before the pass */
+	struct dt_placements pin;
+	DT_VEC(uint32_t) values;              /* per input: the value read */
+	DT_VEC(struct dt_placements) current; /* per input: its placements */
+};
+void dt_shard_watch_fini(struct dt_shard_watch *w);
+
+/* Run shard-prop (as the pass does, ctx->options giving the search mode
+ * and topology) and, when `watch` is not NULL, record what the node it
+ * names saw before its inputs moved. Returns the pass's status. */
+int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
+
+/* Plan cost in µs of moving input `i` from its current placements to
+ * `target` (default shard order), cached; INFINITY when no redistribution
+ * gets there (S->P, P(x)->P(y), mixed partial ops). */
+double dt_shard_input_cost(struct dt_shard_space *s, uint32_t i,
+			   const struct dt_placements *target);
+
+#endif
