@@ -111,9 +111,14 @@ static xmlParserInputPtr refuse_external_entity(const char *url,
 
 /* ---- attribute access on the current element ---- */
 
-static uint32_t node_line(xmlNodePtr n)
+/* The source line of element `n`. libxml2 keeps element lines in 16 bits:
+ * past line 65535 this is the parser's position, which is at or a few
+ * lines after the element (the reader parses ahead in small chunks). */
+static uint32_t node_line(struct reader *r, xmlNodePtr n)
 {
 	long line = xmlGetLineNo(n);
+	if (line >= 65535)
+		line = xmlTextReaderGetParserLineNumber(r->xr);
 	return line > 0 ? (uint32_t)line : 0;
 }
 
@@ -134,7 +139,7 @@ static const char *required(struct reader *r, xmlNodePtr n, const char *name)
 {
 	const char *v = attr(n, name);
 	if (!v)
-		error_at(r, node_line(n), "<%s> needs a '%s' attribute",
+		error_at(r, node_line(r, n), "<%s> needs a '%s' attribute",
 			 (const char *)n->name, name);
 	return v;
 }
@@ -227,7 +232,7 @@ static uint32_t node_ref(struct reader *r, const char *name, size_t len,
 static bool parse_value(struct reader *r, xmlNodePtr el, struct dt_arg *a,
 			bool item)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	const char *what = (const char *)el->name;
 	char bad[64];
 	int found = 0;
@@ -366,7 +371,7 @@ static bool layout_in_bounds(const int64_t *sizes, const int64_t *strides,
 
 static void read_root(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	if (strcmp((const char *)el->name, "dtopt-graph") != 0) {
 		error_at(r, line,
 			 "the root element is <%s>; expected <dtopt-graph>",
@@ -410,7 +415,7 @@ static void topology_number(struct reader *r, xmlNodePtr el, const char *name,
 	if (!text)
 		return;
 	if (!parse_float(text, &v) || !isfinite(v) || v <= 0)
-		error_at(r, node_line(el),
+		error_at(r, node_line(r, el),
 			 "<topology> %s=\"%s\": expected a positive finite number%s%s",
 			 name, text, *unit ? " of " : "", unit);
 	else
@@ -419,7 +424,7 @@ static void topology_number(struct reader *r, xmlNodePtr el, const char *name,
 
 static void read_topology(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	if (r->topology_line) {
 		error_at(r, line, "<topology> is given twice (first at line %u)",
 			 r->topology_line);
@@ -453,7 +458,7 @@ static void read_topology(struct reader *r, xmlNodePtr el)
 
 static void read_mesh(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	const char *name = required(r, el, "name");
 	const char *shape = required(r, el, "shape");
 	const char *dims = required(r, el, "dims");
@@ -551,7 +556,7 @@ static void read_mesh(struct reader *r, xmlNodePtr el)
 
 static void read_group(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	const char *name = required(r, el, "name");
 	const char *mesh_name = required(r, el, "mesh");
 	const char *dims = required(r, el, "dims");
@@ -603,7 +608,7 @@ static void read_group(struct reader *r, xmlNodePtr el)
 static void node_begin(struct reader *r, xmlNodePtr el)
 {
 	struct pending_node *p = &r->node;
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	p->active = true;
 	p->bad = false;
 	p->args.len = p->kwargs.len = p->items.len = 0;
@@ -656,7 +661,7 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 
 static void read_tensor(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	const char *node = dt_str_get(r->m, r->node.init.name);
 	const char *dtype = required(r, el, "dtype");
 	const char *shape = required(r, el, "shape");
@@ -739,7 +744,7 @@ static void read_tensor(struct reader *r, xmlNodePtr el)
 
 static void read_sharding(struct reader *r, xmlNodePtr el)
 {
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	struct pending_node *p = &r->node;
 	const char *node = dt_str_get(r->m, p->init.name);
 	if (p->has_sharding) {
@@ -816,7 +821,7 @@ static void read_arg(struct reader *r, xmlNodePtr el, bool kw, bool empty)
 	}
 	bool has_value = parse_value(r, el, &a, false);
 	if (!has_value && empty) {
-		error_at(r, node_line(el), "<%s> of node '%s' has no value",
+		error_at(r, node_line(r, el), "<%s> of node '%s' has no value",
 			 (const char *)el->name, dt_str_get(r->m, p->init.name));
 		a.kind = DT_ARG_NONE;
 	}
@@ -832,7 +837,7 @@ static void read_item(struct reader *r, xmlNodePtr el)
 {
 	struct dt_arg a = {0};
 	if (!parse_value(r, el, &a, true)) {
-		error_at(r, node_line(el), "<item> has no value");
+		error_at(r, node_line(r, el), "<item> has no value");
 		a.kind = DT_ARG_NONE;
 	}
 	dt_vec_push(&r->node.items, a);
@@ -884,7 +889,7 @@ static void element_start(struct reader *r, xmlNodePtr el, int depth,
 			  bool empty)
 {
 	const char *n = (const char *)el->name;
-	uint32_t line = node_line(el);
+	uint32_t line = node_line(r, el);
 	if (depth == 0) {
 		read_root(r, el);
 	} else if (depth == 1 && strcmp(n, "topology") == 0) {
@@ -930,9 +935,9 @@ static void element_end(struct reader *r, const char *n, int depth)
 /* The line of the last non-blank character of text node `n` (libxml2
  * numbers a text node by the line where it ends, blanks included); *text
  * is advanced past leading blanks. 0 when unknown. */
-static uint32_t text_line(xmlNodePtr n, const char **text)
+static uint32_t text_line(struct reader *r, xmlNodePtr n, const char **text)
 {
-	uint32_t line = n ? node_line(n) : 0;
+	uint32_t line = n ? node_line(r, n) : 0;
 	const char *s = *text;
 	size_t len = strlen(s);
 	for (; len && strchr(" \t\r\n", s[len - 1]); len--)
@@ -1026,7 +1031,7 @@ static int parse(struct reader *r)
 		if (type == XML_READER_TYPE_ELEMENT) {
 			xmlNodePtr el = xmlTextReaderCurrentNode(r->xr);
 			if (depth > DT_READ_MAX_DEPTH) {
-				error_at(r, node_line(el),
+				error_at(r, node_line(r, el),
 					 "elements nest deeper than %d levels",
 					 DT_READ_MAX_DEPTH);
 				break;
@@ -1049,7 +1054,7 @@ static int parse(struct reader *r)
 			const char *text = el && el->content
 						   ? (const char *)el->content
 						   : "";
-			uint32_t line = text_line(el, &text);
+			uint32_t line = text_line(r, el, &text);
 			int shown = (int)strcspn(text, "\r\n");
 			while (shown && (text[shown - 1] == ' ' ||
 					 text[shown - 1] == '\t'))
