@@ -372,19 +372,20 @@ static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
 		return DT_EINPUT;
 	}
 	if (n->op == DT_OP_GETITEM) {
+		/* Result k's placements: the getitem's pin (the node it selects
+		 * from was checked against it, result_placements), else the
+		 * source's. */
 		const struct dt_sharding *src = &m->shardings.data[
 			l->shard[dt_node_arg(m, n, 0)->v.node]];
-		if (pin && (pin->mesh != src->mesh ||
-			    !dt_placements_equal(&pin->placements,
-						 &src->placements))) {
+		if (pin && pin->mesh != src->mesh) {
 			dt_node_error(l->ctx->diag, m, n,
-				      "cannot lower '%s': a getitem has the "
-				      "placements of the node it selects from, "
-				      "but its <sharding> pins others", name);
+				      "cannot lower '%s': its <sharding> pins "
+				      "another mesh than the node it selects "
+				      "from", name);
 			return DT_EINPUT;
 		}
 		*mesh = src->mesh;
-		*pl = src->placements;
+		*pl = pin ? pin->placements : src->placements;
 		return DT_OK;
 	}
 	if (pin) {
@@ -507,6 +508,24 @@ static void capture_emit(void *ud, const struct dt_diag_entry *e)
 		snprintf(c->text, sizeof c->text, "%s", e->message);
 }
 
+/* The placements of each result of node `id`: result 0's are `pl` (the
+ * node's own), result k's those of a pinned getitem selecting k, else
+ * `pl`. */
+static void result_placements(const struct dt_lower *l, uint32_t id,
+			      const struct dt_placements *pl, uint32_t nres,
+			      struct dt_placements *out)
+{
+	const struct dt_module *m = l->m;
+	for (uint32_t k = 0; k < nres; k++)
+		out[k] = *pl;
+	for (uint32_t g = l->first_result_pin[id]; g; g = l->next_result_pin[g]) {
+		const struct dt_node *n = dt_node_get(m, g);
+		int64_t k = dt_node_arg(m, n, 1)->v.i;
+		if (k > 0 && (uint64_t)k < nres)
+			out[k] = dt_node_sharding(m, n)->placements;
+	}
+}
+
 static int lower_call(struct dt_lower *l, uint32_t id)
 {
 	struct dt_module *m = l->m;
@@ -543,6 +562,8 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	if (!dt_lower_coords(l, n, mesh, coord))
 		return DT_EINPUT;
 	/* The global results and this rank's shards of them. */
+	struct dt_placements result_pl[DT_MAX_RESULTS];
+	result_placements(l, id, &pl, nres, result_pl);
 	int64_t g[DT_MAX_RESULTS][DT_MAX_RANK], want[DT_MAX_RESULTS][DT_MAX_RANK];
 	int rank[DT_MAX_RESULTS];
 	uint8_t dtype[DT_MAX_RESULTS];
@@ -554,15 +575,16 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		char err[256];
 		/* verify checked a pin against result 0 */
 		if ((k > 0 || n->op == DT_OP_GETITEM) &&
-		    !dt_placements_validate(&pl, rank[k], err, sizeof err)) {
+		    !dt_placements_validate(&result_pl[k], rank[k], err,
+					    sizeof err)) {
 			dt_node_error(l->ctx->diag, m, n,
 				      "cannot lower %s: its placements do not "
 				      "fit result %u: %s", name, k, err);
 			return DT_EINPUT;
 		}
-		local_shape(me, &pl, coord, g[k], rank[k], want[k]);
-		if (dt_lower_spmd_check(l, n, name, 0, NULL, mesh, &pl, g[k],
-					rank[k]))
+		local_shape(me, &result_pl[k], coord, g[k], rank[k], want[k]);
+		if (dt_lower_spmd_check(l, n, name, 0, NULL, mesh,
+					&result_pl[k], g[k], rank[k]))
 			return DT_EINPUT;
 	}
 	if (!repl && localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
@@ -595,7 +617,7 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		dims_text(got, r, have, sizeof have);
 		dims_text(g[k], rank[k], gl, sizeof gl);
 		dims_text(want[k], rank[k], w, sizeof w);
-		dt_placements_print(&pl, p, sizeof p);
+		dt_placements_print(&result_pl[k], p, sizeof p);
 		if (nres > 1)
 			snprintf(which, sizeof which, " %u", k);
 		dt_node_error(l->ctx->diag, m, n,
@@ -656,6 +678,18 @@ static int run_lower(struct dt_pass_ctx *ctx)
 	memset(l.dim_group, 0xff, (m->meshes.len + 1) * sizeof *l.dim_group);
 	for (uint32_t id = 0; id < l.nold; id++)
 		l.local[id] = id;
+	l.first_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
+	l.next_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
+	dt_foreach_node(m, id) {
+		const struct dt_node *n = dt_node_get(m, id);
+		if (n->op != DT_OP_GETITEM || !dt_node_sharding(m, n) ||
+		    n->nargs < 2 || dt_node_arg(m, n, 0)->kind != DT_ARG_NODE ||
+		    dt_node_arg(m, n, 1)->kind != DT_ARG_INT)
+			continue;
+		uint32_t src = dt_node_arg(m, n, 0)->v.node;
+		l.next_result_pin[id] = l.first_result_pin[src];
+		l.first_result_pin[src] = id;
+	}
 	int rc = DT_OK;
 	uint32_t next;
 	for (uint32_t id = m->first; id && rc == DT_OK; id = next) {

@@ -25,6 +25,11 @@ struct dt_lower {
 	int16_t (*dim_group)[DT_MAX_MESH_DIMS]; /* per mesh and dim: its
 						   group, -1 = not looked up */
 	struct dt_redist_warned warned; /* merge warnings, once per module */
+	/* Pinned getitems of each multi-result node (old ids), a list
+	 * threaded through next_result_pin: result k's placements when they
+	 * differ from result 0's (layer norm backward: S(0) grad_input,
+	 * P(sum) grad_weight). 0 ends a list. */
+	uint32_t *first_result_pin, *next_result_pin;
 	/* Where emitted nodes go: before node `before`, named after `base`,
 	 * with the source line `line`. */
 	uint32_t before;

@@ -89,11 +89,11 @@ int dt_pipeline_parse(struct dt_pipeline *p, const char *text,
 
 const char *dt_default_pipeline(const struct dt_module *m)
 {
-	/* A global-view graph needs lowering (not there yet) before the
-	 * local-view passes apply. */
+	/* A global-view graph is propagated and lowered first. */
 	return m->view == DT_VIEW_LOCAL
 		       ? "verify,shape-infer,fuse-collectives,cancel-views,dce"
-		       : "verify,shape-infer,dce";
+		       : "verify,shape-infer,shard-prop,lower-redistribute,"
+			 "fuse-collectives,cancel-views,dce";
 }
 
 /* The pass that establishes `prop`. */

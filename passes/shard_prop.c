@@ -25,14 +25,13 @@
  * Time: per node, the search's (sharding_search.c): for the pq a few
  * states on typical inputs, each costing one plan per moved input.
  *
- *   mm = aten.mm.default(x, w)     x_redist = dtensor.redistribute(x) @ [S(0) R]
- *   x @ [S(1) R], w @ [R R]   →    mm = aten.mm.default(x_redist, w)  @ [S(0) R]
+ *   mm = aten.mm.default(x, w)     x_redist = dtensor.redistribute(x) @ [S(0)
+ * R] x @ [S(1) R], w @ [R R]   →    mm = aten.mm.default(x_redist, w)  @ [S(0)
+ * R]
  */
 #include "passes.h"
-#include "redistribute.h"
 #include "sharding.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,9 +56,9 @@ struct prop {
 	struct dt_module *m;
 	enum dt_shard_search mode;
 	const struct dt_topology *topology;
-	DT_VEC(uint32_t) first;        /* node -> its first value, NONE */
-	DT_VEC(struct value) values;   /* results of each node, in order */
-	DT_VEC(uint32_t) redist_head;  /* node -> first redistribution */
+	DT_VEC(uint32_t) first;	      /* node -> its first value, NONE */
+	DT_VEC(struct value) values;  /* results of each node, in order */
+	DT_VEC(uint32_t) redist_head; /* node -> first redistribution */
 	DT_VEC(struct redist) redists;
 	struct dt_rules rules;
 	struct dt_shard_space space;
@@ -89,7 +88,8 @@ static void cover_nodes(struct prop *p)
 }
 
 /* Record the placements of every result of node `id` (n of them). */
-static void record(struct prop *p, uint32_t id, const struct value *v, uint32_t n)
+static void record(struct prop *p, uint32_t id, const struct value *v,
+		   uint32_t n)
 {
 	cover_nodes(p);
 	p->first.data[id] = p->values.len;
@@ -97,7 +97,8 @@ static void record(struct prop *p, uint32_t id, const struct value *v, uint32_t 
 		dt_vec_push(&p->values, v[k]);
 }
 
-static const struct value *value_of(struct prop *p, uint32_t id, uint32_t result)
+static const struct value *value_of(struct prop *p, uint32_t id,
+				    uint32_t result)
 {
 	if (id >= p->first.len || p->first.data[id] == NONE)
 		return NULL;
@@ -114,7 +115,8 @@ static void set_sharding(struct prop *p, uint32_t id, uint16_t mesh,
 			 const struct dt_placements *pl)
 {
 	const struct dt_sharding *have = dt_node_sharding(p->m, node(p, id));
-	if (have && have->mesh == mesh && dt_placements_equal(&have->placements, pl))
+	if (have && have->mesh == mesh &&
+	    dt_placements_equal(&have->placements, pl))
 		return;
 	struct dt_sharding s = {.mesh = mesh, .placements = *pl};
 	uint32_t index = dt_vec_push(&p->m->shardings, s);
@@ -137,8 +139,8 @@ static dt_str fresh_name(struct prop *p, const char *base)
 /* A dtensor.redistribute of value `from` to (mesh, pl), linked before
  * node `before` (or after `from` when `before` is NONE). */
 static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
-				 const struct dt_placements *pl, uint32_t before,
-				 uint32_t line)
+				 const struct dt_placements *pl,
+				 uint32_t before, uint32_t line)
 {
 	char base[256];
 	snprintf(base, sizeof base, "%s_redistribute", name_of(p, from));
@@ -146,15 +148,15 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 	struct dt_tensor t = *dt_node_tensor(p->m, node(p, from), 0);
 	struct dt_sharding s = {.mesh = mesh, .placements = *pl};
 	struct dt_node_init init = {
-		.kind = DT_NODE_CALL,
-		.name = fresh_name(p, base),
-		.target = p->redistribute_target,
-		.line = line,
-		.args = &arg,
-		.nargs = 1,
-		.tensors = &t,
-		.ntensors = 1,
-		.sharding = &s,
+	    .kind = DT_NODE_CALL,
+	    .name = fresh_name(p, base),
+	    .target = p->redistribute_target,
+	    .line = line,
+	    .args = &arg,
+	    .nargs = 1,
+	    .tensors = &t,
+	    .ntensors = 1,
+	    .sharding = &s,
 	};
 	uint32_t id = dt_module_add_node(p->m, &init);
 	if (before != NONE)
@@ -171,16 +173,19 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 /* The redistribution of `from` to (mesh, pl) for consumer `user`: an
  * earlier one, or a new one before `user` (*made set). */
 static uint32_t redistribution(struct prop *p, uint32_t from, uint16_t mesh,
-			       const struct dt_placements *pl, uint32_t user, bool *made)
+			       const struct dt_placements *pl, uint32_t user,
+			       bool *made)
 {
 	cover_nodes(p);
 	*made = false;
-	for (uint32_t r = p->redist_head.data[from]; r != NONE; r = p->redists.data[r].next)
+	for (uint32_t r = p->redist_head.data[from]; r != NONE;
+	     r = p->redists.data[r].next)
 		if (p->redists.data[r].mesh == mesh &&
 		    dt_placements_equal(&p->redists.data[r].pl, pl))
 			return p->redists.data[r].node;
 	*made = true;
-	uint32_t id = new_redistribute(p, from, mesh, pl, user, node(p, user)->line);
+	uint32_t id =
+	    new_redistribute(p, from, mesh, pl, user, node(p, user)->line);
 	struct redist r = {from, id, p->redist_head.data[from], mesh, *pl};
 	p->redist_head.data[from] = dt_vec_push(&p->redists, r);
 	return id;
@@ -218,18 +223,20 @@ static void move_inputs(struct prop *p, uint32_t id, uint16_t mesh,
 		if (t->ignored || dt_placements_equal(cur, &want[i]))
 			continue;
 		bool made;
-		uint32_t r = redistribution(p, t->node, mesh, &want[i], id, &made);
+		uint32_t r =
+		    redistribution(p, t->node, mesh, &want[i], id, &made);
 		rewire(p, t, r);
 		if (!made || !p->ctx->diag->remarks)
 			continue;
 		char a[128], b[128];
 		print_pl(cur, a, sizeof a);
 		print_pl(&want[i], b, sizeof b);
-		remark(p, id, "shard-prop:redistribute",
-		       "'%s' moves from %s to %s for '%s' (%s), modelled %.2f us",
-		       name_of(p, t->node), a, b, name_of(p, id),
-		       dt_op_get(p->rules.op)->target,
-		       dt_shard_input_cost(&p->space, i, &want[i]));
+		remark(
+		    p, id, "shard-prop:redistribute",
+		    "'%s' moves from %s to %s for '%s' (%s), modelled %.2f us",
+		    name_of(p, t->node), a, b, name_of(p, id),
+		    dt_op_get(p->rules.op)->target,
+		    dt_shard_input_cost(&p->space, i, &want[i]));
 	}
 }
 
@@ -238,7 +245,8 @@ static void move_inputs(struct prop *p, uint32_t id, uint16_t mesh,
 static void redistribute_to_pin(struct prop *p, uint32_t id, uint16_t mesh,
 				const struct dt_placements *pin)
 {
-	uint32_t r = new_redistribute(p, id, mesh, pin, NONE, node(p, id)->line);
+	uint32_t r =
+	    new_redistribute(p, id, mesh, pin, NONE, node(p, id)->line);
 	dt_module_replace_uses(p->m, id, r);
 	struct dt_node *rn = node(p, r);
 	p->m->args.data[rn->args].v.node = id; /* its own input stays */
@@ -265,21 +273,27 @@ static int node_mesh(struct prop *p, uint32_t id, const struct dt_sharding *pin)
 			mesh = v->mesh;
 			first = t->node;
 		} else if (v->mesh != mesh) {
-			dt_node_error(p->ctx->diag, p->m, node(p, id),
-				      "node '%s': its inputs '%s' and '%s' are on different meshes ('%s' and '%s')",
-				      name_of(p, id), name_of(p, first), name_of(p, t->node),
-				      dt_str_get(p->m, p->m->meshes.data[mesh].name),
-				      dt_str_get(p->m, p->m->meshes.data[v->mesh].name));
+			dt_node_error(
+			    p->ctx->diag, p->m, node(p, id),
+			    "node '%s': its inputs '%s' and '%s' are on "
+			    "different meshes ('%s' and '%s')",
+			    name_of(p, id), name_of(p, first),
+			    name_of(p, t->node),
+			    dt_str_get(p->m, p->m->meshes.data[mesh].name),
+			    dt_str_get(p->m, p->m->meshes.data[v->mesh].name));
 			return -1;
 		}
 	}
 	if (mesh < 0)
 		mesh = pin ? pin->mesh : 0;
 	if (pin && pin->mesh != mesh) {
-		dt_node_error(p->ctx->diag, p->m, node(p, id),
-			      "node '%s': its <sharding> names mesh '%s' but its inputs are on '%s'",
-			      name_of(p, id), dt_str_get(p->m, p->m->meshes.data[pin->mesh].name),
-			      dt_str_get(p->m, p->m->meshes.data[mesh].name));
+		dt_node_error(
+		    p->ctx->diag, p->m, node(p, id),
+		    "node '%s': its <sharding> names mesh '%s' but its inputs "
+		    "are on '%s'",
+		    name_of(p, id),
+		    dt_str_get(p->m, p->m->meshes.data[pin->mesh].name),
+		    dt_str_get(p->m, p->m->meshes.data[mesh].name));
 		return -1;
 	}
 	return mesh;
@@ -301,103 +315,60 @@ static void observe(struct prop *p, int mesh, const struct dt_placements *pin)
 	}
 }
 
-/* Output 0 of the strategy c moved to `pin` afterwards: what it costs. */
-static double pin_cost(struct prop *p, const struct dt_shard_choice *c,
-		       const struct dt_placements *pin)
-{
-	const struct dt_rule_tensor *t = &p->rules.tensors.data[0];
-	struct dt_redist_request req = {
-		.mesh = &p->space.mesh,
-		.topology = &p->space.topology,
-		.dtype = (enum dt_dtype)t->dtype,
-		.rank = t->rank,
-		.src = c->placements.data[0],
-		.dst = *pin,
-	};
-	memcpy(req.shape, t->shape, sizeof req.shape);
-	struct dt_redist_plan plan;
-	char err[256];
-	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
-		return INFINITY;
-	double cost = dt_redist_plan_cost(&plan);
-	dt_redist_plan_fini(&plan);
-	return cost;
-}
-
-struct pin_pick {
-	struct prop *p;
-	const struct dt_placements *pin;
-	double best;
-};
-
-static void weigh_for_pin(void *ud, const struct dt_shard_choice *c)
-{
-	struct pin_pick *k = ud;
-	double total = c->cost + pin_cost(k->p, c, k->pin);
-	if (!isfinite(total))
-		return;
-	if (!k->p->choice.found || total < k->best ||
-	    (total == k->best && dt_shard_choice_compare(c, &k->p->choice) < 0)) {
-		dt_shard_choice_copy(&k->p->choice, c);
-		k->best = total;
-	}
-}
-
-/* No strategy gives the pin: the one whose cost plus moving its output 0
- * to the pin is least (every strategy weighed; the search's choice when
- * there are too many to enumerate). */
-static void choose_for_pin(struct prop *p, const struct dt_placements *pin)
-{
-	struct pin_pick k = {p, pin, INFINITY};
-	p->choice.found = false;
-	if (dt_shard_enumerate(&p->space, weigh_for_pin, &k) == UINT64_MAX)
-		dt_shard_search(&p->space, p->mode, &p->choice, NULL);
-}
-
 /* Fix the placements of call node `id` and move its inputs. */
 static int propagate(struct prop *p, uint32_t id)
 {
 	struct dt_module *m = p->m;
 	char why[256] = "";
-	bool have_rules = dt_rules_fill(&p->rules, m, id, why, sizeof why) == DT_OK;
-	if (!have_rules) /* still know the tensors, for the replicated fallback */
+	bool have_rules =
+	    dt_rules_fill(&p->rules, m, id, why, sizeof why) == DT_OK;
+	if (!have_rules) /* still know the tensors, for the replicated fallback
+			  */
 		p->rules.nrows = 0;
-	const struct dt_sharding *pin_sharding = dt_node_sharding(m, node(p, id));
-	struct dt_sharding pin = pin_sharding ? *pin_sharding : (struct dt_sharding){0};
+	const struct dt_sharding *pin_sharding =
+	    dt_node_sharding(m, node(p, id));
+	struct dt_sharding pin =
+	    pin_sharding ? *pin_sharding : (struct dt_sharding){0};
 	int mesh = node_mesh(p, id, pin_sharding ? &pin : NULL);
 	if (mesh < 0)
 		return DT_EINPUT;
 	const struct dt_mesh *mp = &m->meshes.data[mesh];
 	p->current.len = 0;
 	for (uint32_t i = 0; i < p->rules.nin; i++)
-		dt_vec_push(&p->current,
-			    value_of(p, dt_rules_input(&p->rules, i)->node, 0)->pl);
+		dt_vec_push(
+		    &p->current,
+		    value_of(p, dt_rules_input(&p->rules, i)->node, 0)->pl);
 	if (p->watch && p->watch->node == id)
 		observe(p, mesh, pin_sharding ? &pin.placements : NULL);
 	struct dt_shard_request req = {
-		.mesh = mp,
-		.topology = p->topology,
-		.current = p->current.data,
-		.pin = pin_sharding ? &pin.placements : NULL,
+	    .mesh = mp,
+	    .topology = p->topology,
+	    .current = p->current.data,
+	    .pin = pin_sharding ? &pin.placements : NULL,
 	};
 	dt_shard_space_init(&p->space, &p->rules, &req);
 	bool pin_unmet = false;
 	if (have_rules) {
-		if (dt_shard_search(&p->space, p->mode, &p->choice, NULL) != DT_OK) {
+		if (dt_shard_search(&p->space, p->mode, &p->choice, NULL) !=
+		    DT_OK) {
 			dt_node_error(p->ctx->diag, m, node(p, id),
-				      "node '%s': %llu strategies are too many for --search=exhaustive (use pq)",
+				      "node '%s': %llu strategies are too many "
+				      "for --search=exhaustive (use pq)",
 				      name_of(p, id),
-				      (unsigned long long)dt_shard_space_product(&p->space));
+				      (unsigned long long)
+					  dt_shard_space_product(&p->space));
 			return DT_EINPUT;
 		}
 		if (!p->choice.found && pin_sharding) {
 			pin_unmet = true;
 			req.pin = NULL;
 			dt_shard_space_init(&p->space, &p->rules, &req);
-			choose_for_pin(p, &pin.placements);
+			dt_shard_search_toward(&p->space, &pin.placements,
+					       p->mode, &p->choice);
 		}
 		if (!p->choice.found)
-			snprintf(why, sizeof why, "no strategy of its rules applies");
+			snprintf(why, sizeof why,
+				 "no strategy of its rules applies");
 	}
 	uint32_t nout = p->rules.nout, width = nout + p->rules.nin;
 	struct dt_placements *chosen;
@@ -417,7 +388,8 @@ static int propagate(struct prop *p, uint32_t id)
 	}
 	bool moved = false;
 	for (uint32_t i = 0; i < p->rules.nin; i++)
-		moved |= !dt_placements_equal(&p->current.data[i], &chosen[nout + i]);
+		moved |= !dt_placements_equal(&p->current.data[i],
+					      &chosen[nout + i]);
 	if (moved && (!have_rules || !p->choice.found || p->rules.nrows == 0) &&
 	    p->ctx->diag->remarks)
 		remark(p, id, "shard-prop:replicate",
@@ -425,8 +397,8 @@ static int propagate(struct prop *p, uint32_t id)
 		       dt_str_get(m, node(p, id)->target),
 		       !have_rules || !p->choice.found ? why
 		       : strcmp(p->rules.family, "replicate") == 0
-			       ? "its op has no sharding rule"
-			       : "no rule of its op applies to these arguments");
+			   ? "its op has no sharding rule"
+			   : "no rule of its op applies to these arguments");
 	move_inputs(p, id, (uint16_t)mesh, &chosen[nout]);
 	struct value vals[DT_MAX_RESULTS];
 	for (uint32_t k = 0; k < nout && k < DT_MAX_RESULTS; k++)
@@ -440,15 +412,20 @@ static int propagate(struct prop *p, uint32_t id)
 		print_pl(&chosen[0], b, sizeof b);
 		if (nout != 1) {
 			dt_node_error(p->ctx->diag, m, node(p, id),
-				      "node '%s': no strategy gives its result 0 the pinned placements %s; pin the getitem of that result instead",
+				      "node '%s': no strategy gives its result "
+				      "0 the pinned placements %s; pin the "
+				      "getitem of that result instead",
 				      name_of(p, id), a);
 			dt_vec_free(&fallback);
 			return DT_EINPUT;
 		}
 		if (p->ctx->diag->remarks)
 			remark(p, id, "shard-prop:pin",
-			       "no strategy of '%s' (%s) gives its pinned placements %s; it computes %s and is redistributed",
-			       name_of(p, id), dt_str_get(m, node(p, id)->target), a, b);
+			       "no strategy of '%s' (%s) gives its pinned "
+			       "placements %s; it computes %s and is "
+			       "redistributed",
+			       name_of(p, id),
+			       dt_str_get(m, node(p, id)->target), a, b);
 		redistribute_to_pin(p, id, (uint16_t)mesh, &pin.placements);
 	}
 	dt_vec_free(&fallback);
@@ -485,31 +462,38 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 {
 	struct dt_module *m = ctx->m;
 	if (m->view != DT_VIEW_GLOBAL) {
-		dt_diag_report(ctx->diag, DT_ERROR, m->file, 0, NULL,
-			       "shard-prop needs a global-view graph (this one is local)");
+		dt_diag_report(
+		    ctx->diag, DT_ERROR, m->file, 0, NULL,
+		    "shard-prop needs a global-view graph (this one is local)");
 		return DT_EINPUT;
 	}
 	struct prop p = {
-		.ctx = ctx,
-		.m = m,
-		.mode = ctx->options && ctx->options->shard_search == DT_SEARCH_EXHAUSTIVE
-				? DT_SEARCH_EXHAUSTIVE
-				: DT_SEARCH_PQ,
-		.topology = ctx->options && ctx->options->topology ? ctx->options->topology
-								  : &m->topology,
-		.watch = watch,
+	    .ctx = ctx,
+	    .m = m,
+	    .mode = ctx->options &&
+			    ctx->options->shard_search == DT_SEARCH_EXHAUSTIVE
+			? DT_SEARCH_EXHAUSTIVE
+			: DT_SEARCH_PQ,
+	    .topology = ctx->options && ctx->options->topology
+			    ? ctx->options->topology
+			    : &m->topology,
+	    .watch = watch,
 	};
-	p.redistribute_target = dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
+	p.redistribute_target =
+	    dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
 	int rc = DT_OK;
-	for (uint32_t id = m->first; id != 0 && rc == DT_OK; id = node(&p, id)->next) {
+	for (uint32_t id = m->first; id != 0 && rc == DT_OK;
+	     id = node(&p, id)->next) {
 		struct dt_node *n = node(&p, id);
 		const struct dt_sharding *s = dt_node_sharding(m, n);
 		if (n->kind == DT_NODE_OUTPUT)
 			continue;
-		if (n->kind == DT_NODE_PLACEHOLDER || n->op == DT_OP_REDISTRIBUTE) {
+		if (n->kind == DT_NODE_PLACEHOLDER ||
+		    n->op == DT_OP_REDISTRIBUTE) {
 			if (!s) { /* the verifier checked placeholders */
 				dt_node_error(ctx->diag, m, n,
-					      "node '%s': dtensor.redistribute needs a <sharding> target",
+					      "node '%s': dtensor.redistribute "
+					      "needs a <sharding> target",
 					      name_of(&p, id));
 				rc = DT_EINPUT;
 				break;
@@ -538,9 +522,10 @@ static int run_shard_prop(struct dt_pass_ctx *ctx)
 }
 
 const struct dt_pass dt_pass_shard_prop = {
-	.name = "shard-prop",
-	.help = "choose placements (single-dim rules, min-cost search); insert redistributions",
-	.requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
-	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
-	.run = run_shard_prop,
+    .name = "shard-prop",
+    .help = "choose placements (single-dim rules, min-cost search); insert "
+	    "redistributions",
+    .requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+    .preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
+    .run = run_shard_prop,
 };

@@ -277,6 +277,15 @@ struct dt_shard_stats {
 int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
 		    struct dt_shard_choice *out, struct dt_shard_stats *stats);
 
+/* For a pin no strategy gives: the strategy (of a space without the pin)
+ * whose cost plus that of moving its output 0 to `target` afterwards is
+ * least, ties as dt_shard_search; out->cost stays the strategy's own.
+ * Every strategy is weighed; with more than DT_SHARD_MAX_ENUMERATION, the
+ * search's choice in `mode`. Returns out->cost plus the move, INFINITY
+ * when nothing reaches the target (out->found false). */
+double dt_shard_search_toward(struct dt_shard_space *s, const struct dt_placements *target,
+			      enum dt_shard_search mode, struct dt_shard_choice *out);
+
 /* Call fn for every strategy passing the filters with a finite cost, in
  * enumeration order (what the exhaustive search weighs); returns the
  * number passing the filters (finite cost or not: DTensor's count), or

@@ -1,35 +1,20 @@
 // SPDX-License-Identifier: MIT
 /* sharding_search.c: expansion of a node's single-dim rows to its N-D
- * strategy space and the search for the strategy of least redistribution
- * cost (semantics §6). A strategy picks one expanded row per mesh dim; its
- * cost is the sum over inputs of the planner's plan cost (redistribute.h)
- * from the current placements to the ones the strategy needs.
+ * strategy space, the costs of input placements, the filters a strategy
+ * passes, the exhaustive search (the oracle) and the search toward a pin.
+ * A strategy picks one expanded row per mesh dim; its cost is the sum over
+ * inputs of the planner's plan cost (redistribute.h) from the current
+ * placements to the ones the strategy needs. The priority-queue search is
+ * sharding_pq.c.
  *
- * The priority-queue search walks states: one placement per (input, mesh
- * dim) entry, drawn from the input's column of the rows, plus a flag per
- * input whose current non-default shard order is kept. It starts at the
- * current placements. A move gives one entry the value a row gives it;
- * moves take entries in a fixed order (the flags, then mesh dim by mesh
- * dim each input), so each state has one path and the entries before its
- * last move are settled. A state's key is a lower bound on the cost of
- * every state its later moves reach (plans pay at least one collective,
- * of at least its latency and smallest shard, on every mesh dim that
- * leaves S or P; a settled mesh dim must already match a row), its exact
- * cost once all is settled; states pop by (key, changes, placements). A
- * popped state that some valid strategy consumes is queued again keyed by
- * its cost; the search stops when such a matched state pops: every state
- * still queued, and all it leads to, costs at least as much, and ties go
- * to fewer changes then the smaller placements, as in the exhaustive
- * search. mm on a 2×2×2 mesh with inputs S(1) R R and R R R: the start
- * fails on dim 0; moving b's dim 0 from R to S(0) (a free chunk) gives a
- * state that P(sum) <- S(1), S(0) consumes: 2 pops out of 512 strategies.
+ *   mm on (2,2,2), a S(0) R R, b R R R: 8 rows per mesh dim (R, S(0) <-
+ *   S(0), R, ...), 512 strategies; the cheapest, S(0) R R, costs nothing.
  *
- * Time: exhaustive O(rows^dims · (tensors + mesh dims)); pq O(V · (dims ·
- * rows · inputs + log V)) for V popped states, plan costs cached per
- * (input, placements). */
+ * Time: expansion O(rows^2 · tensors); exhaustive O(rows^dims · (tensors +
+ * mesh dims)), plan costs cached per (input, placements). */
 #include "cost_model.h"
 #include "redistribute.h"
-#include "sharding.h"
+#include "sharding_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,12 +35,12 @@ static uint64_t placement_key(const struct dt_placement *p)
 	return key;
 }
 
-static bool is_shard(const struct dt_placement *p)
+bool dt_shard_is_sharding(const struct dt_placement *p)
 {
 	return p->kind == DT_PL_SHARD || p->kind == DT_PL_STRIDED_SHARD;
 }
 
-static bool input_active(const struct dt_shard_space *s, uint32_t i)
+bool dt_shard_input_active(const struct dt_shard_space *s, uint32_t i)
 {
 	return !dt_rules_input(s->rules, i)->ignored;
 }
@@ -75,7 +60,9 @@ static struct dt_placement fill_entry(const struct dt_rule_entry *e, int32_t sf)
 {
 	struct dt_placement p = {0};
 	switch ((enum dt_rule_kind)e->kind) {
-	case DT_RULE_REPLICATE: p.kind = DT_PL_REPLICATE; break;
+	case DT_RULE_REPLICATE:
+		p.kind = DT_PL_REPLICATE;
+		break;
 	case DT_RULE_PARTIAL:
 		p.kind = DT_PL_PARTIAL;
 		p.reduce = e->reduce;
@@ -89,8 +76,8 @@ static struct dt_placement fill_entry(const struct dt_rule_entry *e, int32_t sf)
 	return p;
 }
 
-static bool same_placement(const struct dt_placement *a,
-			   const struct dt_placement *b)
+bool dt_shard_same_placement(const struct dt_placement *a,
+			     const struct dt_placement *b)
 {
 	return placement_key(a) == placement_key(b);
 }
@@ -104,7 +91,7 @@ static void push_row(struct dt_shard_space *s, const struct dt_placement *row,
 			continue;
 		const struct dt_placement *e = dt_shard_space_row(s, r);
 		uint32_t k = 0;
-		while (k < s->width && same_placement(&e[k], &row[k]))
+		while (k < s->width && dt_shard_same_placement(&e[k], &row[k]))
 			k++;
 		if (k == s->width)
 			return;
@@ -124,7 +111,7 @@ static int shard_kinds(const struct dt_shard_space *s, bool *plain,
 	int n = 0;
 	*plain = false;
 	for (uint32_t i = 0; i < s->rules->nin; i++) {
-		if (!input_active(s, i))
+		if (!dt_shard_input_active(s, i))
 			continue;
 		const struct dt_placements *pl = &s->current.data[i];
 		for (int m = 0; m < pl->ndim; m++) {
@@ -136,7 +123,8 @@ static int shard_kinds(const struct dt_shard_space *s, bool *plain,
 			int at = 0;
 			while (at < n && factors[at] < p->split_factor)
 				at++;
-			if ((at < n && factors[at] == p->split_factor) || at == cap)
+			if ((at < n && factors[at] == p->split_factor) ||
+			    at == cap)
 				continue;
 			if (n == cap)
 				n--; /* the largest gives way */
@@ -169,7 +157,8 @@ static void expand_rows(struct dt_shard_space *s)
 		for (uint32_t k = 0; k < s->width; k++)
 			placeholder |= e[k].kind == DT_RULE_SHARD;
 		/* kind -1: S; kind j >= 0: _S with factors[j]. */
-		for (int kind = -1; kind < (placeholder ? nfactors : 0); kind++) {
+		for (int kind = -1; kind < (placeholder ? nfactors : 0);
+		     kind++) {
 			if (placeholder && kind < 0 && !plain)
 				continue;
 			if (kind >= 0 && (flags & DT_ROW_PLAIN))
@@ -217,17 +206,19 @@ static void fill_candidates(struct dt_shard_space *s)
 	for (uint32_t i = 0; i < r->nin; i++) {
 		uint32_t first = s->cand.len;
 		dt_vec_push(&s->cand_first, first);
-		if (!input_active(s, i))
+		if (!dt_shard_input_active(s, i))
 			continue;
 		for (uint32_t row = 0; row < s->nrows; row++)
-			dt_vec_push(&s->cand, dt_shard_space_row(s, row)[r->nout + i]);
+			dt_vec_push(&s->cand,
+				    dt_shard_space_row(s, row)[r->nout + i]);
 		for (int m = 0; m < ndim; m++)
 			dt_vec_push(&s->cand, s->current.data[i].p[m]);
 		struct dt_placement *c = &s->cand.data[first];
 		uint32_t n = s->cand.len - first, kept = 0;
 		qsort(c, n, sizeof *c, compare_keys);
 		for (uint32_t k = 0; k < n; k++)
-			if (kept == 0 || !same_placement(&c[kept - 1], &c[k]))
+			if (kept == 0 ||
+			    !dt_shard_same_placement(&c[kept - 1], &c[k]))
 				c[kept++] = c[k];
 		/* The state stores one byte per mesh dim. */
 		DT_REQUIRE(kept <= 255);
@@ -239,9 +230,11 @@ static void fill_candidates(struct dt_shard_space *s)
 	dt_vec_grow(&s->row_cand, s->nrows * r->nin);
 	for (uint32_t row = 0; row < s->nrows; row++)
 		for (uint32_t i = 0; i < r->nin; i++) {
-			int c = input_active(s, i)
-					? cand_index(s, i, &dt_shard_space_row(s, row)[r->nout + i])
-					: 0;
+			int c = dt_shard_input_active(s, i)
+				    ? cand_index(s, i,
+						 &dt_shard_space_row(
+						     s, row)[r->nout + i])
+				    : 0;
 			s->row_cand.data[row * r->nin + i] = (uint8_t)c;
 		}
 
@@ -253,8 +246,9 @@ static void fill_candidates(struct dt_shard_space *s)
 		const struct dt_placements *cur = &s->current.data[i];
 		struct dt_placements dflt = *cur;
 		dt_placements_default_order(&dflt);
-		bool reorder = input_active(s, i) && !dt_placements_equal(cur, &dflt);
-		if (!input_active(s, i))
+		bool reorder = dt_shard_input_active(s, i) &&
+			       !dt_placements_equal(cur, &dflt);
+		if (!dt_shard_input_active(s, i))
 			continue;
 		uint8_t *st = &s->start.data[i * (uint32_t)(ndim + 1)];
 		for (int m = 0; m < ndim; m++)
@@ -299,23 +293,29 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 		for (int m = 0; m < cur->ndim; m++)
 			ordered |= cur->p[m].kind == DT_PL_STRIDED_SHARD;
 		double least = (double)dt_numel(t->shape, t->rank) *
-			       dt_dtype_size((enum dt_dtype)t->dtype) / (double)s->mesh.size;
+			       dt_dtype_size((enum dt_dtype)t->dtype) /
+			       (double)s->mesh.size;
 		for (int m = 0; m < s->mesh.ndim; m++) {
 			uint8_t dim = (uint8_t)m;
 			int64_t n = s->mesh.shape[m];
 			for (int kind = 0; kind < DT_NCOMM_KINDS; kind++) {
-				double bytes = kind == DT_COMM_ALL_GATHER ? least * (double)n : least;
-				double c = n == 1 || ordered
-						   ? 0
-						   : dt_comm_cost(&s->topology, &s->mesh, &dim, 1,
-								  (enum dt_comm_kind)kind, bytes);
+				double bytes = kind == DT_COMM_ALL_GATHER
+						   ? least * (double)n
+						   : least;
+				double c =
+				    n == 1 || ordered
+					? 0
+					: dt_comm_cost(
+					      &s->topology, &s->mesh, &dim, 1,
+					      (enum dt_comm_kind)kind, bytes);
 				dt_vec_push(&s->move_cost, c);
 			}
 		}
 	}
 	s->cache_used = 0;
 	if (s->cache_input.len)
-		memset(s->cache_input.data, 0, s->cache_input.len * sizeof(uint32_t));
+		memset(s->cache_input.data, 0,
+		       s->cache_input.len * sizeof(uint32_t));
 	s->plans = 0;
 }
 
@@ -365,12 +365,12 @@ static double plan_cost(struct dt_shard_space *s, uint32_t i,
 		return 0;
 	const struct dt_rule_tensor *t = dt_rules_input(s->rules, i);
 	struct dt_redist_request req = {
-		.mesh = &s->mesh,
-		.topology = &s->topology,
-		.dtype = (enum dt_dtype)t->dtype,
-		.rank = t->rank,
-		.src = *cur,
-		.dst = *target,
+	    .mesh = &s->mesh,
+	    .topology = &s->topology,
+	    .dtype = (enum dt_dtype)t->dtype,
+	    .rank = t->rank,
+	    .src = *cur,
+	    .dst = *target,
 	};
 	memcpy(req.shape, t->shape, sizeof req.shape);
 	struct dt_redist_plan plan;
@@ -412,8 +412,8 @@ static uint64_t hash64(uint64_t x)
 static void cache_grow(struct dt_shard_space *s);
 
 /* Cost of input i in state bytes `st`, cached. */
-static double input_state_cost(struct dt_shard_space *s, uint32_t i,
-			       const uint8_t *st)
+double dt_shard_input_state_cost(struct dt_shard_space *s, uint32_t i,
+				 const uint8_t *st)
 {
 	int ndim = s->mesh.ndim;
 	uint64_t dims = 0;
@@ -425,7 +425,8 @@ static double input_state_cost(struct dt_shard_space *s, uint32_t i,
 	uint32_t mask = s->cache_input.len - 1;
 	uint32_t h = (uint32_t)hash64(dims ^ (uint64_t)tag << 40) & mask;
 	while (s->cache_input.data[h]) {
-		if (s->cache_input.data[h] == tag && s->cache_dims.data[h] == dims)
+		if (s->cache_input.data[h] == tag &&
+		    s->cache_dims.data[h] == dims)
 			return s->cache_cost.data[h];
 		h = (h + 1) & mask;
 	}
@@ -458,7 +459,9 @@ static void cache_grow(struct dt_shard_space *s)
 	for (uint32_t k = 0; k < old; k++) {
 		if (!tags[k])
 			continue;
-		uint32_t h = (uint32_t)hash64(dims[k] ^ (uint64_t)tags[k] << 40) & (cap - 1);
+		uint32_t h =
+		    (uint32_t)hash64(dims[k] ^ (uint64_t)tags[k] << 40) &
+		    (cap - 1);
 		while (s->cache_input.data[h])
 			h = (h + 1) & (cap - 1);
 		s->cache_input.data[h] = tags[k];
@@ -472,17 +475,19 @@ static void cache_grow(struct dt_shard_space *s)
 
 /* Sum over active inputs, in input order (both searches add the same way,
  * so equal strategies get bit-equal costs). */
-static double state_cost(struct dt_shard_space *s, const uint8_t *st)
+double dt_shard_state_cost(struct dt_shard_space *s, const uint8_t *st)
 {
 	uint32_t stride = (uint32_t)s->mesh.ndim + 1;
 	double total = 0;
 	for (uint32_t i = 0; i < s->rules->nin; i++)
-		if (input_active(s, i))
-			total += input_state_cost(s, i, &st[i * stride]);
+		if (dt_shard_input_active(s, i))
+			total +=
+			    dt_shard_input_state_cost(s, i, &st[i * stride]);
 	return total;
 }
 
-static uint32_t state_changes(const struct dt_shard_space *s, const uint8_t *st)
+uint32_t dt_shard_state_changes(const struct dt_shard_space *s,
+				const uint8_t *st)
 {
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < s->state_bytes; k++)
@@ -504,7 +509,8 @@ double dt_shard_input_cost(struct dt_shard_space *s, uint32_t i,
 		st[m] = (uint8_t)c;
 	}
 	st[ndim] = 0;
-	return cached ? input_state_cost(s, i, st) : plan_cost(s, i, target);
+	return cached ? dt_shard_input_state_cost(s, i, st)
+		      : plan_cost(s, i, target);
 }
 
 /* ------------------------------------------------------------------ */
@@ -519,7 +525,8 @@ static bool partials_conflict(const struct dt_placements *pl)
 		const struct dt_placement *p = &pl->p[m];
 		if (p->kind != DT_PL_PARTIAL)
 			continue;
-		bool linear = p->reduce == DT_REDUCE_SUM || p->reduce == DT_REDUCE_AVG;
+		bool linear =
+		    p->reduce == DT_REDUCE_SUM || p->reduce == DT_REDUCE_AVG;
 		bool seen_linear = op == DT_REDUCE_SUM || op == DT_REDUCE_AVG;
 		if (op >= 0 && op != p->reduce && !(linear && seen_linear))
 			return true;
@@ -530,7 +537,7 @@ static bool partials_conflict(const struct dt_placements *pl)
 
 /* The placements of the strategy `rows` into s->strategy, and whether it
  * passes the filters of semantics §6 step 3. */
-static bool build_strategy(struct dt_shard_space *s, const uint32_t *rows)
+bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 {
 	int ndim = s->mesh.ndim;
 	const struct dt_rules *r = s->rules;
@@ -538,7 +545,7 @@ static bool build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 	dt_vec_grow(&s->strategy, s->width);
 	struct dt_placements *pl = s->strategy.data;
 	for (uint32_t t = 0; t < s->width; t++) {
-		if (t >= r->nout && !input_active(s, t - r->nout)) {
+		if (t >= r->nout && !dt_shard_input_active(s, t - r->nout)) {
 			pl[t] = s->current.data[t - r->nout];
 			continue;
 		}
@@ -549,7 +556,7 @@ static bool build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 		dt_placements_default_order(&pl[t]);
 	}
 	for (uint32_t t = 0; t < s->width; t++) {
-		if (t >= r->nout && !input_active(s, t - r->nout))
+		if (t >= r->nout && !dt_shard_input_active(s, t - r->nout))
 			continue;
 		const struct dt_rule_tensor *ten = tensor_of(s, t);
 		if (partials_conflict(&pl[t]))
@@ -558,7 +565,8 @@ static bool build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 			int64_t shards = 1;
 			uint8_t flags = 0;
 			for (int m = 0; m < ndim; m++) {
-				if (!is_shard(&pl[t].p[m]) || pl[t].p[m].dim != d)
+				if (!dt_shard_is_sharding(&pl[t].p[m]) ||
+				    pl[t].p[m].dim != d)
 					continue;
 				shards *= s->mesh.shape[m];
 				flags |= s->row_flags.data[rows[m]];
@@ -567,10 +575,12 @@ static bool build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 				continue;
 			if (ten->shape[d] < shards)
 				return false;
-			if (!(flags & (DT_ROW_EVEN | DT_ROW_NONEMPTY | DT_ROW_NO_UNIT)))
+			if (!(flags &
+			      (DT_ROW_EVEN | DT_ROW_NONEMPTY | DT_ROW_NO_UNIT)))
 				continue;
 			struct dt_shard_lengths len;
-			dt_shard_lengths(&pl[t], s->mesh.shape, d, ten->shape[d], &len);
+			dt_shard_lengths(&pl[t], s->mesh.shape, d,
+					 ten->shape[d], &len);
 			if (((flags & DT_ROW_EVEN) && len.min != len.max) ||
 			    ((flags & DT_ROW_NONEMPTY) && len.min == 0) ||
 			    ((flags & DT_ROW_NO_UNIT) && len.unit))
@@ -590,7 +600,7 @@ void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
 	int dims[DT_MAX_MESH_DIMS], n = 0;
 	int64_t coord[DT_MAX_MESH_DIMS] = {0};
 	for (int m = 0; m < pl->ndim; m++)
-		if (is_shard(&pl->p[m]) && pl->p[m].dim == d)
+		if (dt_shard_is_sharding(&pl->p[m]) && pl->p[m].dim == d)
 			dims[n++] = m;
 	*out = (struct dt_shard_lengths){.min = len, .max = 0};
 	for (;;) {
@@ -615,14 +625,15 @@ static void strategy_state(const struct dt_shard_space *s, const uint32_t *rows,
 	memset(st, 0, s->state_bytes);
 	for (uint32_t i = 0; i < nin; i++) {
 		uint8_t *si = &st[i * (uint32_t)(ndim + 1)];
-		if (!input_active(s, i))
+		if (!dt_shard_input_active(s, i))
 			continue;
 		for (int m = 0; m < ndim; m++)
 			si[m] = s->row_cand.data[rows[m] * nin + i];
 	}
 }
 
-static uint64_t strategy_index(const struct dt_shard_space *s, const uint32_t *rows)
+static uint64_t strategy_index(const struct dt_shard_space *s,
+			       const uint32_t *rows)
 {
 	uint64_t index = 0;
 	for (int m = 0; m < s->mesh.ndim; m++)
@@ -631,14 +642,14 @@ static uint64_t strategy_index(const struct dt_shard_space *s, const uint32_t *r
 }
 
 /* Fill choice c from the strategy just built into s->strategy. */
-static void fill_choice(struct dt_shard_space *s, struct dt_shard_choice *c,
-			const uint32_t *rows, const uint8_t *st, double cost)
+void dt_shard_fill_choice(struct dt_shard_space *s, struct dt_shard_choice *c,
+			  const uint32_t *rows, const uint8_t *st, double cost)
 {
 	c->found = true;
 	memcpy(c->rows, rows, (size_t)s->mesh.ndim * sizeof *rows);
 	c->index = strategy_index(s, rows);
 	c->cost = cost;
-	c->changes = state_changes(s, st);
+	c->changes = dt_shard_state_changes(s, st);
 	c->placements.len = 0;
 	dt_vec_grow(&c->placements, s->width);
 	memcpy(c->placements.data, s->strategy.data,
@@ -654,7 +665,8 @@ void dt_shard_choice_fini(struct dt_shard_choice *c)
 	dt_vec_free(&c->state);
 }
 
-void dt_shard_choice_copy(struct dt_shard_choice *a, const struct dt_shard_choice *b)
+void dt_shard_choice_copy(struct dt_shard_choice *a,
+			  const struct dt_shard_choice *b)
 {
 	a->found = b->found;
 	memcpy(a->rows, b->rows, sizeof a->rows);
@@ -671,8 +683,9 @@ void dt_shard_choice_copy(struct dt_shard_choice *a, const struct dt_shard_choic
 }
 
 /* The search order of two states: cost, changes, bytes. */
-static int compare_states(double ca, uint32_t na, const uint8_t *sa, double cb,
-			  uint32_t nb, const uint8_t *sb, uint32_t bytes)
+int dt_shard_compare_states(double ca, uint32_t na, const uint8_t *sa,
+			    double cb, uint32_t nb, const uint8_t *sb,
+			    uint32_t bytes)
 {
 	if (ca != cb)
 		return ca < cb ? -1 : 1;
@@ -684,16 +697,19 @@ static int compare_states(double ca, uint32_t na, const uint8_t *sa, double cb,
 int dt_shard_choice_compare(const struct dt_shard_choice *a,
 			    const struct dt_shard_choice *b)
 {
-	uint32_t bytes = a->state.len < b->state.len ? a->state.len : b->state.len;
-	int c = compare_states(a->cost, a->changes, a->state.data, b->cost,
-			       b->changes, b->state.data, bytes);
+	uint32_t bytes =
+	    a->state.len < b->state.len ? a->state.len : b->state.len;
+	int c =
+	    dt_shard_compare_states(a->cost, a->changes, a->state.data, b->cost,
+				    b->changes, b->state.data, bytes);
 	if (c)
 		return c;
 	return a->index < b->index ? -1 : a->index > b->index;
 }
 
 uint64_t dt_shard_enumerate(struct dt_shard_space *s,
-			    void (*fn)(void *ud, const struct dt_shard_choice *c),
+			    void (*fn)(void *ud,
+				       const struct dt_shard_choice *c),
 			    void *ud)
 {
 	if (dt_shard_space_product(s) > DT_SHARD_MAX_ENUMERATION)
@@ -704,12 +720,12 @@ uint64_t dt_shard_enumerate(struct dt_shard_space *s,
 	struct dt_shard_choice c = {0};
 	uint64_t valid = 0;
 	for (;;) {
-		if (build_strategy(s, rows)) {
+		if (dt_shard_build_strategy(s, rows)) {
 			valid++;
 			strategy_state(s, rows, st);
-			double cost = state_cost(s, st);
+			double cost = dt_shard_state_cost(s, st);
 			if (isfinite(cost)) {
-				fill_choice(s, &c, rows, st, cost);
+				dt_shard_fill_choice(s, &c, rows, st, cost);
 				fn(ud, &c);
 			}
 		}
@@ -737,368 +753,64 @@ static void keep_best(void *ud, const struct dt_shard_choice *c)
 		dt_shard_choice_copy(b->out, c);
 }
 
-/* ------------------------------------------------------------------ */
-/* The priority queue. */
-
-/* The entries of a state, in the order moves take them: the inputs'
- * re-order flags, then mesh dim by mesh dim the inputs' placements. A move
- * takes an entry after every entry moved before, so each state has one
- * path from the start, and the entries up to the last move are settled. */
-static int64_t entry_index(const struct dt_shard_space *s, uint32_t i, int m)
+/* Output 0 of strategy c moved to `target` afterwards: what it costs. */
+static double output_move_cost(struct dt_shard_space *s,
+			       const struct dt_shard_choice *c,
+			       const struct dt_placements *target)
 {
-	return (int64_t)s->rules->nin * (m + 1) + i;
+	const struct dt_rule_tensor *t = tensor_of(s, 0);
+	struct dt_redist_request req = {
+	    .mesh = &s->mesh,
+	    .topology = &s->topology,
+	    .dtype = (enum dt_dtype)t->dtype,
+	    .rank = t->rank,
+	    .src = c->placements.data[0],
+	    .dst = *target,
+	};
+	memcpy(req.shape, t->shape, sizeof req.shape);
+	struct dt_redist_plan plan;
+	char err[256];
+	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
+		return INFINITY;
+	double cost = dt_redist_plan_cost(&plan);
+	dt_redist_plan_fini(&plan);
+	return cost;
 }
 
-/* The index of the last entry moved in st (a flag's index is its input),
- * or -1 at the start. */
-static int64_t state_cursor(const struct dt_shard_space *s, const uint8_t *st)
-{
-	int ndim = s->mesh.ndim;
-	uint32_t stride = (uint32_t)ndim + 1;
-	int64_t cursor = -1;
-	for (uint32_t i = 0; i < s->rules->nin; i++) {
-		const uint8_t *a = &st[i * stride], *b = &s->start.data[i * stride];
-		if (a[ndim] != b[ndim] && (int64_t)i > cursor)
-			cursor = i;
-		for (int m = 0; m < ndim; m++)
-			if (a[m] != b[m] && entry_index(s, i, m) > cursor)
-				cursor = entry_index(s, i, m);
-	}
-	return cursor;
-}
+struct toward {
+	struct dt_shard_space *s;
+	const struct dt_placements *target;
+	struct dt_shard_choice *out;
+	double best;
+};
 
-/* Whether entry (i, m) of st can no longer move: it is at or before the
- * cursor, or input i keeps its start order past its flag. */
-static bool settled(const struct dt_shard_space *s, const uint8_t *st,
-		    int64_t cursor, uint32_t i, int m)
+static void weigh_toward(void *ud, const struct dt_shard_choice *c)
 {
-	uint32_t stride = (uint32_t)s->mesh.ndim + 1;
-	return entry_index(s, i, m) <= cursor ||
-	       (st[i * stride + (uint32_t)s->mesh.ndim] && (int64_t)i <= cursor);
-}
-
-static uint8_t *pq_state(struct dt_shard_space *s, uint32_t id)
-{
-	return &s->pq_states.data[(size_t)id * s->state_bytes];
-}
-
-/* Key order: bound (or cost), changes, placements, then a matched state
- * after its search node. */
-static int pq_compare(struct dt_shard_space *s, uint32_t a, uint32_t b)
-{
-	int c = compare_states(s->pq_cost.data[a], s->pq_changes.data[a], pq_state(s, a),
-			       s->pq_cost.data[b], s->pq_changes.data[b], pq_state(s, b),
-			       s->state_bytes);
-	return c ? c : s->pq_terminal.data[a] - s->pq_terminal.data[b];
-}
-
-static void heap_push(struct dt_shard_space *s, uint32_t id)
-{
-	uint32_t k = dt_vec_push(&s->pq_heap, id);
-	uint32_t *h = s->pq_heap.data;
-	while (k > 0) {
-		uint32_t parent = (k - 1) / 2;
-		if (pq_compare(s, h[parent], h[k]) <= 0)
-			break;
-		uint32_t t = h[parent];
-		h[parent] = h[k];
-		h[k] = t;
-		k = parent;
-	}
-}
-
-static uint32_t heap_pop(struct dt_shard_space *s)
-{
-	uint32_t *h = s->pq_heap.data;
-	uint32_t top = h[0], n = --s->pq_heap.len, k = 0;
-	h[0] = h[n];
-	for (;;) {
-		uint32_t l = 2 * k + 1, r = l + 1, min = k;
-		if (l < n && pq_compare(s, h[l], h[min]) < 0)
-			min = l;
-		if (r < n && pq_compare(s, h[r], h[min]) < 0)
-			min = r;
-		if (min == k)
-			break;
-		uint32_t t = h[min];
-		h[min] = h[k];
-		h[k] = t;
-		k = min;
-	}
-	return top;
-}
-
-/* Input i's candidate c. */
-static const struct dt_placement *cand_of(const struct dt_shard_space *s,
-					  uint32_t i, uint8_t c)
-{
-	return &s->cand.data[s->cand_first.data[i] + c];
-}
-
-/* The least the plan of input i spends on mesh dim m when that dim goes
- * from candidate `from` to `to` (different). Every plan has a step on a
- * dim that changes, and the first one leaving R is local, leaving S or _S
- * an all_gather or an all_to_all (to R, always the gather), leaving P a
- * reduce_scatter or a costlier all_reduce. */
-static double move_bound(const struct dt_shard_space *s, uint32_t i, int m,
-			 uint8_t from, uint8_t to)
-{
-	const struct dt_placement *p = cand_of(s, i, from), *q = cand_of(s, i, to);
-	if (p->kind == DT_PL_REPLICATE)
-		return 0;
-	const double *c = &s->move_cost.data[((size_t)i * (size_t)s->mesh.ndim + (size_t)m) *
-					      DT_NCOMM_KINDS];
-	if (p->kind == DT_PL_PARTIAL)
-		return c[DT_COMM_REDUCE_SCATTER];
-	if (q->kind == DT_PL_REPLICATE)
-		return c[DT_COMM_ALL_GATHER];
-	return c[DT_COMM_ALL_GATHER] < c[DT_COMM_ALL_TO_ALL] ? c[DT_COMM_ALL_GATHER]
-							       : c[DT_COMM_ALL_TO_ALL];
-}
-
-/* Whether no redistribution takes one mesh dim from candidate `from` to
- * `to` of input i: a shard cannot become partial, nor a partial change its
- * op. */
-static bool unreachable(const struct dt_shard_space *s, uint32_t i, uint8_t from,
-			uint8_t to)
-{
-	const struct dt_placement *p = cand_of(s, i, from), *q = cand_of(s, i, to);
-	return q->kind == DT_PL_PARTIAL && from != to &&
-	       (is_shard(p) || p->kind == DT_PL_PARTIAL);
-}
-
-/* Whether row r can still be mesh dim m's in st: settled entries equal
- * it, the others can move to it. Adds to *add the least the moves cost. */
-static bool row_open(const struct dt_shard_space *s, const uint8_t *st,
-		     int64_t cursor, int m, uint32_t r, double *add)
-{
-	uint32_t nin = s->rules->nin, stride = (uint32_t)s->mesh.ndim + 1;
-	const uint8_t *want = &s->row_cand.data[r * nin];
-	double sum = 0;
-	for (uint32_t i = 0; i < nin; i++) {
-		uint32_t at = i * stride + (uint32_t)m;
-		if (!input_active(s, i) || st[at] == want[i])
-			continue;
-		if (settled(s, st, cursor, i, m) || unreachable(s, i, st[at], want[i]))
-			return false;
-		sum += move_bound(s, i, m, st[at], want[i]);
-	}
-	*add = sum;
-	return true;
-}
-
-/* Keys are lower bounds scaled by this, so rounding never lifts one above
- * the cost it bounds. */
-#define BOUND_SCALE (1 - 1e-12)
-
-/* The queue's key of state st: a lower bound on the cost of every state
- * its later moves reach (INFINITY when some mesh dim has no row left), the
- * exact cost once every entry is settled. A plan moves every mesh dim
- * whose placement changes, at a cost of at least move_bound; so
- *   per input: its cost, once all its entries are settled; else the bounds
- *              of its moved entries, plus for each open one the least move
- *              the open rows ask of it;
- *   overall:   the bounds of the moved entries, plus per mesh dim the least
- *              the open rows add;
- * whichever sum is larger. */
-static double state_key(struct dt_shard_space *s, const uint8_t *st, int64_t cursor)
-{
-	int ndim = s->mesh.ndim;
-	uint32_t nin = s->rules->nin, stride = (uint32_t)ndim + 1;
-	const uint8_t *start = s->start.data;
-	s->pq_bound.len = s->pq_need.len = 0;
-	dt_vec_grow(&s->pq_bound, nin);
-	dt_vec_grow(&s->pq_need, nin);
-	double *bound = s->pq_bound.data, *need = s->pq_need.data;
-	memset(bound, 0, nin * sizeof *bound);
-	double overall = 0;
-	for (int m = 0; m < ndim; m++) {
-		for (uint32_t i = 0; i < nin; i++)
-			need[i] = INFINITY;
-		double least = INFINITY;
-		for (uint32_t r = 0; r < s->nrows; r++) {
-			double add;
-			if (!row_open(s, st, cursor, m, r, &add))
-				continue;
-			least = add < least ? add : least;
-			const uint8_t *want = &s->row_cand.data[r * nin];
-			for (uint32_t i = 0; i < nin; i++) {
-				uint32_t at = i * stride + (uint32_t)m;
-				if (!input_active(s, i) || settled(s, st, cursor, i, m))
-					continue;
-				double c = want[i] == st[at] ? 0 : move_bound(s, i, m, st[at], want[i]);
-				need[i] = c < need[i] ? c : need[i];
-			}
-		}
-		if (least == INFINITY)
-			return INFINITY;
-		overall += least;
-		for (uint32_t i = 0; i < nin; i++) {
-			uint32_t at = i * stride + (uint32_t)m;
-			if (!input_active(s, i))
-				continue;
-			if (st[at] != start[at]) {
-				double c = move_bound(s, i, m, start[at], st[at]);
-				overall += c;
-				bound[i] += c;
-			} else if (!settled(s, st, cursor, i, m)) {
-				bound[i] += need[i];
-			}
-		}
-	}
-	double total = 0;
-	for (uint32_t i = 0; i < nin; i++) {
-		if (!input_active(s, i))
-			continue;
-		if (ndim == 0 || settled(s, st, cursor, i, ndim - 1))
-			total += input_state_cost(s, i, &st[i * stride]);
-		else
-			total += bound[i] * BOUND_SCALE;
-	}
-	overall *= BOUND_SCALE;
-	return total > overall ? total : overall;
-}
-
-/* Queue state st (a search node, or with `terminal` a matched state keyed
- * by its cost). */
-static void pq_add(struct dt_shard_space *s, const uint8_t *st, bool terminal,
-		   struct dt_shard_stats *stats)
-{
-	double key = terminal ? state_cost(s, st) : state_key(s, st, state_cursor(s, st));
-	if (!terminal)
-		stats->costed++;
-	if (!isfinite(key))
+	struct toward *k = ud;
+	double total = c->cost + output_move_cost(k->s, c, k->target);
+	if (!isfinite(total))
 		return;
-	uint32_t id = s->pq_cost.len;
-	uint32_t at = dt_vec_grow(&s->pq_states, s->state_bytes);
-	memcpy(&s->pq_states.data[at], st, s->state_bytes);
-	dt_vec_push(&s->pq_cost, key);
-	dt_vec_push(&s->pq_changes, state_changes(s, st));
-	dt_vec_push(&s->pq_terminal, (uint8_t)terminal);
-	heap_push(s, id);
-}
-
-/* The first valid strategy (lowest index) whose inputs are state `st`:
- * per mesh dim the rows consuming it, tried in lexicographic order. */
-static bool match_state(struct dt_shard_space *s, const uint8_t *st,
-			uint32_t *rows)
-{
-	int ndim = s->mesh.ndim;
-	uint32_t nin = s->rules->nin, stride = (uint32_t)ndim + 1;
-	for (uint32_t i = 0; i < nin; i++)
-		if (input_active(s, i) && st[i * stride + (uint32_t)ndim])
-			return false; /* a kept non-default order: no row reads it */
-	uint32_t first[DT_MAX_MESH_DIMS + 1];
-	DT_VEC(uint32_t) matches = {0};
-	for (int m = 0; m < ndim; m++) {
-		first[m] = matches.len;
-		for (uint32_t r = 0; r < s->nrows; r++) {
-			uint32_t i = 0;
-			while (i < nin && (!input_active(s, i) ||
-					   s->row_cand.data[r * nin + i] == st[i * stride + (uint32_t)m]))
-				i++;
-			if (i == nin)
-				dt_vec_push(&matches, r);
-		}
-		if (matches.len == first[m]) {
-			dt_vec_free(&matches);
-			return false;
-		}
-	}
-	first[ndim] = matches.len;
-	uint32_t pick[DT_MAX_MESH_DIMS] = {0};
-	bool found = false;
-	for (;;) {
-		for (int m = 0; m < ndim; m++)
-			rows[m] = matches.data[first[m] + pick[m]];
-		if (build_strategy(s, rows)) {
-			found = true;
-			break;
-		}
-		int m = ndim - 1;
-		while (m >= 0 && ++pick[m] == first[m + 1] - first[m])
-			pick[m--] = 0;
-		if (m < 0)
-			break;
-	}
-	dt_vec_free(&matches);
-	return found;
-}
-
-/* Queue the states one move after the cursor of `st`: an input keeping
- * its start order adopts the default one; an open entry of an input that
- * no longer keeps it takes a value some row gives it, that row agreeing
- * with the entries of its mesh dim before it (those settle as they are). */
-static void expand_state(struct dt_shard_space *s, uint8_t *st,
-			 struct dt_shard_stats *stats)
-{
-	int ndim = s->mesh.ndim;
-	uint32_t nin = s->rules->nin, stride = (uint32_t)ndim + 1;
-	int64_t cursor = state_cursor(s, st);
-	for (uint32_t i = 0; i < nin; i++) {
-		uint8_t *flag = &st[i * stride + (uint32_t)ndim];
-		if (input_active(s, i) && *flag && (int64_t)i > cursor) {
-			*flag = 0;
-			pq_add(s, st, false, stats);
-			*flag = 1;
-		}
-	}
-	uint8_t tried[256];
-	for (int m = 0; m < ndim; m++) {
-		for (uint32_t i = 0; i < nin; i++) {
-			uint32_t at = i * stride + (uint32_t)m;
-			if (!input_active(s, i) || entry_index(s, i, m) <= cursor ||
-			    st[i * stride + (uint32_t)ndim])
-				continue;
-			memset(tried, 0, sizeof tried);
-			uint8_t was = st[at];
-			for (uint32_t r = 0; r < s->nrows; r++) {
-				const uint8_t *want = &s->row_cand.data[r * nin];
-				uint8_t v = want[i];
-				if (v == was || tried[v] || unreachable(s, i, was, v))
-					continue;
-				uint32_t j = 0;
-				while (j < i && (!input_active(s, j) ||
-						 want[j] == st[j * stride + (uint32_t)m]))
-					j++;
-				if (j < i)
-					continue; /* disagrees with a settled entry */
-				tried[v] = 1;
-				st[at] = v;
-				pq_add(s, st, false, stats);
-				st[at] = was;
-			}
-		}
+	if (!k->out->found || total < k->best ||
+	    (total == k->best && dt_shard_choice_compare(c, k->out) < 0)) {
+		dt_shard_choice_copy(k->out, c);
+		k->best = total;
 	}
 }
 
-static int search_pq(struct dt_shard_space *s, struct dt_shard_choice *out,
-		     struct dt_shard_stats *stats)
+double dt_shard_search_toward(struct dt_shard_space *s,
+			      const struct dt_placements *target,
+			      enum dt_shard_search mode,
+			      struct dt_shard_choice *out)
 {
-	s->pq_states.len = s->pq_cost.len = s->pq_changes.len = 0;
-	s->pq_terminal.len = s->pq_heap.len = 0;
-	uint8_t *st = dt_malloc(s->state_bytes + 1);
-	pq_add(s, s->start.data, false, stats);
-	while (s->pq_heap.len) {
-		uint32_t id = heap_pop(s);
-		memcpy(st, pq_state(s, id), s->state_bytes);
-		uint32_t rows[DT_MAX_MESH_DIMS];
-		if (s->pq_terminal.data[id]) {
-			DT_REQUIRE(match_state(s, st, rows));
-			fill_choice(s, out, rows, st, s->pq_cost.data[id]);
-			break;
-		}
-		stats->candidates++;
-		if (match_state(s, st, rows)) {
-			pq_add(s, st, true, stats);
-			/* Later states cost at least the key and move more. */
-			if (state_cost(s, st) <= s->pq_cost.data[id])
-				continue;
-		}
-		expand_state(s, st, stats);
-	}
-	dt_free(st);
-	return DT_OK;
+	struct toward k = {s, target, out, INFINITY};
+	out->found = false;
+	if (s->rules->nout == 0)
+		return INFINITY;
+	if (dt_shard_enumerate(s, weigh_toward, &k) != UINT64_MAX)
+		return k.best;
+	dt_shard_search(s, mode, out, NULL);
+	return out->found ? out->cost + output_move_cost(s, out, target)
+			  : INFINITY;
 }
 
 int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
@@ -1118,7 +830,7 @@ int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
 			local.candidates = local.costed = valid;
 		}
 	} else {
-		rc = search_pq(s, out, &local);
+		rc = dt_shard_search_pq(s, out, &local);
 	}
 	local.plans = s->plans - plans;
 	if (stats) {

@@ -20,18 +20,18 @@
 #define MAX_TOP 64
 
 static const char explain_help[] =
-	"usage: dtopt explain GRAPH.xml NODE [options]\n"
-	"\n"
-	"Explain the placements shard-prop chooses for NODE of a global-view\n"
-	"graph: its single-dim rules, their expansion to the mesh, the number of\n"
-	"strategies, the chosen one and the runners-up with their modelled\n"
-	"redistribution costs, and why.\n"
-	"\n"
-	"  -f, --format FMT       text (default) or json\n"
-	"      --search=pq|exhaustive  the search shard-prop runs (default pq;\n"
-	"                         both give the same strategy)\n"
-	"      --top N            runners-up to list (default 5, at most 64)\n"
-	"  -h, --help             this text\n";
+    "usage: dtopt explain GRAPH.xml NODE [options]\n"
+    "\n"
+    "Explain the placements shard-prop chooses for NODE of a global-view\n"
+    "graph: its single-dim rules, their expansion to the mesh, the number of\n"
+    "strategies, the chosen one and the runners-up with their modelled\n"
+    "redistribution costs, and why.\n"
+    "\n"
+    "  -f, --format FMT       text (default) or json\n"
+    "      --search=pq|exhaustive  the search shard-prop runs (default pq;\n"
+    "                         both give the same strategy)\n"
+    "      --top N            runners-up to list (default 5, at most 64)\n"
+    "  -h, --help             this text\n";
 
 struct explain_args {
 	const char *graph, *node;
@@ -84,6 +84,8 @@ struct explanation {
 	struct dt_rules rules;
 	struct dt_shard_space space;
 	struct dt_shard_choice chosen, oracle;
+	double toward_pin; /* pin unmet: chosen's cost plus the move to it */
+	bool agree;	   /* both searches chose the same strategy */
 	struct dt_shard_stats pq, exhaustive;
 	struct ranking ranking;
 	uint64_t valid;
@@ -104,17 +106,19 @@ static void placement_text(const struct dt_placement *p, char *buf, size_t n)
 
 static void tensor_text(const struct dt_rule_tensor *t, char *buf, size_t n)
 {
-	size_t at = (size_t)snprintf(buf, n, "%s[", dt_dtype_name((enum dt_dtype)t->dtype));
+	size_t at = (size_t)snprintf(buf, n, "%s[",
+				     dt_dtype_name((enum dt_dtype)t->dtype));
 	for (int d = 0; d < t->rank && at < n; d++)
-		at += (size_t)snprintf(buf + at, n - at, "%s%lld", d ? ", " : "",
-				       (long long)t->shape[d]);
+		at += (size_t)snprintf(buf + at, n - at, "%s%lld",
+				       d ? ", " : "", (long long)t->shape[d]);
 	if (at < n)
 		snprintf(buf + at, n - at, "]");
 }
 
 static const char *input_name(const struct explanation *e, uint32_t i)
 {
-	return dt_str_get(e->m, dt_node_get(e->m, e->watch.values.data[i])->name);
+	return dt_str_get(e->m,
+			  dt_node_get(e->m, e->watch.values.data[i])->name);
 }
 
 static const char *param_name(const struct explanation *e, uint32_t i)
@@ -124,27 +128,32 @@ static const char *param_name(const struct explanation *e, uint32_t i)
 }
 
 /* "OUT, OUT <- IN, IN" for expanded row `row` (ignored inputs "-"). */
-static void row_text(const struct explanation *e, uint32_t row, char *buf, size_t n)
+static void row_text(const struct explanation *e, uint32_t row, char *buf,
+		     size_t n)
 {
 	const struct dt_placement *p = dt_shard_space_row(&e->space, row);
 	size_t at = 0;
 	buf[0] = 0;
 	for (uint32_t k = 0; k < e->space.width && at < n; k++) {
 		char one[32];
-		if (k >= e->rules.nout && dt_rules_input(&e->rules, k - e->rules.nout)->ignored)
+		if (k >= e->rules.nout &&
+		    dt_rules_input(&e->rules, k - e->rules.nout)->ignored)
 			snprintf(one, sizeof one, "-");
 		else
 			placement_text(&p[k], one, sizeof one);
 		at += (size_t)snprintf(buf + at, n - at, "%s%s",
-				       k == 0 ? "" : k == e->rules.nout ? " <- " : ", ", one);
+				       k == 0		    ? ""
+				       : k == e->rules.nout ? " <- "
+							    : ", ",
+				       one);
 	}
 	if (e->rules.nin == 0 && at < n)
 		snprintf(buf + at, n - at, " <-");
 }
 
 /* "OUT; OUT <- IN, IN" for a strategy's N-D placements. */
-static void strategy_text(const struct explanation *e, const struct dt_shard_choice *c,
-			  char *buf, size_t n)
+static void strategy_text(const struct explanation *e,
+			  const struct dt_shard_choice *c, char *buf, size_t n)
 {
 	size_t at = 0;
 	buf[0] = 0;
@@ -152,7 +161,10 @@ static void strategy_text(const struct explanation *e, const struct dt_shard_cho
 		char one[128];
 		pl_text(&c->placements.data[k], one, sizeof one);
 		at += (size_t)snprintf(buf + at, n - at, "%s[%s]",
-				       k == 0 ? "" : k == e->rules.nout ? " <- " : ", ", one);
+				       k == 0		    ? ""
+				       : k == e->rules.nout ? " <- "
+							    : ", ",
+				       one);
 	}
 	if (e->rules.nin == 0 && at < n)
 		snprintf(buf + at, n - at, " <-");
@@ -169,9 +181,12 @@ static void moves_text(const struct explanation *e, uint32_t i,
 		return;
 	}
 	const struct dt_rule_tensor *t = dt_rules_input(&e->rules, i);
-	struct dt_redist_request req = {.mesh = e->mesh, .topology = &e->topology,
-					.dtype = (enum dt_dtype)t->dtype, .rank = t->rank,
-					.src = *from, .dst = *to};
+	struct dt_redist_request req = {.mesh = e->mesh,
+					.topology = &e->topology,
+					.dtype = (enum dt_dtype)t->dtype,
+					.rank = t->rank,
+					.src = *from,
+					.dst = *to};
 	memcpy(req.shape, t->shape, sizeof req.shape);
 	struct dt_redist_plan plan;
 	char err[256];
@@ -188,14 +203,17 @@ static void moves_text(const struct explanation *e, uint32_t i,
 			      st->kind == DT_REDIST_REDUCE_SCATTER ||
 			      st->kind == DT_REDIST_PARTITION;
 		char op[48];
-		snprintf(op, sizeof op, "%s%s%s%s", dt_redist_kind_name(st->kind),
-			 reduce ? "(" : "", reduce ? dt_reduce_name(st->reduce) : "",
+		snprintf(op, sizeof op, "%s%s%s%s",
+			 dt_redist_kind_name(st->kind), reduce ? "(" : "",
+			 reduce ? dt_reduce_name(st->reduce) : "",
 			 reduce ? ")" : "");
 		if (dt_redist_kind_comm(st->kind) >= 0)
-			at += (size_t)snprintf(buf + at, n - at, "%s%s on %s %.2f us",
-					       s ? ", " : "", op, dim, st->cost_us);
+			at += (size_t)snprintf(
+			    buf + at, n - at, "%s%s on %s %.2f us",
+			    s ? ", " : "", op, dim, st->cost_us);
 		else
-			at += (size_t)snprintf(buf + at, n - at, "%s%s on %s (local)",
+			at += (size_t)snprintf(buf + at, n - at,
+					       "%s%s on %s (local)",
 					       s ? ", " : "", op, dim);
 	}
 	dt_redist_plan_fini(&plan);
@@ -206,35 +224,44 @@ static void why_text(const struct explanation *e, char *buf, size_t n)
 {
 	const struct dt_shard_choice *c = &e->chosen;
 	if (c->cost == 0 && c->changes == 0)
-		snprintf(buf, n, "the inputs already are as a strategy needs: nothing moves");
+		snprintf(buf, n,
+			 "the inputs already are as a strategy needs: nothing "
+			 "moves");
 	else
-		snprintf(buf, n, "no strategy costs less than %.2f us of redistribution%s", c->cost,
-			 e->ranking.ties > 1 ? "; among the ties it moves the fewest input "
-					       "placements, then has the smaller placements, "
-					       "then the lower row numbers"
-					     : "");
+		snprintf(
+		    buf, n,
+		    "no strategy costs less than %.2f us of redistribution%s",
+		    c->cost,
+		    e->ranking.ties > 1
+			? "; among the ties it moves the fewest input "
+			  "placements, then has the smaller placements, "
+			  "then the lower row numbers"
+			: "");
 }
 
 /* ------------------------------------------------------------------ */
 /* Text. */
 
-static void print_moves(const struct explanation *e, const struct dt_shard_choice *c,
-			const char *indent, FILE *out)
+static void print_moves(const struct explanation *e,
+			const struct dt_shard_choice *c, const char *indent,
+			FILE *out)
 {
 	for (uint32_t i = 0; i < e->rules.nin; i++) {
 		if (dt_rules_input(&e->rules, i)->ignored)
 			continue;
 		char from[128], to[128], moves[1024];
-		const struct dt_placements *want = &c->placements.data[e->rules.nout + i];
+		const struct dt_placements *want =
+		    &c->placements.data[e->rules.nout + i];
 		pl_text(&e->watch.current.data[i], from, sizeof from);
 		pl_text(want, to, sizeof to);
 		moves_text(e, i, want, moves, sizeof moves);
 		if (strcmp(moves, "stays") == 0)
-			fprintf(out, "%s%s %s: stays %s\n", indent, param_name(e, i),
-				input_name(e, i), from);
+			fprintf(out, "%s%s %s: stays %s\n", indent,
+				param_name(e, i), input_name(e, i), from);
 		else
-			fprintf(out, "%s%s %s: %s -> %s: %s\n", indent, param_name(e, i),
-				input_name(e, i), from, to, moves);
+			fprintf(out, "%s%s %s: %s -> %s: %s\n", indent,
+				param_name(e, i), input_name(e, i), from, to,
+				moves);
 	}
 }
 
@@ -247,9 +274,11 @@ static void print_text(const struct explanation *e, FILE *out)
 	fprintf(out, "rule family: %s; mesh %s (", e->rules.family,
 		dt_str_get(e->m, e->mesh->name));
 	for (int d = 0; d < e->mesh->ndim; d++)
-		fprintf(out, "%s%s=%lld", d ? ", " : "", dt_str_get(e->m, e->mesh->dims[d]),
+		fprintf(out, "%s%s=%lld", d ? ", " : "",
+			dt_str_get(e->m, e->mesh->dims[d]),
 			(long long)e->mesh->shape[d]);
-	fprintf(out, "); search: %s\n", e->mode == DT_SEARCH_PQ ? "pq" : "exhaustive");
+	fprintf(out, "); search: %s\n",
+		e->mode == DT_SEARCH_PQ ? "pq" : "exhaustive");
 	if (e->watch.pinned) {
 		pl_text(&e->watch.pin, buf, sizeof buf);
 		fprintf(out, "pinned: output 0 must be %s\n", buf);
@@ -259,9 +288,11 @@ static void print_text(const struct explanation *e, FILE *out)
 		char shape[256], pl[128];
 		tensor_text(dt_rules_input(&e->rules, i), shape, sizeof shape);
 		pl_text(&e->watch.current.data[i], pl, sizeof pl);
-		fprintf(out, "  %-12s %-12s %-24s %s%s\n", param_name(e, i), input_name(e, i),
-			shape, pl,
-			dt_rules_input(&e->rules, i)->ignored ? " (not read: any placement)" : "");
+		fprintf(out, "  %-12s %-12s %-24s %s%s\n", param_name(e, i),
+			input_name(e, i), shape, pl,
+			dt_rules_input(&e->rules, i)->ignored
+			    ? " (not read: any placement)"
+			    : "");
 	}
 	fprintf(out, "single-dim rules: %u rows, plus the all-replicate row\n",
 		e->rules.nrows);
@@ -269,56 +300,74 @@ static void print_text(const struct explanation *e, FILE *out)
 		dt_rules_row_print(&e->rules, r, buf, sizeof buf);
 		uint8_t f = e->rules.flags.data[r];
 		fprintf(out, "  %3u  %s%s%s%s%s\n", r + 1, buf,
-			f & DT_ROW_EVEN ? "  [even shards]" : "", f & DT_ROW_PLAIN ? "  [S only]" : "",
+			f & DT_ROW_EVEN ? "  [even shards]" : "",
+			f & DT_ROW_PLAIN ? "  [S only]" : "",
 			f & DT_ROW_NONEMPTY ? "  [no empty shard]" : "",
 			f & DT_ROW_NO_UNIT ? "  [no shard of one]" : "");
 	}
-	fprintf(out, "expanded with the inputs' sharding kinds: %u rows\n", e->space.nrows);
+	fprintf(out, "expanded with the inputs' sharding kinds: %u rows\n",
+		e->space.nrows);
 	for (uint32_t r = 0; r < e->space.nrows; r++) {
 		row_text(e, r, buf, sizeof buf);
 		uint32_t origin = e->space.row_origin.data[r];
 		if (origin == UINT32_MAX)
 			fprintf(out, "  %3u  %s  (all-replicate)\n", r, buf);
 		else
-			fprintf(out, "  %3u  %s  (rule %u)\n", r, buf, origin + 1);
+			fprintf(out, "  %3u  %s  (rule %u)\n", r, buf,
+				origin + 1);
 	}
 	uint64_t product = dt_shard_space_product(&e->space);
 	if (e->valid == UINT64_MAX)
-		fprintf(out, "strategies: %u^%d, too many to enumerate\n", e->space.nrows,
-			e->mesh->ndim);
+		fprintf(out, "strategies: %u^%d, too many to enumerate\n",
+			e->space.nrows, e->mesh->ndim);
 	else
-		fprintf(out, "strategies: %u^%d = %llu; %llu pass the filters, %llu have a finite cost\n",
-			e->space.nrows, e->mesh->ndim, (unsigned long long)product,
+		fprintf(out,
+			"strategies: %u^%d = %llu; %llu pass the filters, %llu "
+			"have a finite cost\n",
+			e->space.nrows, e->mesh->ndim,
+			(unsigned long long)product,
 			(unsigned long long)e->valid,
 			(unsigned long long)e->ranking.finite);
 	fprintf(out, "search: pq popped %llu state%s, costed %llu, %llu plan%s",
-		(unsigned long long)e->pq.candidates, e->pq.candidates == 1 ? "" : "s",
-		(unsigned long long)e->pq.costed, (unsigned long long)e->pq.plans,
-		e->pq.plans == 1 ? "" : "s");
+		(unsigned long long)e->pq.candidates,
+		e->pq.candidates == 1 ? "" : "s",
+		(unsigned long long)e->pq.costed,
+		(unsigned long long)e->pq.plans, e->pq.plans == 1 ? "" : "s");
 	if (e->valid != UINT64_MAX)
-		fprintf(out, "; exhaustive costed %llu strategies, %llu plans; %s\n",
+		fprintf(out,
+			"; exhaustive costed %llu strategies, %llu plans; %s\n",
 			(unsigned long long)e->exhaustive.candidates,
 			(unsigned long long)e->exhaustive.plans,
-			e->oracle.found == e->chosen.found &&
-					(!e->chosen.found ||
-					 dt_shard_choice_compare(&e->oracle, &e->chosen) == 0)
-				? "both choose the same strategy"
-				: "THEY DISAGREE");
+			e->agree ? "both choose the same strategy"
+				 : "THEY DISAGREE");
 	else
 		fprintf(out, "\n");
 	if (!e->chosen.found) {
-		fprintf(out, "chosen: none: no strategy passes the filters%s; the node runs replicated\n",
-			e->watch.pinned ? " with the pin (shard-prop then redistributes to it)" : "");
+		fprintf(out,
+			"chosen: none: no strategy passes the filters%s; the "
+			"node runs replicated\n",
+			e->watch.pinned ? " nor reaches the pin" : "");
 		return;
 	}
 	const struct dt_shard_choice *c = &e->chosen;
 	strategy_text(e, c, buf, sizeof buf);
-	fprintf(out, "chosen (cost %.2f us): %s\n", c->cost, buf);
+	if (e->watch.pinned &&
+	    !dt_placements_equal(&c->placements.data[0], &e->watch.pin)) {
+		char pin[128];
+		pl_text(&e->watch.pin, pin, sizeof pin);
+		fprintf(out,
+			"chosen (cost %.2f us, %.2f us with the move of its "
+			"output to the pin "
+			"%s, which no strategy gives): %s\n",
+			c->cost, e->toward_pin, pin, buf);
+	} else {
+		fprintf(out, "chosen (cost %.2f us): %s\n", c->cost, buf);
+	}
 	fprintf(out, "  rows:");
 	for (int d = 0; d < e->mesh->ndim; d++) {
 		row_text(e, c->rows[d], buf, sizeof buf);
-		fprintf(out, "%s %s #%u %s", d ? ";" : "", dt_str_get(e->m, e->mesh->dims[d]),
-			c->rows[d], buf);
+		fprintf(out, "%s %s #%u %s", d ? ";" : "",
+			dt_str_get(e->m, e->mesh->dims[d]), c->rows[d], buf);
 	}
 	fprintf(out, "\n");
 	print_moves(e, c, "  ", out);
@@ -326,7 +375,8 @@ static void print_text(const struct explanation *e, FILE *out)
 	fprintf(out, "  why: %s\n", buf);
 	if (e->ranking.ties > 1)
 		fprintf(out, "  ties: %llu strategies cost %.2f us\n",
-			(unsigned long long)e->ranking.ties, e->ranking.min_cost);
+			(unsigned long long)e->ranking.ties,
+			e->ranking.min_cost);
 	if (e->ranking.n <= 1) {
 		fprintf(out, "runners-up: none\n");
 		return;
@@ -335,8 +385,9 @@ static void print_text(const struct explanation *e, FILE *out)
 	for (int k = 1; k < e->ranking.n; k++) {
 		const struct dt_shard_choice *r = &e->ranking.best[k];
 		strategy_text(e, r, buf, sizeof buf);
-		fprintf(out, "  %d. cost %.2f us (+%.2f, %u move%s): %s\n", k + 1, r->cost,
-			r->cost - c->cost, r->changes, r->changes == 1 ? "" : "s", buf);
+		fprintf(out, "  %d. cost %.2f us (+%.2f, %u move%s): %s\n",
+			k + 1, r->cost, r->cost - c->cost, r->changes,
+			r->changes == 1 ? "" : "s", buf);
 		print_moves(e, r, "       ", out);
 	}
 }
@@ -354,8 +405,10 @@ static void json_pl(FILE *out, const struct dt_placements *pl)
 static void json_choice(struct explanation *e, const struct dt_shard_choice *c,
 			FILE *out)
 {
-	fprintf(out, "{\"cost_us\": %.6g, \"changes\": %u, \"index\": %llu, \"rows\": [",
-		c->cost, c->changes, (unsigned long long)c->index);
+	fprintf(
+	    out,
+	    "{\"cost_us\": %.6g, \"changes\": %u, \"index\": %llu, \"rows\": [",
+	    c->cost, c->changes, (unsigned long long)c->index);
 	for (int d = 0; d < e->mesh->ndim; d++)
 		fprintf(out, "%s%u", d ? ", " : "", c->rows[d]);
 	fputs("], \"outputs\": [", out);
@@ -366,7 +419,8 @@ static void json_choice(struct explanation *e, const struct dt_shard_choice *c,
 	fputs("], \"inputs\": [", out);
 	for (uint32_t i = 0; i < e->rules.nin; i++) {
 		char moves[1024];
-		const struct dt_placements *want = &c->placements.data[e->rules.nout + i];
+		const struct dt_placements *want =
+		    &c->placements.data[e->rules.nout + i];
 		moves_text(e, i, want, moves, sizeof moves);
 		fputs(i ? ", " : "", out);
 		fputs("{\"placements\": ", out);
@@ -375,17 +429,20 @@ static void json_choice(struct explanation *e, const struct dt_shard_choice *c,
 		dt_json_string(out, moves);
 		fprintf(out, ", \"cost_us\": %.6g}",
 			dt_rules_input(&e->rules, i)->ignored
-				? 0.0
-				: dt_shard_input_cost(&e->space, i, want));
+			    ? 0.0
+			    : dt_shard_input_cost(&e->space, i, want));
 	}
 	fputs("]}", out);
 }
 
-static void json_stats(FILE *out, const char *name, const struct dt_shard_stats *s)
+static void json_stats(FILE *out, const char *name,
+		       const struct dt_shard_stats *s)
 {
-	fprintf(out, "\"%s\": {\"candidates\": %llu, \"costed\": %llu, \"plans\": %llu}",
-		name, (unsigned long long)s->candidates, (unsigned long long)s->costed,
-		(unsigned long long)s->plans);
+	fprintf(
+	    out,
+	    "\"%s\": {\"candidates\": %llu, \"costed\": %llu, \"plans\": %llu}",
+	    name, (unsigned long long)s->candidates,
+	    (unsigned long long)s->costed, (unsigned long long)s->plans);
 }
 
 static void print_json(struct explanation *e, FILE *out)
@@ -400,7 +457,8 @@ static void print_json(struct explanation *e, FILE *out)
 	dt_json_string(out, e->rules.family);
 	fputs(", \"mesh\": ", out);
 	dt_json_string(out, dt_str_get(e->m, e->mesh->name));
-	fprintf(out, ", \"search\": \"%s\", \"pin\": ", e->mode == DT_SEARCH_PQ ? "pq" : "exhaustive");
+	fprintf(out, ", \"search\": \"%s\", \"pin\": ",
+		e->mode == DT_SEARCH_PQ ? "pq" : "exhaustive");
 	if (e->watch.pinned)
 		json_pl(out, &e->watch.pin);
 	else
@@ -418,7 +476,8 @@ static void print_json(struct explanation *e, FILE *out)
 		fputs(", \"placements\": ", out);
 		json_pl(out, &e->watch.current.data[i]);
 		fprintf(out, ", \"ignored\": %s}",
-			dt_rules_input(&e->rules, i)->ignored ? "true" : "false");
+			dt_rules_input(&e->rules, i)->ignored ? "true"
+							      : "false");
 	}
 	fputs("], \"rules\": [", out);
 	for (uint32_t r = 0; r < e->rules.nrows; r++) {
@@ -438,7 +497,8 @@ static void print_json(struct explanation *e, FILE *out)
 		fputs("\"valid\": null, \"finite\": null}, ", out);
 	else
 		fprintf(out, "\"valid\": %llu, \"finite\": %llu}, ",
-			(unsigned long long)e->valid, (unsigned long long)e->ranking.finite);
+			(unsigned long long)e->valid,
+			(unsigned long long)e->ranking.finite);
 	json_stats(out, "pq", &e->pq);
 	fputs(", ", out);
 	json_stats(out, "exhaustive", &e->exhaustive);
@@ -452,7 +512,9 @@ static void print_json(struct explanation *e, FILE *out)
 		why_text(e, buf, sizeof buf);
 		dt_json_string(out, buf);
 	} else {
-		fputs("\"no strategy passes the filters; the node runs replicated\"", out);
+		fputs("\"no strategy passes the filters; the node runs "
+		      "replicated\"",
+		      out);
 	}
 	fputs(", \"runners_up\": [", out);
 	for (int k = 1; k < e->ranking.n; k++) {
@@ -467,12 +529,12 @@ static void print_json(struct explanation *e, FILE *out)
 static int parse_args(int argc, char **argv, struct explain_args *a)
 {
 	static const struct option longopts[] = {
-		{"format", required_argument, NULL, 'f'},
-		{"search", required_argument, NULL, 'S'},
-		{"top", required_argument, NULL, 't'},
-		DT_CLI_TOPOLOGY_LONGOPTS,
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"search", required_argument, NULL, 'S'},
+	    {"top", required_argument, NULL, 't'},
+	    DT_CLI_TOPOLOGY_LONGOPTS,
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	a->top = 5;
 	int c;
@@ -482,41 +544,56 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
-				return dt_usage_error(EXPLAIN_CMD, "unknown format '%s' (text or json)",
-						      optarg);
+			if (strcmp(optarg, "text") != 0 &&
+			    strcmp(optarg, "json") != 0)
+				return dt_usage_error(
+				    EXPLAIN_CMD,
+				    "unknown format '%s' (text or json)",
+				    optarg);
 			a->json = strcmp(optarg, "json") == 0;
 			break;
 		case 'S':
-			if (strcmp(optarg, "pq") != 0 && strcmp(optarg, "exhaustive") != 0)
-				return dt_usage_error(EXPLAIN_CMD, "--search=%s: expected pq or exhaustive",
-						      optarg);
-			a->mode = strcmp(optarg, "pq") == 0 ? DT_SEARCH_PQ : DT_SEARCH_EXHAUSTIVE;
+			if (strcmp(optarg, "pq") != 0 &&
+			    strcmp(optarg, "exhaustive") != 0)
+				return dt_usage_error(
+				    EXPLAIN_CMD,
+				    "--search=%s: expected pq or exhaustive",
+				    optarg);
+			a->mode = strcmp(optarg, "pq") == 0
+				      ? DT_SEARCH_PQ
+				      : DT_SEARCH_EXHAUSTIVE;
 			break;
 		case 't':
 			a->top = (int)strtol(optarg, &end, 10);
 			if (!*optarg || *end || a->top < 0 || a->top > MAX_TOP)
-				return dt_usage_error(EXPLAIN_CMD, "--top needs 0 to %d, not '%s'",
-						      MAX_TOP, optarg);
+				return dt_usage_error(
+				    EXPLAIN_CMD,
+				    "--top needs 0 to %d, not '%s'", MAX_TOP,
+				    optarg);
 			break;
 		case 'h':
 			fputs(explain_help, stdout);
 			fputs(dt_cli_topology_help, stdout);
 			return -1;
 		default:
-			if (c >= DT_CLI_OPT_TOPOLOGY_FIRST && c < DT_CLI_OPT_TOPOLOGY_END) {
-				if (dt_cli_topology_parse(&a->topology, c, optarg, EXPLAIN_CMD) !=
+			if (c >= DT_CLI_OPT_TOPOLOGY_FIRST &&
+			    c < DT_CLI_OPT_TOPOLOGY_END) {
+				if (dt_cli_topology_parse(
+					&a->topology, c, optarg, EXPLAIN_CMD) !=
 				    DT_EXIT_OK)
 					return DT_EXIT_USAGE;
 				break;
 			}
-			return dt_usage_error(EXPLAIN_CMD, "unknown or incomplete option '%s'",
-					      argv[optind - 1]);
+			return dt_usage_error(
+			    EXPLAIN_CMD, "unknown or incomplete option '%s'",
+			    argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)
-		return dt_usage_error(EXPLAIN_CMD, "expected a graph and a node name, got %d argument%s",
-				      argc - optind, argc - optind == 1 ? "" : "s");
+		return dt_usage_error(
+		    EXPLAIN_CMD,
+		    "expected a graph and a node name, got %d argument%s",
+		    argc - optind, argc - optind == 1 ? "" : "s");
 	a->graph = argv[optind];
 	a->node = argv[optind + 1];
 	return DT_EXIT_OK;
@@ -530,7 +607,8 @@ static int explain(struct explanation *e, const struct explain_args *a,
 	struct dt_module *m = e->m;
 	struct dt_pipeline pipeline;
 	struct dt_pipeline_options popt = {0};
-	DT_REQUIRE(dt_pipeline_parse(&pipeline, "verify,shape-infer", diag) == DT_OK);
+	DT_REQUIRE(dt_pipeline_parse(&pipeline, "verify,shape-infer", diag) ==
+		   DT_OK);
 	int rc = dt_pipeline_run(m, &pipeline, &popt, diag);
 	if (rc != DT_OK)
 		return rc;
@@ -548,27 +626,41 @@ static int explain(struct explanation *e, const struct explain_args *a,
 		return rc;
 	char err[256];
 	if (dt_rules_fill(&e->rules, m, e->node, err, sizeof err) != DT_OK) {
-		dt_diag_report(diag, DT_ERROR, m->file, dt_node_get(m, e->node)->line, NULL,
+		dt_diag_report(diag, DT_ERROR, m->file,
+			       dt_node_get(m, e->node)->line, NULL,
 			       "node '%s': %s", a->node, err);
 		return DT_EINPUT;
 	}
 	e->mesh = &m->meshes.data[e->watch.mesh];
 	struct dt_shard_request req = {
-		.mesh = e->mesh,
-		.topology = &e->topology,
-		.current = e->watch.current.data,
-		.pin = e->watch.pinned ? &e->watch.pin : NULL,
+	    .mesh = e->mesh,
+	    .topology = &e->topology,
+	    .current = e->watch.current.data,
+	    .pin = e->watch.pinned ? &e->watch.pin : NULL,
 	};
 	dt_shard_space_init(&e->space, &e->rules, &req);
 	dt_shard_search(&e->space, DT_SEARCH_PQ, &e->chosen, &e->pq);
 	dt_shard_space_init(&e->space, &e->rules, &req); /* fresh plan counts */
-	if (dt_shard_search(&e->space, DT_SEARCH_EXHAUSTIVE, &e->oracle, &e->exhaustive) != DT_OK)
+	if (dt_shard_search(&e->space, DT_SEARCH_EXHAUSTIVE, &e->oracle,
+			    &e->exhaustive) != DT_OK)
 		e->valid = UINT64_MAX;
 	e->ranking.cap = a->top + 1;
 	if (e->valid != UINT64_MAX)
-		e->valid = dt_shard_enumerate(&e->space, rank_choice, &e->ranking);
+		e->valid =
+		    dt_shard_enumerate(&e->space, rank_choice, &e->ranking);
+	e->agree = e->oracle.found == e->chosen.found &&
+		   (!e->chosen.found ||
+		    dt_shard_choice_compare(&e->oracle, &e->chosen) == 0);
 	if (e->mode == DT_SEARCH_EXHAUSTIVE && e->valid != UINT64_MAX)
 		dt_shard_choice_copy(&e->chosen, &e->oracle);
+	if (!e->chosen.found && e->watch.pinned) {
+		/* What shard-prop does then: the strategy that reaches the pin
+		 * cheapest, followed by a redistribution to it. */
+		req.pin = NULL;
+		dt_shard_space_init(&e->space, &e->rules, &req);
+		e->toward_pin = dt_shard_search_toward(&e->space, &e->watch.pin,
+						       e->mode, &e->chosen);
+	}
 	return DT_OK;
 }
 
@@ -599,7 +691,9 @@ int dt_cmd_explain(int argc, char **argv)
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	if (e.m->view != DT_VIEW_GLOBAL) {
-		fprintf(stderr, "%s: error: explain needs a global-view graph (this one is local)\n",
+		fprintf(stderr,
+			"%s: error: explain needs a global-view graph (this "
+			"one is local)\n",
 			e.m->file);
 		dt_module_destroy(e.m);
 		return DT_EXIT_INPUT;
@@ -608,14 +702,22 @@ int dt_cmd_explain(int argc, char **argv)
 	const struct dt_node *n = e.node ? dt_node_get(e.m, e.node) : NULL;
 	if (!n || !(n->flags & DT_NODE_LINKED)) {
 		dt_module_destroy(e.m);
-		return dt_usage_error(EXPLAIN_CMD, "the graph has no node '%s'", a.node);
+		return dt_usage_error(EXPLAIN_CMD, "the graph has no node '%s'",
+				      a.node);
 	}
-	if (n->kind != DT_NODE_CALL || n->op == DT_OP_GETITEM || n->op == DT_OP_REDISTRIBUTE) {
-		const char *what = n->kind == DT_NODE_PLACEHOLDER ? "a placeholder: its <sharding> gives its placements"
-				   : n->kind == DT_NODE_OUTPUT    ? "the output node: it has no placements"
-				   : n->op == DT_OP_GETITEM       ? "a getitem: it takes its result's placements"
-								  : "a redistribution: its <sharding> is its target";
-		printf("node '%s' is %s; shard-prop weighs no strategy for it\n", a.node, what);
+	if (n->kind != DT_NODE_CALL || n->op == DT_OP_GETITEM ||
+	    n->op == DT_OP_REDISTRIBUTE) {
+		const char *what =
+		    n->kind == DT_NODE_PLACEHOLDER
+			? "a placeholder: its <sharding> gives its placements"
+		    : n->kind == DT_NODE_OUTPUT
+			? "the output node: it has no placements"
+		    : n->op == DT_OP_GETITEM
+			? "a getitem: it takes its result's placements"
+			: "a redistribution: its <sharding> is its target";
+		printf(
+		    "node '%s' is %s; shard-prop weighs no strategy for it\n",
+		    a.node, what);
 		dt_module_destroy(e.m);
 		return DT_EXIT_OK;
 	}

@@ -102,12 +102,14 @@ struct tally {
 	uint64_t cases, pq_popped, pq_costed, pq_plans, ex_candidates, ex_plans;
 };
 
-/* Search both ways from `current`; they must agree exactly. */
-static void compare_searches(struct dt_module *m, struct dt_rules *r,
-			     const struct dt_placements *current, struct tally *t)
+/* Search both ways from `current` (output 0 pinned to `pin` unless NULL);
+ * they must agree exactly. */
+static void compare_pinned(struct dt_module *m, struct dt_rules *r,
+			   const struct dt_placements *current,
+			   const struct dt_placements *pin, struct tally *t)
 {
 	const struct dt_mesh *mesh = &m->meshes.data[0];
-	struct dt_shard_request req = {.mesh = mesh, .current = current};
+	struct dt_shard_request req = {.mesh = mesh, .current = current, .pin = pin};
 	struct dt_shard_space s = {0};
 	struct dt_shard_choice pq = {0}, ex = {0};
 	struct dt_shard_stats spq = {0}, sex = {0};
@@ -136,6 +138,12 @@ static void compare_searches(struct dt_module *m, struct dt_rules *r,
 	dt_shard_choice_fini(&pq);
 	dt_shard_choice_fini(&ex);
 	dt_shard_space_fini(&s);
+}
+
+static void compare_searches(struct dt_module *m, struct dt_rules *r,
+			     const struct dt_placements *current, struct tally *t)
+{
+	compare_pinned(m, r, current, NULL, t);
 }
 
 /* The placements of input i for combination `code` (base 4 digits per
@@ -287,8 +295,8 @@ static void random_mixed(int ndim, int rank, uint64_t *rng, struct dt_placements
 	}
 }
 
-/* Beyond the default kinds the queue still returns the exhaustive
- * search's strategy (the exactness argument does not lean on them). */
+/* Beyond the default kinds, and with pins, the queue still returns the
+ * exhaustive search's strategy. */
 static void test_pq_equals_exhaustive_mixed(void **state)
 {
 	(void)state;
@@ -310,8 +318,14 @@ static void test_pq_equals_exhaustive_mixed(void **state)
 					ok &= dt_placements_validate(&cur[i], dt_rules_input(&r, i)->rank,
 								     err, sizeof err);
 				}
-				if (ok)
-					compare_searches(m, &r, cur, &t);
+				if (!ok)
+					continue;
+				compare_searches(m, &r, cur, &t);
+				/* And with output 0 pinned to placements of the rows. */
+				struct dt_placements pin;
+				random_mixed(mi + 2, r.tensors.data[0].rank, &rng, &pin);
+				if (dt_placements_validate(&pin, r.tensors.data[0].rank, err, sizeof err))
+					compare_pinned(m, &r, cur, &pin, &t);
 			}
 			print_message("  mixed %-16s on (%s): %llu cases, pq %.1f pops, exhaustive %.1f\n",
 				      oc->label, meshes[mi], (unsigned long long)t.cases,
