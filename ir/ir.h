@@ -122,6 +122,10 @@ void dt_diag_vreport(struct dt_diag *d, enum dt_severity sev, const char *file,
 		     uint32_t line, const char *tag, const char *fmt, va_list ap);
 /* Format one entry the GNU way into `out` (no newline). */
 void dt_diag_format(const struct dt_diag_entry *e, FILE *out);
+/* Write a message into err[errlen] (for functions that return their error
+ * as text) and return DT_EINPUT. */
+int dt_fail_message(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------ */
 /* Typed ids. One-field structs, so ids of different kinds cannot mix. */

@@ -438,3 +438,14 @@ bool dt_view_strides(const int64_t *in_shape, const int64_t *in_stride,
 	}
 	return view_d == -1;
 }
+
+int dt_fail_message(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return DT_EINPUT;
+}

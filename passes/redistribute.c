@@ -70,19 +70,6 @@ bool dt_redist_ops_conflict(int a, int b)
 	return a != b && !(a_linear && b_linear);
 }
 
-/* Writes the message of an invalid request; returns DT_EINPUT. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return DT_EINPUT;
-}
 
 /* ------------------------------------------------------------------ */
 /* What a step carries. */
@@ -228,12 +215,12 @@ static int check_placements(const struct dt_redist_request *req,
 			     char *err, size_t errlen)
 {
 	if (pl->ndim != req->mesh->ndim)
-		return fail(err, errlen,
+		return dt_fail_message(err, errlen,
 			    "%s has %d placements but the mesh has %d dims",
 			    which, pl->ndim, req->mesh->ndim);
 	char why[200];
 	if (!dt_placements_validate(pl, req->rank, why, sizeof why))
-		return fail(err, errlen, "%s: %s", which, why);
+		return dt_fail_message(err, errlen, "%s: %s", which, why);
 	return DT_OK;
 }
 
@@ -248,7 +235,7 @@ static int strided_to_order(struct dt_placements *pl,
 	uint8_t order[DT_MAX_RANK][DT_MAX_MESH_DIMS];
 	int len[DT_MAX_RANK] = {0};
 	if (!dt_placements_has_default_order(pl))
-		return fail(err, errlen,
+		return dt_fail_message(err, errlen,
 			    "%s mixes _S placements with a shard order; a _S "
 			    "already states its order",
 			    which);
@@ -268,7 +255,7 @@ static int strided_to_order(struct dt_placements *pl,
 				before *= mesh->shape[order[d][i]];
 		}
 		if (at < 0)
-			return fail(err, errlen,
+			return dt_fail_message(err, errlen,
 				    "%s: _S(%d,%d) on mesh dim %d matches no "
 				    "shard order (its split factor must be the "
 				    "product of the sizes of some mesh dims to "
@@ -301,11 +288,11 @@ static int check_request(const struct dt_redist_request *req, char *err,
 			 size_t errlen)
 {
 	if (req->rank < 0 || req->rank > DT_MAX_RANK)
-		return fail(err, errlen, "tensor rank %d is out of range 0..%d",
+		return dt_fail_message(err, errlen, "tensor rank %d is out of range 0..%d",
 			    req->rank, DT_MAX_RANK);
 	for (int d = 0; d < req->rank; d++)
 		if (req->shape[d] < 0)
-			return fail(err, errlen, "tensor dim %d has length %lld",
+			return dt_fail_message(err, errlen, "tensor dim %d has length %lld",
 				    d, (long long)req->shape[d]);
 	int status = check_placements(req, &req->src, "src", err, errlen);
 	if (status == DT_OK)
@@ -323,13 +310,13 @@ static int check_request(const struct dt_redist_request *req, char *err,
 		one.p[0] = *b;
 		dt_placements_print(&one, sb, sizeof sb);
 		if (dt_redist_is_shard(a))
-			return fail(err, errlen,
+			return dt_fail_message(err, errlen,
 				    "mesh dim %d: %s -> %s is not a "
 				    "redistribution (a shard cannot become "
 				    "partial)",
 				    m, sa, sb);
 		if (a->kind == DT_PL_PARTIAL && a->reduce != b->reduce)
-			return fail(err, errlen,
+			return dt_fail_message(err, errlen,
 				    "mesh dim %d: %s -> %s changes the reduce "
 				    "op of a partial value",
 				    m, sa, sb);

@@ -472,18 +472,6 @@ static void matmul(struct dt_rule_fill *f, enum dt_rule_variant v)
 
 /* ------------------------------------------------------------------ */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return DT_EINPUT;
-}
 
 /* Appends the input read at args index `arg` or refs index `ref`. */
 static void add_input(struct dt_rule_fill *f, int param, uint32_t node,
@@ -574,7 +562,7 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 	r->tensors.len = r->entries.len = r->flags.len = 0;
 	r->inplace = false;
 	if (n->kind != DT_NODE_CALL || !r->family)
-		return fail(err, errlen, "%s has no sharding rule",
+		return dt_fail_message(err, errlen, "%s has no sharding rule",
 			    n->kind == DT_NODE_CALL
 				? dt_str_get(m, n->target)
 				: "a placeholder or output");
@@ -583,7 +571,7 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 	quiet.emit = discard;
 	struct dt_rule_fill f = {.m = m, .n = n, .r = r};
 	if (dt_op_bind(m, n, &f.args, &quiet) != DT_OK)
-		return fail(err, errlen, "the arguments of %s do not bind",
+		return dt_fail_message(err, errlen, "the arguments of %s do not bind",
 			    dt_str_get(m, n->target));
 	for (int p = 0; p < DT_MAX_PARAMS; p++)
 		f.param_input[p] = -1;
@@ -601,7 +589,7 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 	}
 	collect_inputs(&f);
 	if (r->nout + r->nin > DT_RULE_MAX_TENSORS)
-		return fail(err, errlen,
+		return dt_fail_message(err, errlen,
 			    "%s has %u tensors; rules hold at most %d",
 			    dt_str_get(m, n->target), r->nout + r->nin,
 			    DT_RULE_MAX_TENSORS);
