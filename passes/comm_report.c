@@ -61,8 +61,7 @@ static void add_to_total(struct report_line *total, const struct report_line *l)
 	total->after.time_us += l->after.time_us;
 }
 
-/* "512 B", "1.5 KiB", "64.0 MiB", … */
-static void format_bytes(double bytes, char *buf, size_t size)
+void dt_format_bytes(double bytes, char *buf, size_t size)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
 	if (bytes < 1024) {
@@ -90,8 +89,8 @@ static void text_cells(const struct report_line *l, const char *kind,
 	snprintf(cells[COL_GROUP], CELL_SIZE, "%s", group);
 	snprintf(cells[COL_COUNT], CELL_SIZE, "%lld -> %lld",
 		 (long long)l->before.count, (long long)l->after.count);
-	format_bytes(l->before.bytes, b0, sizeof b0);
-	format_bytes(l->after.bytes, b1, sizeof b1);
+	dt_format_bytes(l->before.bytes, b0, sizeof b0);
+	dt_format_bytes(l->after.bytes, b1, sizeof b1);
 	snprintf(cells[COL_BYTES], CELL_SIZE, "%s -> %s", b0, b1);
 	snprintf(cells[COL_TIME], CELL_SIZE, "%.2f -> %.2f", l->before.time_us,
 		 l->after.time_us);

@@ -71,6 +71,9 @@ void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 			const struct dt_topology *topo);
 void dt_comm_table_fini(struct dt_comm_table *t);
 
+/* "512 B", "1.5 KiB", "64.0 MiB", … (binary units, one decimal). */
+void dt_format_bytes(double bytes, char *buf, size_t size);
+
 /* Print the before → after table: one line per row key present in either
  * table (counts, bytes, modelled µs before and after), then the totals.
  * JSON: one object {"rows": [...], "total": {...}}. */

@@ -180,19 +180,6 @@ static int parse_shape(const char *text, struct dt_redist_request *req)
 
 /* ---- printing ---- */
 
-static void format_bytes(double bytes, char *buf, size_t size)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-	if (bytes < 1024) {
-		snprintf(buf, size, "%.0f B", bytes);
-		return;
-	}
-	int u = 0;
-	for (bytes /= 1024; bytes >= 1024 && u < 3; u++)
-		bytes /= 1024;
-	snprintf(buf, size, "%.1f %s", bytes, units[u]);
-}
-
 static void placement_text(const struct dt_placement *p, char *buf,
 			   size_t size)
 {
@@ -302,7 +289,7 @@ static void fill_row(const struct dt_module *m, const struct dt_redist_step *s,
 	op_text(s, cells[COL_OP], CELL);
 	group_text(m, s, cells[COL_GROUP], CELL);
 	if (dt_redist_kind_comm(s->kind) >= 0) {
-		format_bytes(s->bytes, cells[COL_BYTES], CELL);
+		dt_format_bytes(s->bytes, cells[COL_BYTES], CELL);
 		snprintf(cells[COL_TIME], CELL, "%.2f", s->cost_us);
 	} else {
 		snprintf(cells[COL_BYTES], CELL, "-");
@@ -346,7 +333,7 @@ static void print_header(const struct dt_module *m,
 {
 	const struct dt_mesh *mesh = &plan->mesh;
 	char bytes[32], src[160], dst[160];
-	format_bytes((double)dt_numel(plan->shape, plan->rank) *
+	dt_format_bytes((double)dt_numel(plan->shape, plan->rank) *
 			     dt_dtype_size(plan->dtype),
 		     bytes, sizeof bytes);
 	fprintf(out, "redistribute %s[", dt_dtype_name(plan->dtype));
