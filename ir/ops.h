@@ -16,6 +16,7 @@ enum dt_op_flag {
 	DT_OPF_MULTI = 1 << 7,       /* several results, read by getitem */
 	DT_OPF_MATMUL = 1 << 8,
 	DT_OPF_STRUCTURAL = 1 << 9,  /* placeholder, output, getitem */
+	DT_OPF_INPLACE = 1 << 10,    /* writes its first input (self) and returns it */
 };
 
 struct dt_shape_ctx;

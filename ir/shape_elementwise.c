@@ -422,3 +422,161 @@ int dt_shape_bernoulli(struct dt_shape_ctx *c)
 	dt_shape_emit(c, &t);
 	return DT_OK;
 }
+
+/* bitwise_and/or/xor (Tensor and Scalar) and bitwise_not: the promoted
+ * dtype, which must be integral or bool. */
+int dt_shape_bitwise(struct dt_shape_ctx *c)
+{
+	static const int ps[2] = {0, 1};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	enum dt_op op = dt_shape_op(c);
+	int n = op == DT_OP_BITWISE_NOT ? 1 : 2;
+	if (read_operands(c, ps, n, o) != DT_OK)
+		return DT_EINPUT;
+	enum dt_dtype common = dt_operands_result_type(o, n);
+	if (!is_integral(common))
+		return dt_shape_fail(c, "not implemented for '%s' (integral and bool tensors only)",
+				     dt_dtype_name(common));
+	if (promoted(c, o, n, common, &out) != DT_OK)
+		return DT_EINPUT;
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* fill.Tensor / fill_.Tensor: the value is a 0-d tensor or a number. */
+static int check_fill_value(struct dt_shape_ctx *c)
+{
+	struct dt_operand v;
+	if (dt_shape_operand(c, 1, &v) != DT_OK)
+		return DT_EINPUT;
+	if (!v.number && v.t.rank != 0)
+		return dt_shape_fail(c, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
+				     v.t.rank);
+	return DT_OK;
+}
+
+/* fill.Scalar(self, value), fill.Tensor: empty_like(self).fill_(value). */
+int dt_shape_fill(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK ||
+	    (dt_shape_op(c) == DT_OP_FILL_TENSOR && check_fill_value(c) != DT_OK))
+		return DT_EINPUT;
+	dt_tinfo_like(&t, &t);
+	dt_shape_emit(c, &t);
+	return DT_OK;
+}
+
+/* c10::canCast without complex types: no float to integral or bool, no
+ * integral to bool. */
+static bool can_cast(enum dt_dtype from, enum dt_dtype to)
+{
+	if (dt_dtype_is_float(from) && !dt_dtype_is_float(to))
+		return false;
+	return !(from != DT_BOOL && to == DT_BOOL);
+}
+
+/* add_/sub_/mul_.Tensor, fill_.Scalar, fill_.Tensor: self itself (dtype,
+ * shape, strides and offset). The other operand must broadcast to self's
+ * shape and the promoted dtype cast to self's, as TensorIterator checks
+ * for an in-place op. */
+int dt_shape_inplace(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo self;
+	if (dt_shape_tensor(c, 0, &self) != DT_OK)
+		return DT_EINPUT;
+	enum dt_op op = dt_shape_op(c);
+	if (op == DT_OP_FILL_INPLACE_SCALAR || op == DT_OP_FILL_INPLACE_TENSOR) {
+		if (op == DT_OP_FILL_INPLACE_TENSOR && check_fill_value(c) != DT_OK)
+			return DT_EINPUT;
+		dt_shape_emit(c, &self);
+		return DT_OK;
+	}
+	struct dt_operand o[2];
+	static const int ps[2] = {0, 1};
+	if (read_operands(c, ps, 2, o) != DT_OK)
+		return DT_EINPUT;
+	int64_t shape[DT_MAX_RANK];
+	int rank;
+	if (dt_shape_broadcast(c, self.shape, self.rank, o[1].t.shape, o[1].t.rank,
+			       shape, &rank) != DT_OK)
+		return DT_EINPUT;
+	struct dt_dimbuf b1, b2;
+	if (rank != self.rank || memcmp(shape, self.shape, (size_t)rank * sizeof(int64_t)))
+		return dt_shape_fail(c, "output with shape %s doesn't match the broadcast shape %s",
+				     dt_dims_format(&b1, self.shape, self.rank),
+				     dt_dims_format(&b2, shape, rank));
+	enum dt_dtype common = dt_operands_result_type(o, 2);
+	if (op == DT_OP_SUB_INPLACE && (self.dtype == DT_BOOL || o[1].t.dtype == DT_BOOL))
+		return dt_shape_fail(c, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+	if (!can_cast(common, (enum dt_dtype)self.dtype))
+		return dt_shape_fail(c, "result type %s can't be cast to the desired output type %s",
+				     dt_dtype_name(common), dt_dtype_name((enum dt_dtype)self.dtype));
+	dt_shape_emit(c, &self);
+	return DT_OK;
+}
+
+/* mse_loss(self, target, reduction): (self - target)^2 as a binary
+ * TensorIterator op in the promoted (floating) dtype; mean and sum give a
+ * 0-d tensor of that dtype. */
+int dt_shape_mse_loss(struct dt_shape_ctx *c)
+{
+	static const int ps[2] = {0, 1};
+	struct dt_operand o[2];
+	struct dt_tinfo out;
+	int64_t reduction = 1;
+	dt_shape_int(c, 2, &reduction);
+	if (reduction < 0 || reduction > 2)
+		return dt_shape_fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld",
+				     (long long)reduction);
+	if (read_operands(c, ps, 2, o) != DT_OK)
+		return DT_EINPUT;
+	enum dt_dtype common = dt_operands_result_type(o, 2);
+	if (is_integral(common))
+		return dt_shape_fail(c, "\"mse\" not implemented for '%s'", dt_dtype_name(common));
+	if (promoted(c, o, 2, common, &out) != DT_OK)
+		return DT_EINPUT;
+	if (reduction != 0) {
+		out.rank = 0;
+		out.offset = 0;
+	}
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}
+
+/* mse_loss_backward(grad, self, target, reduction): zeros_like(self)
+ * (contiguous) written by a TensorIterator over (self, target, grad),
+ * which all have self's dtype; broadcasting resizes it. */
+int dt_shape_mse_loss_backward(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t[3]; /* self, target, grad */
+	static const int ps[3] = {1, 2, 0};
+	int64_t reduction = 1;
+	dt_shape_int(c, 3, &reduction);
+	if (reduction < 0 || reduction > 2)
+		return dt_shape_fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld",
+				     (long long)reduction);
+	for (int k = 0; k < 3; k++)
+		if (dt_shape_tensor(c, ps[k], &t[k]) != DT_OK)
+			return DT_EINPUT;
+	for (int k = 1; k < 3; k++)
+		if (t[k].dtype != t[0].dtype)
+			return dt_shape_fail(c, "Found dtype %s but expected %s",
+					     dt_dtype_name((enum dt_dtype)t[k].dtype),
+					     dt_dtype_name((enum dt_dtype)t[0].dtype));
+	if (is_integral((enum dt_dtype)t[0].dtype))
+		return dt_shape_fail(c, "\"mse_backward\" not implemented for '%s'",
+				     dt_dtype_name((enum dt_dtype)t[0].dtype));
+	struct dt_tinfo out = t[0];
+	for (int k = 1; k < 3; k++) {
+		int64_t shape[DT_MAX_RANK];
+		if (dt_shape_broadcast(c, out.shape, out.rank, t[k].shape, t[k].rank,
+				       shape, &out.rank) != DT_OK)
+			return DT_EINPUT;
+		memcpy(out.shape, shape, sizeof(shape));
+	}
+	dt_tinfo_set_strides(&out, DT_MEMFMT_CONTIGUOUS);
+	dt_shape_emit(c, &out);
+	return DT_OK;
+}

@@ -236,6 +236,66 @@ static void check_collective_users(struct verifier *v)
 	dt_uses_fini(&u);
 }
 
+/* Whether node id's value may share memory with another value: a view,
+ * a reshape (it aliases when strides allow), or a result of a view. */
+static bool aliases(struct verifier *v, uint32_t id)
+{
+	const struct dt_module *m = v->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN)
+		return n->kind == DT_NODE_PLACEHOLDER;
+	if (n->op == DT_OP_GETITEM) {
+		struct dt_bound_args b;
+		if (dt_op_bind(m, n, &b, v->d) != DT_OK || !b.arg[0] ||
+		    b.arg[0]->kind != DT_ARG_NODE)
+			return true;
+		return aliases(v, b.arg[0]->v.node);
+	}
+	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) || n->op == DT_OP_RESHAPE;
+}
+
+/* dtopt computes an in-place op (ops.def: DT_OPF_INPLACE) out of place,
+ * which is PyTorch's result only when nothing observes the write: self is
+ * not a graph input and aliases no other value, no view of it is taken,
+ * and nothing reads it after the op. */
+static void check_inplace(struct verifier *v)
+{
+	struct dt_uses u;
+	dt_uses_fill(&u, v->m);
+	dt_foreach_node(v->m, id)
+	{
+		const struct dt_node *n = dt_node_get(v->m, id);
+		if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
+		    !dt_op_has((enum dt_op)n->op, DT_OPF_INPLACE))
+			continue;
+		struct dt_bound_args b;
+		v->node = n;
+		if (dt_op_bind(v->m, n, &b, v->d) != DT_OK || !b.arg[0] ||
+		    b.arg[0]->kind != DT_ARG_NODE)
+			continue;
+		uint32_t self = b.arg[0]->v.node;
+		if (aliases(v, self)) {
+			fail(v, "writes '%s' in place, which is a graph input or shares memory with another value (dtopt runs in-place ops only where the write cannot be observed)",
+			     name_of(v, self));
+			continue;
+		}
+		for (uint32_t k = u.first[self]; k < u.first[self + 1]; k++) {
+			uint32_t user = u.list[k];
+			const struct dt_node *un = dt_node_get(v->m, user);
+			bool view = un->kind == DT_NODE_CALL && un->op != DT_OP_UNKNOWN &&
+				    aliases(v, user);
+			if (user == id || (!view && v->position[user] < v->position[id]))
+				continue;
+			fail(v, "writes '%s' in place, and '%s' %s (dtopt runs in-place ops only where the write cannot be observed)",
+			     name_of(v, self), name_of(v, user),
+			     view ? "is a view of it" : "reads it afterwards");
+			break;
+		}
+	}
+	v->node = NULL;
+	dt_uses_fini(&u);
+}
+
 int dt_verify(struct dt_module *m, struct dt_diag *d)
 {
 	struct verifier v = {.m = m, .d = d};
@@ -260,6 +320,8 @@ int dt_verify(struct dt_module *m, struct dt_diag *d)
 	}
 	if (!v.errors)
 		check_collective_users(&v);
+	if (!v.errors)
+		check_inplace(&v);
 	dt_free(v.position);
 	return v.errors ? DT_EINPUT : DT_OK;
 }

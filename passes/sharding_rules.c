@@ -36,6 +36,9 @@
 	X(NLL_LOSS, "nll_loss")                                                \
 	X(LIKE, "like")                                                        \
 	X(NEW, "new")                                                          \
+	X(TRIANGLE, "triangle")                                                \
+	X(INDEX, "index")                                                      \
+	X(MSE_LOSS, "mse_loss")                                                \
 	X(REPLICATE, "replicate")
 /* clang-format on */
 
@@ -646,6 +649,15 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 		break;
 	case FAMILY_LIKE:
 		dt_rule_like(&f);
+		break;
+	case FAMILY_TRIANGLE:
+		dt_rule_triangle(&f);
+		break;
+	case FAMILY_INDEX:
+		dt_rule_index(&f);
+		break;
+	case FAMILY_MSE_LOSS:
+		dt_rule_mse_loss(&f, v);
 		break;
 	case FAMILY_NEW:
 		for (uint32_t i = 0; i < r->nin; i++)

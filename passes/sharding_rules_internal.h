@@ -86,5 +86,9 @@ void dt_rule_layer_norm(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_embedding(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_nll_loss(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_like(struct dt_rule_fill *f);
+/* The families of sharding_rules_ops.c. */
+void dt_rule_triangle(struct dt_rule_fill *f);
+void dt_rule_index(struct dt_rule_fill *f);
+void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v);
 
 #endif

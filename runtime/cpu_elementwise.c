@@ -14,7 +14,7 @@
  * PyTorch raises (integer division by zero, negative integer powers). */
 struct ew_ctx {
 	double alpha, lo, hi;
-	bool has_lo, has_hi, tanh, int_compute;
+	bool has_lo, has_hi, tanh, int_compute, boolean;
 	int mode; /* div rounding: 0 none, 1 trunc, 2 floor */
 	const char *bad;
 };
@@ -159,9 +159,26 @@ EW(f_sigmoid_bw, X0 * (1 - X1) * X1)
 EW(f_tanh_bw, X0 * (1 - X1 * X1))
 /* native_dropout_backward(grad, mask, scale): the scale is in alpha */
 EW(f_dropout_bw, X0 * X1 * e->alpha)
+/* bitwise ops on integral values (exact below 2^53, as every int64 the
+ * CPU runtime holds); ~ of a bool is logical not */
+EW(f_band, (double)((int64_t)X0 & (int64_t)X1))
+EW(f_bor, (double)((int64_t)X0 | (int64_t)X1))
+EW(f_bxor, (double)((int64_t)X0 ^ (int64_t)X1))
+EW(f_bnot, e->boolean ? X0 == 0 : (double)~(int64_t)X0)
+EW(f_land, X0 != 0 && X1 != 0)
+EW(f_lor, X0 != 0 || X1 != 0)
+EW(f_lxor, (X0 != 0) != (X1 != 0))
+/* fill(self, value) reads only the value */
+EW(f_fill, X0)
+/* mse_loss (none) and mse_loss_backward(grad, self, target) iterated as
+ * (self, target, grad); the norm (2 or 2 / numel) is in alpha */
+EW(f_mse, (X0 - X1) * (X0 - X1))
+EW(f_mse_bw, e->alpha * (X0 - X1) * X2)
 
 /* How an op reads its operands: params in operand order, which of them
- * keep their dtype (masks, conditions), and whether it compares. */
+ * keep their dtype (masks, conditions), and whether it computes in the
+ * inputs' promoted dtype rather than the output's (comparisons, logical
+ * ops, and the in-place ops, whose output is self's dtype). */
 enum { EW_PLAIN, EW_COMPARE };
 
 struct ew_def {
@@ -234,6 +251,25 @@ static const struct ew_def defs[DT_NOPS] = {
 	[DT_OP_SIGMOID_BACKWARD] = {f_sigmoid_bw, 2, {0, 1}, 0, EW_PLAIN},
 	[DT_OP_TANH_BACKWARD] = {f_tanh_bw, 2, {0, 1}, 0, EW_PLAIN},
 	[DT_OP_NATIVE_DROPOUT_BACKWARD] = {f_dropout_bw, 2, {0, 1}, 2, EW_PLAIN},
+	[DT_OP_BITWISE_AND_TENSOR] = {f_band, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_AND_SCALAR] = {f_band, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_OR_TENSOR] = {f_bor, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_OR_SCALAR] = {f_bor, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_XOR_TENSOR] = {f_bxor, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_XOR_SCALAR] = {f_bxor, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_BITWISE_NOT] = {f_bnot, 1, {0}, 0, EW_PLAIN},
+	[DT_OP_LOGICAL_AND] = {f_land, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_LOGICAL_OR] = {f_lor, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_LOGICAL_XOR] = {f_lxor, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_ADD_INPLACE] = {f_add, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_SUB_INPLACE] = {f_sub, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_MUL_INPLACE] = {f_mul, 2, {0, 1}, 0, EW_COMPARE},
+	[DT_OP_FILL_INPLACE_SCALAR] = {f_fill, 1, {1}, 0, EW_PLAIN},
+	[DT_OP_FILL_INPLACE_TENSOR] = {f_fill, 1, {1}, 0, EW_PLAIN},
+	[DT_OP_FILL_SCALAR] = {f_fill, 1, {1}, 0, EW_PLAIN},
+	[DT_OP_FILL_TENSOR] = {f_fill, 1, {1}, 0, EW_PLAIN},
+	[DT_OP_MSE_LOSS] = {f_mse, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_MSE_LOSS_BACKWARD] = {f_mse_bw, 3, {1, 2, 0}, 0, EW_PLAIN},
 };
 
 /* The op's constants: alpha/value/scale, clamp bounds, threshold, the
@@ -245,11 +281,20 @@ static void read_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 	memset(e, 0, sizeof(*e));
 	e->alpha = 1;
 	e->int_compute = !dt_dtype_is_float(compute);
+	e->boolean = compute == DT_BOOL;
 	switch (op) {
 	case DT_OP_ADD_TENSOR: case DT_OP_SUB_TENSOR: case DT_OP_RSUB_TENSOR:
 	case DT_OP_ADD_SCALAR: case DT_OP_SUB_SCALAR: case DT_OP_RSUB_SCALAR:
+	case DT_OP_ADD_INPLACE: case DT_OP_SUB_INPLACE:
 		dt_cpu_number(c, 2, &e->alpha);
 		break;
+	case DT_OP_MSE_LOSS_BACKWARD: {
+		int64_t reduction = 1;
+		dt_cpu_int(c, 3, &reduction);
+		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
+		e->alpha = dt_round_to(compute, reduction == 1 ? 2.0 / (double)n : 2.0);
+		break;
+	}
 	case DT_OP_ADDCMUL: case DT_OP_ADDCDIV:
 		dt_cpu_number(c, 3, &e->alpha);
 		e->alpha = dt_round_to(compute, e->alpha);

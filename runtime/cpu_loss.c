@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* cpu_loss.c: embedding and embedding_dense_backward (row gather and
  * scatter-add), nll_loss_forward and nll_loss_backward (reduction none,
- * mean, sum; class weights; ignore_index), as ATen's CPU kernels. */
+ * mean, sum; class weights; ignore_index) and mse_loss's reductions, as
+ * ATen's CPU kernels. */
 #include "internal.h"
 
 #include <string.h>
@@ -219,4 +220,35 @@ int dt_cpu_nll_loss(struct dt_backend *b, const struct dt_kernel_call *c)
 		return nll_backward(b, c);
 	dt_die(__FILE__, __LINE__, "no nll_loss kernel for %s",
 	       dt_op_get(c->op)->target);
+}
+
+/* mse_loss: reduction none is elementwise; mean and sum reduce the
+ * squared differences (computed in the output's dtype) in double. */
+int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	int64_t reduction = 1;
+	dt_cpu_int(c, 2, &reduction);
+	if (reduction == 0)
+		return dt_cpu_elementwise(b, c);
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *y = dt_kernel_input(c, 1);
+	int64_t shape[DT_MAX_RANK];
+	int rank = x->rank > y->rank ? x->rank : y->rank;
+	for (int d = 0; d < rank; d++) {
+		int dx = d - (rank - x->rank), dy = d - (rank - y->rank);
+		int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
+		shape[d] = sx == 1 ? sy : sx;
+	}
+	int64_t n = dt_numel(shape, rank);
+	double *xv = dt_cpu_scratch(n), *yv = dt_cpu_scratch(n), sum = 0;
+	dt_cpu_read_as(x, shape, rank, xv);
+	dt_cpu_read_as(y, shape, rank, yv);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	for (int64_t i = 0; i < n; i++) {
+		double d = dt_round_to(t, dt_round_to(t, xv[i]) - dt_round_to(t, yv[i]));
+		sum += dt_round_to(t, d * d);
+	}
+	dt_cpu_fill(&c->outputs[0], reduction == 1 ? sum / (double)n : sum);
+	dt_free(xv);
+	dt_free(yv);
+	return DT_OK;
 }

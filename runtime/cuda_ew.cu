@@ -236,6 +236,26 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return a * ((T)1 - b * b);
 	case DT_CU_DROPOUT_BW:
 		return a * b * (T)p.alpha;
+	case DT_CU_BAND:
+		return (T)((long long)a & (long long)b);
+	case DT_CU_BOR:
+		return (T)((long long)a | (long long)b);
+	case DT_CU_BXOR:
+		return (T)((long long)a ^ (long long)b);
+	case DT_CU_BNOT:
+		return p.compute == DT_CU_BOOL ? (T)(a == 0) : (T)~(long long)a;
+	case DT_CU_LAND:
+		return a != 0 && b != 0;
+	case DT_CU_LOR:
+		return a != 0 || b != 0;
+	case DT_CU_LXOR:
+		return (a != 0) != (b != 0);
+	case DT_CU_FILL:
+		return a;
+	case DT_CU_MSE:
+		return (a - b) * (a - b);
+	case DT_CU_MSE_BW:
+		return (T)p.alpha * (a - b) * c;
 	default:
 		return (T)NAN;
 	}

@@ -100,6 +100,16 @@ enum dt_cu_ew_op {
 	DT_CU_SIGMOID_BW,
 	DT_CU_TANH_BW,
 	DT_CU_DROPOUT_BW,
+	DT_CU_BAND,
+	DT_CU_BOR,
+	DT_CU_BXOR,
+	DT_CU_BNOT, /* logical not when compute is bool */
+	DT_CU_LAND,
+	DT_CU_LOR,
+	DT_CU_LXOR,
+	DT_CU_FILL, /* y = the value operand */
+	DT_CU_MSE,
+	DT_CU_MSE_BW, /* alpha * (a - b) * c */
 };
 
 /* A deferred kernel error: the kernel stores `code` into *status (first
@@ -221,6 +231,31 @@ struct dt_cu_nll_op {
 	struct dt_cu_status err;
 };
 
+/* tril/triu, index_select, index_add and repeat_interleave on contiguous
+ * operands (cuda_index.cu). `src` is viewed as [outer, size, inner]
+ * (tril/triu: [batch, rows, cols], `diagonal` the k); index_select
+ * writes dst [outer, n, inner] from src; index_add adds alpha * src
+ * [outer, n, inner] into the double accumulators dst [outer, size,
+ * inner]; repeat_interleave reads n repeats from `index` and writes
+ * `size` positions into dst. */
+enum dt_cu_index_kind {
+	DT_CU_TRIL,
+	DT_CU_TRIU,
+	DT_CU_INDEX_SELECT,
+	DT_CU_INDEX_ADD,
+	DT_CU_REPEAT_INTERLEAVE,
+};
+struct dt_cu_index_op {
+	int32_t kind;
+	int64_t outer, size, inner, n, diagonal;
+	double alpha;
+	const void *src, *index;
+	int32_t src_dtype, index_dtype;
+	void *dst;
+	int32_t dst_dtype;
+	struct dt_cu_status err; /* an index out of range, a bad repeat */
+};
+
 /* Launchers (cuda_ew.cu, cuda_reduce.cu, cuda_nn.cu): each enqueues on
  * `s` and returns the launch's error (cudaSuccess when queued). */
 cudaError_t dt_cu_elementwise(const struct dt_cu_walk *w,
@@ -256,6 +291,7 @@ cudaError_t dt_cu_embedding_backward(const struct dt_cu_embedding_op *p,
 cudaError_t dt_cu_nll_forward(const struct dt_cu_nll_op *p, cudaStream_t s);
 /* grad_input zeroed by the caller. */
 cudaError_t dt_cu_nll_backward(const struct dt_cu_nll_op *p, cudaStream_t s);
+cudaError_t dt_cu_index(const struct dt_cu_index_op *p, cudaStream_t s);
 
 #ifdef __cplusplus
 }
@@ -521,6 +557,12 @@ int dt_cuda_softmax(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_layer_norm(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_embedding(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_nll_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+/* tril/triu, index_select, index_add, repeat_interleave (cuda_index.c). */
+int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+/* out (0-d) = the sum, or the mean, of every element of x (cuda_ops.c). */
+int dt_cuda_reduce_all(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
+		       bool mean, const struct dt_rt_tensor *x,
+		       struct dt_rt_tensor *out);
 
 /* The CPU-kernel fallbacks a NCCL backend ran so far, per op (for tests
  * and reports); per_op holds DT_NOPS counters. b must come from

@@ -352,6 +352,26 @@ static const struct ew_def ew_defs[DT_NOPS] = {
     [DT_OP_TANH_BACKWARD] = EW2(DT_CU_TANH_BW),
     [DT_OP_NATIVE_DROPOUT_BACKWARD] =
 	{DT_CU_DROPOUT_BW, 2, {0, 1, 0}, 2, EW_PLAIN, true},
+    [DT_OP_BITWISE_AND_TENSOR] = EW2(DT_CU_BAND),
+    [DT_OP_BITWISE_AND_SCALAR] = EW2(DT_CU_BAND),
+    [DT_OP_BITWISE_OR_TENSOR] = EW2(DT_CU_BOR),
+    [DT_OP_BITWISE_OR_SCALAR] = EW2(DT_CU_BOR),
+    [DT_OP_BITWISE_XOR_TENSOR] = EW2(DT_CU_BXOR),
+    [DT_OP_BITWISE_XOR_SCALAR] = EW2(DT_CU_BXOR),
+    [DT_OP_BITWISE_NOT] = EW1(DT_CU_BNOT),
+    [DT_OP_LOGICAL_AND] = CMP(DT_CU_LAND),
+    [DT_OP_LOGICAL_OR] = CMP(DT_CU_LOR),
+    [DT_OP_LOGICAL_XOR] = CMP(DT_CU_LXOR),
+    [DT_OP_ADD_INPLACE] = CMP(DT_CU_ADD),
+    [DT_OP_SUB_INPLACE] = CMP(DT_CU_SUB),
+    [DT_OP_MUL_INPLACE] = CMP(DT_CU_MUL),
+    [DT_OP_FILL_INPLACE_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
+    [DT_OP_FILL_INPLACE_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
+    [DT_OP_FILL_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
+    [DT_OP_FILL_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
+    [DT_OP_MSE_LOSS_BACKWARD] = {DT_CU_MSE_BW, 3, {1, 2, 0}, 0, EW_PLAIN, true},
+    /* not `valid`: dispatched to mse_loss, which reduces */
+    [DT_OP_MSE_LOSS] = {DT_CU_MSE, 2, {0, 1, 0}, 0, EW_PLAIN, false},
 };
 #undef EW2
 #undef EW1
@@ -372,8 +392,17 @@ static void ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 	case DT_OP_ADD_SCALAR:
 	case DT_OP_SUB_SCALAR:
 	case DT_OP_RSUB_SCALAR:
+	case DT_OP_ADD_INPLACE:
+	case DT_OP_SUB_INPLACE:
 		dt_cpu_number(c, 2, &p->alpha);
 		break;
+	case DT_OP_MSE_LOSS_BACKWARD: {
+		int64_t reduction = 1;
+		dt_cpu_int(c, 3, &reduction);
+		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
+		p->alpha = dt_round_to(compute, reduction == 1 ? 2.0 / (double)n : 2.0);
+		break;
+	}
 	case DT_OP_ADDCMUL:
 	case DT_OP_ADDCDIV:
 		dt_cpu_number(c, 3, &p->alpha);
@@ -471,6 +500,38 @@ static int elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	dt_cuda_walk(&w, out->shape, out->rank, ts, def->nin + 1);
 	return check(ctx, c, "dt_cu_elementwise",
 		     dt_cu_elementwise(&w, &p, ctx->stream));
+}
+
+/* mse_loss: reduction none is elementwise; mean and sum reduce the
+ * squared differences, computed in the result's dtype into a temporary of
+ * the broadcast shape. */
+static int mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
+{
+	int64_t reduction = 1;
+	dt_cpu_int(c, 2, &reduction);
+	if (reduction == 0)
+		return elementwise(ctx, c);
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *y = dt_kernel_input(c, 1);
+	int64_t shape[DT_MAX_RANK];
+	int rank = x->rank > y->rank ? x->rank : y->rank;
+	for (int d = 0; d < rank; d++) {
+		int dx = d - (rank - x->rank), dy = d - (rank - y->rank);
+		int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
+		shape[d] = sx == 1 ? sy : sx;
+	}
+	struct dt_rt_tensor sq;
+	struct dt_buffer holder = {0};
+	int rc = dt_cuda_temp(ctx, c, shape, rank, (enum dt_dtype)c->outputs[0].dtype,
+			      &sq, &holder);
+	if (rc == DT_OK) {
+		struct dt_kernel_call squares = *c;
+		squares.outputs = &sq;
+		rc = elementwise(ctx, &squares);
+	}
+	if (rc == DT_OK)
+		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq, &c->outputs[0]);
+	dt_cuda_release(ctx, &holder);
+	return rc;
 }
 
 /* ---- random ops and factories ---- */
@@ -728,6 +789,14 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_NLL_LOSS_FORWARD:
 	case DT_OP_NLL_LOSS_BACKWARD:
 		return dt_cuda_nll_loss(ctx, c);
+	case DT_OP_MSE_LOSS:
+		return mse_loss(ctx, c);
+	case DT_OP_TRIL:
+	case DT_OP_TRIU:
+	case DT_OP_INDEX_SELECT:
+	case DT_OP_INDEX_ADD:
+	case DT_OP_REPEAT_INTERLEAVE:
+		return dt_cuda_index(ctx, c);
 	case DT_OP_EMPTY_LIKE:
 	case DT_OP_ZEROS_LIKE:
 	case DT_OP_ONES_LIKE:

@@ -4,7 +4,8 @@
  * convert_element_type, a reshape that cannot alias, the single-process
  * redistribute), cat and stack as copies into slices of the result,
  * constant_pad_nd and slice/select backward as a fill plus a copy, and
- * the reductions' geometry for the generic kernel of cuda_reduce.cu.
+ * the reductions' geometry for the generic kernel of cuda_reduce.cu (also
+ * a whole-tensor sum or mean for mse_loss).
  * Semantics follow cpu_copy.c and cpu_reduce.c. */
 #include "cuda_internal.h"
 
@@ -284,6 +285,65 @@ static int reduce_empty(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 	return DT_OK;
 }
 
+/* Runs reduction p of x over the dims `mask` marks into results[0..nout)
+ * (keepdim: they keep the reduced dims as size 1). */
+static int run_reduce(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
+		      struct dt_cu_reduce_op *pp, const struct dt_rt_tensor *x,
+		      const bool *mask, bool keepdim,
+		      const struct dt_rt_tensor *results, int nout)
+{
+	struct dt_cu_reduce_op p = *pp;
+	/* rows: x's kept dims; each result seen in those dims */
+	struct dt_rt_tensor xo, xi, outs[2];
+	dt_cpu_split_dims(x, mask, &xo, &xi);
+	for (int k = 0; k < nout; k++) {
+		struct dt_rt_tensor unused;
+		outs[k] = results[k];
+		if (keepdim && x->rank > 0)
+			dt_cpu_split_dims(&results[k], mask, &outs[k],
+					  &unused);
+		DT_REQUIRE(dt_rt_numel(&outs[k]) == dt_rt_numel(&xo));
+		outs[k].rank = xo.rank;
+		memcpy(outs[k].shape, xo.shape, sizeof(xo.shape));
+		if (!keepdim || x->rank == 0)
+			memcpy(outs[k].stride, results[k].stride,
+			       sizeof(xo.stride));
+	}
+	p.nout = nout;
+	p.k = dt_rt_numel(&xi);
+	if (dt_rt_numel(&xo) == 0)
+		return DT_OK;
+	if (p.k == 0)
+		return reduce_empty(ctx, c, p.kind, p.correction, outs, nout);
+	const struct dt_rt_tensor *ts[3] = {&xo, &outs[0],
+					    nout > 1 ? &outs[1] : &outs[0]};
+	dt_cuda_walk(&p.outer, xo.shape, xo.rank, ts, 3);
+	inner_dims(&p, &xi);
+	size_t bytes = dt_cu_reduce_scratch(&p);
+	void *scratch = NULL;
+	if (bytes && !(scratch = dt_cuda_scratch(ctx, c, bytes)))
+		return DT_ERUNTIME;
+	int rc = dt_cuda_check(ctx, c->m, c->node, "dt_cu_reduce",
+			       dt_cu_reduce(&p, scratch, ctx->stream));
+	dt_cuda_scratch_free(ctx, scratch);
+	return rc;
+}
+
+int dt_cuda_reduce_all(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
+		       bool mean, const struct dt_rt_tensor *x,
+		       struct dt_rt_tensor *out)
+{
+	struct dt_cu_reduce_op p;
+	bool mask[DT_MAX_RANK];
+	memset(&p, 0, sizeof(p));
+	p.kind = mean ? DT_CU_RED_MEAN : DT_CU_RED_SUM;
+	p.correction = 1;
+	p.cast = -1;
+	for (int d = 0; d < DT_MAX_RANK; d++)
+		mask[d] = true;
+	return run_reduce(ctx, c, &p, x, mask, false, out, 1);
+}
+
 int dt_cuda_reduce(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	struct red_def def;
@@ -313,40 +373,6 @@ int dt_cuda_reduce(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 		       &cast)
 		? (int32_t)cast
 		: -1;
-
-	/* rows: x's kept dims; each result seen in those dims */
-	struct dt_rt_tensor xo, xi, outs[2];
-	dt_cpu_split_dims(x, mask, &xo, &xi);
-	int nout = (int)c->noutputs;
-	for (int k = 0; k < nout; k++) {
-		struct dt_rt_tensor unused;
-		outs[k] = c->outputs[k];
-		if (keepdim && x->rank > 0)
-			dt_cpu_split_dims(&c->outputs[k], mask, &outs[k],
-					  &unused);
-		DT_REQUIRE(dt_rt_numel(&outs[k]) == dt_rt_numel(&xo));
-		outs[k].rank = xo.rank;
-		memcpy(outs[k].shape, xo.shape, sizeof(xo.shape));
-		if (!keepdim || x->rank == 0)
-			memcpy(outs[k].stride, c->outputs[k].stride,
-			       sizeof(xo.stride));
-	}
-	p.nout = nout;
-	p.k = dt_rt_numel(&xi);
-	if (dt_rt_numel(&xo) == 0)
-		return DT_OK;
-	if (p.k == 0)
-		return reduce_empty(ctx, c, def.kind, p.correction, outs, nout);
-	const struct dt_rt_tensor *ts[3] = {&xo, &outs[0],
-					    nout > 1 ? &outs[1] : &outs[0]};
-	dt_cuda_walk(&p.outer, xo.shape, xo.rank, ts, 3);
-	inner_dims(&p, &xi);
-	size_t bytes = dt_cu_reduce_scratch(&p);
-	void *scratch = NULL;
-	if (bytes && !(scratch = dt_cuda_scratch(ctx, c, bytes)))
-		return DT_ERUNTIME;
-	int rc = dt_cuda_check(ctx, c->m, c->node, "dt_cu_reduce",
-			       dt_cu_reduce(&p, scratch, ctx->stream));
-	dt_cuda_scratch_free(ctx, scratch);
-	return rc;
+	return run_reduce(ctx, c, &p, x, mask, keepdim, c->outputs,
+			  (int)c->noutputs);
 }

@@ -54,6 +54,8 @@ struct rcase {
 #define POS(n, s) {n, "float64", s, 0, "aten.exp.default"}
 #define B(n, s) {n, "bool", s, 0, NULL}
 #define I(n, s, mx) {n, "int64", s, mx, NULL}
+/* a fresh value (a clone) that an in-place op may write */
+#define FRESH(n, s) {n, "float64", s, 0, "aten.clone.default"}
 #define A(n) "<arg node=\"" n "\"/>"
 #define AI(v) "<arg int=\"" #v "\"/>"
 #define AF(v) "<arg float=\"" #v "\"/>"
@@ -228,6 +230,36 @@ static const struct rcase cases[] = {
 	{"ones_like", {F("a", "6 5")}, OP("aten.ones_like.default", A("a")), "op", NULL},
 	{"full_like", {F("a", "6 5")}, OP("aten.full_like.default", A("a") AF(2.5)), "op", NULL},
 	{"new_zeros", {F("a", "6 5")}, OP("aten.new_zeros.default", A("a") AIS("3 4")), "op", NULL},
+	/* masks, index ops, bitwise and logical ops, in-place ops, mse_loss */
+	{"tril", {F("a", "3 6 5")}, OP("aten.tril.default", A("a")), "op", NULL},
+	{"triu", {F("a", "2 3 5 4")}, OP("aten.triu.default", A("a") AI(1)), "op", NULL},
+	{"index_select", {F("a", "6 5"), I("i", "4", 6)}, OP("aten.index_select.default", A("a") AI(0) A("i")), "op", NULL},
+	{"index_select_last", {F("a", "4 6 5"), I("i", "7", 5)}, OP("aten.index_select.default", A("a") AI(-1) A("i")), "op", NULL},
+	{"index_add", {F("a", "6 5"), I("i", "4", 6), F("s", "4 5")}, OP("aten.index_add.default", A("a") AI(0) A("i") A("s") KW("alpha", "float", "0.5")), "op", NULL},
+	{"index_add_mid", {F("a", "3 6 5"), I("i", "7", 6), F("s", "3 7 5")}, OP("aten.index_add.default", A("a") AI(1) A("i") A("s")), "op", NULL},
+	{"bitwise_and", {I("x", "6 5", 16), I("y", "5", 16)}, OP("aten.bitwise_and.Tensor", A("x") A("y")), "op", NULL},
+	{"bitwise_and_scalar", {I("x", "6 5", 16)}, OP("aten.bitwise_and.Scalar", A("x") AI(5)), "op", NULL},
+	{"bitwise_or", {I("x", "6 5", 16), B("m", "6 5")}, OP("aten.bitwise_or.Tensor", A("x") A("m")), "op", NULL},
+	{"bitwise_or_scalar", {B("m", "6 5")}, OP("aten.bitwise_or.Scalar", A("m") AI(2)), "op", NULL},
+	{"bitwise_xor", {B("m", "6 5"), B("n", "6 5")}, OP("aten.bitwise_xor.Tensor", A("m") A("n")), "op", NULL},
+	{"bitwise_xor_scalar", {I("x", "6 5", 16)}, OP("aten.bitwise_xor.Scalar", A("x") AI(9)), "op", NULL},
+	{"bitwise_not", {I("x", "6 5", 16)}, OP("aten.bitwise_not.default", A("x")), "op", NULL},
+	{"logical_and", {F("a", "6 5"), B("m", "5")}, OP("aten.logical_and.default", A("a") A("m")), "op", NULL},
+	{"logical_or", {B("m", "6 5"), I("x", "6 5", 2)}, OP("aten.logical_or.default", A("m") A("x")), "op", NULL},
+	{"logical_xor", {F("a", "6 5"), F("b", "6 5")}, OP("aten.logical_xor.default", A("a") A("b")), "op", NULL},
+	{"add_", {FRESH("a", "6 5"), F("b", "5")}, OP("aten.add_.Tensor", A("a") A("b") KW("alpha", "float", "0.5")), "op", NULL},
+	{"sub_", {FRESH("a", "6 5"), F("b", "6 5")}, OP("aten.sub_.Tensor", A("a") A("b")), "op", NULL},
+	{"mul_", {FRESH("a", "6 5"), F("b", "6 1")}, OP("aten.mul_.Tensor", A("a") A("b")), "op", NULL},
+	{"fill__scalar", {FRESH("a", "6 5")}, OP("aten.fill_.Scalar", A("a") AF(2.5)), "op", NULL},
+	{"fill__tensor", {FRESH("a", "6 5"), F("v", "")}, OP("aten.fill_.Tensor", A("a") A("v")), "op", NULL},
+	{"fill_scalar", {F("a", "6 5")}, OP("aten.fill.Scalar", A("a") AI(3)), "op", NULL},
+	{"fill_tensor", {F("a", "6 5"), F("v", "")}, OP("aten.fill.Tensor", A("a") A("v")), "op", NULL},
+	{"mse_none", {F("a", "6 5"), F("b", "5")}, OP("aten.mse_loss.default", A("a") A("b") AI(0)), "op", NULL},
+	{"mse_mean", {F("a", "6 4"), F("b", "6 4")}, OP("aten.mse_loss.default", A("a") A("b")), "op", NULL},
+	{"mse_sum", {F("a", "3 6 5"), F("b", "6 5")}, OP("aten.mse_loss.default", A("a") A("b") AI(2)), "op", NULL},
+	{"mse_backward_none", {F("g", "6 5"), F("a", "6 5"), F("b", "5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(0)), "op", NULL},
+	{"mse_backward_mean", {F("g", ""), F("a", "6 5"), F("b", "6 5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(1)), "op", NULL},
+	{"mse_backward_sum", {F("g", ""), F("a", "6 5"), F("b", "6 5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(2)), "op", NULL},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 

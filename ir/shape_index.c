@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/* shape_index.c: shape functions of the ops that address elements by
+ * index: tril/triu (by row and column), index_select, index_add and
+ * repeat_interleave.Tensor. Their results are fresh contiguous tensors,
+ * as ATen's structured kernels allocate them (checked against torch 1.13). */
+#include "shape.h"
+
+#include <string.h>
+
+static struct dt_tinfo contiguous(enum dt_dtype dtype, const int64_t *shape,
+				  int rank)
+{
+	struct dt_tinfo r = {0};
+	r.dtype = (uint8_t)dtype;
+	r.rank = rank;
+	memcpy(r.shape, shape, (size_t)rank * sizeof(int64_t));
+	dt_tinfo_set_strides(&r, DT_MEMFMT_CONTIGUOUS);
+	return r;
+}
+
+/* tril(self, diagonal) and triu: self's dtype and shape (rank >= 2). */
+int dt_shape_triangle(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK)
+		return DT_EINPUT;
+	if (t.rank < 2)
+		return dt_shape_fail(c, "input tensor must have at least 2 dimensions");
+	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	dt_shape_emit(c, &r);
+	return DT_OK;
+}
+
+/* An index argument: a vector (or a 0-d tensor) of int64 or int32. */
+static int index_arg(struct dt_shape_ctx *c, int p, const char *who,
+		     struct dt_tinfo *idx)
+{
+	if (dt_shape_tensor(c, p, idx) != DT_OK)
+		return DT_EINPUT;
+	if (idx->rank > 1)
+		return dt_shape_fail(c, "%s(): Index is supposed to be a vector", who);
+	if (idx->dtype != DT_INT64 && idx->dtype != DT_INT32)
+		return dt_shape_fail(c, "%s(): Expected dtype int32 or int64 for index", who);
+	return DT_OK;
+}
+
+/* index_select(self, dim, index): self's shape with dim's size the number
+ * of indices (a 0-d self stays 0-d). */
+int dt_shape_index_select(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t, idx;
+	int64_t dim = 0;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK ||
+	    index_arg(c, 2, "index_select", &idx) != DT_OK)
+		return DT_EINPUT;
+	dt_shape_int(c, 1, &dim);
+	if (!dt_shape_wrap_dim(c, &dim, t.rank))
+		return DT_EINPUT;
+	int64_t n = dt_tinfo_numel(&idx);
+	if (t.rank == 0 && n != 1)
+		return dt_shape_fail(c, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+				     (long long)n);
+	if (t.rank > 0)
+		t.shape[dim] = n;
+	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	dt_shape_emit(c, &r);
+	return DT_OK;
+}
+
+/* index_add(self, dim, index, source, alpha): self's shape and dtype;
+ * source has self's dtype and dims, with one slice along dim per index. */
+int dt_shape_index_add(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t, idx, src;
+	int64_t dim = 0;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK ||
+	    index_arg(c, 2, "index_add_", &idx) != DT_OK ||
+	    dt_shape_tensor(c, 3, &src) != DT_OK)
+		return DT_EINPUT;
+	dt_shape_int(c, 1, &dim);
+	if (!dt_shape_wrap_dim(c, &dim, t.rank))
+		return DT_EINPUT;
+	if (src.dtype != t.dtype)
+		return dt_shape_fail(c, "index_add_(): self (%s) and source (%s) must have the same scalar type",
+				     dt_dtype_name((enum dt_dtype)t.dtype),
+				     dt_dtype_name((enum dt_dtype)src.dtype));
+	int64_t n = dt_tinfo_numel(&idx);
+	int64_t along = src.rank ? src.shape[src.rank > 1 ? dim : 0] : 1;
+	if (along != n)
+		return dt_shape_fail(c, "index_add_(): Number of indices (%lld) should be equal to source.size(dim): (%lld), for dim: %lld",
+				     (long long)n, (long long)along, (long long)dim);
+	struct dt_dimbuf b1, b2;
+	bool dims_ok = t.rank <= 1 ? src.rank <= 1 : src.rank == t.rank;
+	for (int d = 0; dims_ok && d < t.rank && t.rank > 1; d++)
+		dims_ok = d == dim || src.shape[d] == t.shape[d];
+	if (!dims_ok)
+		return dt_shape_fail(c, "index_add_(): source %s does not match self %s outside dim %lld",
+				     dt_dims_format(&b1, src.shape, src.rank),
+				     dt_dims_format(&b2, t.shape, t.rank), (long long)dim);
+	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	dt_shape_emit(c, &r);
+	return DT_OK;
+}
+
+/* repeat_interleave.Tensor(repeats, output_size): [sum(repeats)] of
+ * repeats' dtype. The sum depends on the values: it is output_size, or
+ * the length the graph records (make_fx traces real values); the kernel
+ * checks it at run time. */
+int dt_shape_repeat_interleave(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo rep;
+	if (dt_shape_tensor(c, 0, &rep) != DT_OK)
+		return DT_EINPUT;
+	if (rep.rank != 1)
+		return dt_shape_fail(c, "repeat_interleave only accept 1D vector as repeat");
+	if (rep.dtype != DT_INT64 && rep.dtype != DT_INT32)
+		return dt_shape_fail(c, "repeats must be int32 or int64, got %s",
+				     dt_dtype_name((enum dt_dtype)rep.dtype));
+	int64_t len = -1;
+	const struct dt_node *n = dt_node_get(c->m, c->node);
+	if (!dt_shape_int(c, 1, &len) && n->ntensors == 1) {
+		const struct dt_tensor *have = dt_node_tensor(c->m, n, 0);
+		int rank;
+		const int64_t *shape = dt_ints_get(c->m, have->shape, &rank);
+		if (rank == 1)
+			len = shape[0];
+	}
+	if (len < 0)
+		return dt_shape_fail(c, "the result's length is sum(repeats), known only at run time: give output_size or record the result's <tensor>");
+	struct dt_tinfo r = contiguous((enum dt_dtype)rep.dtype, &len, 1);
+	if (dt_shape_check_layout(c, &r) != DT_OK)
+		return DT_EINPUT;
+	dt_shape_emit(c, &r);
+	return DT_OK;
+}

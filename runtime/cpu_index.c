@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/* cpu_index.c: the CPU kernels of the ops that address elements by index:
+ * tril/triu (keep j - i <= k, or >= k, over the last two dims),
+ * index_select (gather slices along a dim), index_add (scatter-add
+ * alpha * source slices onto a copy of self) and repeat_interleave.Tensor
+ * (each position i repeated repeats[i] times), as ATen's CPU kernels. */
+#include "internal.h"
+
+#include <string.h>
+
+static int triangle(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	int64_t k = 0;
+	dt_cpu_int(c, 1, &k);
+	int64_t n = dt_rt_numel(x), rows = x->shape[x->rank - 2],
+		cols = x->shape[x->rank - 1];
+	double *v = dt_cpu_scratch(n);
+	dt_cpu_read(x, v);
+	bool lower = c->op == DT_OP_TRIL;
+	for (int64_t e = 0; e < n; e++) {
+		int64_t j = e % cols, i = (e / cols) % rows;
+		if (lower ? j - i > k : j - i < k)
+			v[e] = 0;
+	}
+	dt_cpu_write(&c->outputs[0], v);
+	dt_free(v);
+	return DT_OK;
+}
+
+/* The int64 indices of `idx`, each in [0, n); reports the first that is
+ * not (PyTorch's "index out of range in self"). */
+static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
+			   const struct dt_rt_tensor *idx, int64_t n)
+{
+	int64_t count = dt_rt_numel(idx);
+	double *v = dt_cpu_scratch(count);
+	int64_t *ix = dt_malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
+	dt_cpu_read(idx, v);
+	for (int64_t i = 0; i < count; i++) {
+		ix[i] = (int64_t)v[i];
+		if (ix[i] < -n || ix[i] >= n) {
+			dt_cpu_fail(b, c, "index %lld is out of range for a dim of size %lld",
+				    (long long)ix[i], (long long)n);
+			dt_free(v);
+			dt_free(ix);
+			return NULL;
+		}
+		if (ix[i] < 0)
+			ix[i] += n;
+	}
+	dt_free(v);
+	return ix;
+}
+
+/* self's dims around `dim`: outer * size * inner elements. */
+struct slices {
+	int64_t outer, size, inner;
+};
+
+static struct slices slices_of(const struct dt_rt_tensor *t, int64_t dim)
+{
+	struct slices s = {1, 1, 1};
+	for (int d = 0; d < t->rank; d++) {
+		if (d < dim)
+			s.outer *= t->shape[d];
+		else if (d == dim)
+			s.size = t->shape[d];
+		else
+			s.inner *= t->shape[d];
+	}
+	return s;
+}
+
+static int index_select(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 2);
+	int64_t dim = 0;
+	dt_cpu_int(c, 1, &dim);
+	dt_rt_wrap_dim(&dim, x->rank);
+	struct slices s = slices_of(x, dim);
+	int64_t n = dt_rt_numel(idx);
+	int64_t *ix = read_index(b, c, idx, s.size);
+	if (!ix)
+		return DT_ERUNTIME;
+	double *v = dt_cpu_scratch(dt_rt_numel(x)), *out = dt_cpu_scratch(s.outer * n * s.inner);
+	dt_cpu_read(x, v);
+	for (int64_t o = 0; o < s.outer; o++)
+		for (int64_t i = 0; i < n; i++)
+			memcpy(out + (o * n + i) * s.inner, v + (o * s.size + ix[i]) * s.inner,
+			       (size_t)s.inner * sizeof(double));
+	dt_cpu_write(&c->outputs[0], out);
+	dt_free(ix);
+	dt_free(v);
+	dt_free(out);
+	return DT_OK;
+}
+
+static int index_add(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 2),
+				  *src = dt_kernel_input(c, 3);
+	int64_t dim = 0;
+	double alpha = 1;
+	dt_cpu_int(c, 1, &dim);
+	dt_cpu_number(c, 4, &alpha);
+	dt_rt_wrap_dim(&dim, x->rank);
+	struct slices s = slices_of(x, dim);
+	int64_t n = dt_rt_numel(idx);
+	int64_t *ix = read_index(b, c, idx, s.size);
+	if (!ix)
+		return DT_ERUNTIME;
+	double *out = dt_cpu_scratch(dt_rt_numel(x)), *sv = dt_cpu_scratch(dt_rt_numel(src));
+	dt_cpu_read(x, out);
+	dt_cpu_read(src, sv);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	alpha = dt_round_to(t, alpha);
+	for (int64_t o = 0; o < s.outer; o++)
+		for (int64_t i = 0; i < n; i++) {
+			double *dst = out + (o * s.size + ix[i]) * s.inner;
+			const double *from = sv + (o * n + i) * s.inner;
+			for (int64_t j = 0; j < s.inner; j++)
+				dst[j] = dt_round_to(t, dst[j] + alpha * from[j]);
+		}
+	dt_cpu_write(&c->outputs[0], out);
+	dt_free(ix);
+	dt_free(out);
+	dt_free(sv);
+	return DT_OK;
+}
+
+static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *r = dt_kernel_input(c, 0);
+	int64_t n = dt_rt_numel(r), len = c->outputs[0].shape[0], total = 0;
+	double *rv = dt_cpu_scratch(n);
+	dt_cpu_read(r, rv);
+	for (int64_t i = 0; i < n; i++) {
+		if (rv[i] < 0) {
+			dt_free(rv);
+			return dt_cpu_fail(b, c, "repeats can not be negative");
+		}
+		total += (int64_t)rv[i];
+	}
+	if (total != len) {
+		dt_free(rv);
+		return dt_cpu_fail(b, c, "the repeats sum to %lld but the result has %lld elements",
+				   (long long)total, (long long)len);
+	}
+	double *out = dt_cpu_scratch(len);
+	for (int64_t i = 0, at = 0; i < n; i++)
+		for (int64_t k = 0; k < (int64_t)rv[i]; k++)
+			out[at++] = (double)i;
+	dt_cpu_write(&c->outputs[0], out);
+	dt_free(rv);
+	dt_free(out);
+	return DT_OK;
+}
+
+int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	switch (c->op) {
+	case DT_OP_TRIL:
+	case DT_OP_TRIU:
+		return triangle(c);
+	case DT_OP_INDEX_SELECT:
+		return index_select(b, c);
+	case DT_OP_INDEX_ADD:
+		return index_add(b, c);
+	case DT_OP_REPEAT_INTERLEAVE:
+		return repeat_interleave(b, c);
+	default:
+		dt_die(__FILE__, __LINE__, "no index kernel for %s", dt_op_get(c->op)->target);
+	}
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/* cuda_index.cu: kernels of the ops that address elements by index
+ * (cpu_index.c's semantics): tril/triu, index_select, index_add (into
+ * double accumulators) and repeat_interleave (one thread: the result's
+ * positions follow a running sum of the repeats). See cuda_internal.h. */
+#include "cuda_internal.h"
+
+#define THREADS 256
+
+static unsigned blocks_for(int64_t n)
+{
+	int64_t b = (n + THREADS - 1) / THREADS;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
+{
+	if (e.status)
+		atomicCAS(e.status, 0, e.code);
+}
+
+/* Index i of p.index wrapped into [0, size), or -1 when out of range. */
+static __device__ __forceinline__ long long index_at(const dt_cu_index_op &p,
+						    int64_t i)
+{
+	long long ix = p.index_dtype == DT_CU_I64
+			   ? ((const long long *)p.index)[i]
+			   : ((const int *)p.index)[i];
+	if (ix < -p.size || ix >= p.size)
+		return -1;
+	return ix < 0 ? ix + p.size : ix;
+}
+
+static __global__ void triangle_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = p.outer * p.size * p.inner;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t j = e % p.inner, i = (e / p.inner) % p.size;
+		bool keep = p.kind == DT_CU_TRIL ? j - i <= p.diagonal
+						 : j - i >= p.diagonal;
+		if (keep)
+			dt_cu_move(p.dst, e, p.src, e, size);
+		else
+			dt_cu_store(p.dst, p.dst_dtype, e, 0.0);
+	}
+}
+
+static __global__ void select_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = p.outer * p.n * p.inner;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t j = e % p.inner, i = (e / p.inner) % p.n,
+			o = e / (p.inner * p.n);
+		long long ix = index_at(p, i);
+		if (ix < 0) {
+			raise_error(p.err);
+			continue;
+		}
+		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j, size);
+	}
+}
+
+static __global__ void add_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int64_t n = p.outer * p.n * p.inner;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t j = e % p.inner, i = (e / p.inner) % p.n,
+			o = e / (p.inner * p.n);
+		long long ix = index_at(p, i);
+		if (ix < 0) {
+			raise_error(p.err);
+			continue;
+		}
+		atomicAdd((double *)p.dst + (o * p.size + ix) * p.inner + j,
+			  p.alpha * dt_cu_load(p.src, p.src_dtype, e));
+	}
+}
+
+static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int64_t at = 0;
+	for (int64_t i = 0; i < p.n; i++) {
+		long long r = p.index_dtype == DT_CU_I64
+				  ? ((const long long *)p.index)[i]
+				  : ((const int *)p.index)[i];
+		if (r < 0 || at + r > p.size) {
+			raise_error(p.err);
+			return;
+		}
+		for (long long k = 0; k < r; k++)
+			dt_cu_store(p.dst, p.dst_dtype, at++, (double)i);
+	}
+	if (at != p.size)
+		raise_error(p.err);
+}
+
+extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
+				   cudaStream_t s)
+{
+	bool tri = p->kind == DT_CU_TRIL || p->kind == DT_CU_TRIU;
+	int64_t n = p->outer * (tri ? p->size : p->n) * p->inner;
+	switch (p->kind) {
+	case DT_CU_TRIL:
+	case DT_CU_TRIU:
+		if (n > 0)
+			triangle_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_INDEX_SELECT:
+		if (n > 0)
+			select_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_INDEX_ADD:
+		if (n > 0)
+			add_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	default:
+		repeat_kernel<<<1, 1, 0, s>>>(*p);
+		break;
+	}
+	return cudaGetLastError();
+}
