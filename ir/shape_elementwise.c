@@ -301,7 +301,7 @@ int dt_shape_masked_fill(struct dt_shape_ctx *c)
 	return DT_OK;
 }
 
-/* neg, abs, relu, gelu, silu: the input's dtype. */
+/* neg, abs, relu, gelu, silu, sign, sgn: the input's dtype. */
 int dt_shape_unary(struct dt_shape_ctx *c)
 {
 	static const int ps[1] = {0};
@@ -477,10 +477,10 @@ static bool can_cast(enum dt_dtype from, enum dt_dtype to)
 	return !(from != DT_BOOL && to == DT_BOOL);
 }
 
-/* add_/sub_/mul_.Tensor, fill_.Scalar, fill_.Tensor: self itself (dtype,
- * shape, strides and offset). The other operand must broadcast to self's
- * shape and the promoted dtype cast to self's, as TensorIterator checks
- * for an in-place op. */
+/* add_/sub_/mul_.Tensor, fill_, masked_fill_: self itself (dtype,
+ * shape, strides and offset). The second operand (other, mask) must
+ * broadcast to self's shape, and for arithmetic the promoted dtype cast
+ * to self's, as TensorIterator checks for an in-place op. */
 int dt_shape_inplace(struct dt_shape_ctx *c)
 {
 	struct dt_tinfo self;
@@ -507,6 +507,17 @@ int dt_shape_inplace(struct dt_shape_ctx *c)
 		return dt_shape_fail(c, "output with shape %s doesn't match the broadcast shape %s",
 				     dt_dims_format(&b1, self.shape, self.rank),
 				     dt_dims_format(&b2, shape, rank));
+	if (op == DT_OP_MASKED_FILL_INPLACE_SCALAR || op == DT_OP_MASKED_FILL_INPLACE_TENSOR) {
+		struct dt_operand v;
+		if (o[1].t.dtype != DT_BOOL)
+			return dt_shape_fail(c, "masked_fill_ only supports boolean masks, but got mask with dtype %s",
+					     dt_dtype_name((enum dt_dtype)o[1].t.dtype));
+		if (op == DT_OP_MASKED_FILL_INPLACE_TENSOR &&
+		    (dt_shape_operand(c, 2, &v) != DT_OK || v.t.rank != 0))
+			return dt_shape_fail(c, "masked_fill_ only supports a 0-dimensional value tensor");
+		dt_shape_emit(c, &self);
+		return DT_OK;
+	}
 	enum dt_dtype common = dt_operands_result_type(o, 2);
 	if (op == DT_OP_SUB_INPLACE && (self.dtype == DT_BOOL || o[1].t.dtype == DT_BOOL))
 		return dt_shape_fail(c, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");

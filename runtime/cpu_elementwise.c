@@ -170,6 +170,8 @@ EW(f_lor, X0 != 0 || X1 != 0)
 EW(f_lxor, (X0 != 0) != (X1 != 0))
 /* fill(self, value) reads only the value */
 EW(f_fill, X0)
+/* sign and sgn of reals: (0 < x) - (x < 0), so NaN gives 0 as torch 1.13 */
+EW(f_sign, (double)(0 < X0) - (double)(X0 < 0))
 /* mse_loss (none) and mse_loss_backward(grad, self, target) iterated as
  * (self, target, grad); the norm (2 or 2 / numel) is in alpha */
 EW(f_mse, (X0 - X1) * (X0 - X1))
@@ -269,6 +271,10 @@ static const struct ew_def defs[DT_NOPS] = {
 	[DT_OP_FILL_SCALAR] = {f_fill, 1, {1}, 0, EW_PLAIN},
 	[DT_OP_FILL_TENSOR] = {f_fill, 1, {1}, 0, EW_PLAIN},
 	[DT_OP_MSE_LOSS] = {f_mse, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_SIGN] = {f_sign, 1, {0}, 0, EW_PLAIN},
+	[DT_OP_SGN] = {f_sign, 1, {0}, 0, EW_PLAIN},
+	[DT_OP_MASKED_FILL_INPLACE_SCALAR] = {f_masked_fill, 3, {0, 1, 2}, 2, EW_PLAIN},
+	[DT_OP_MASKED_FILL_INPLACE_TENSOR] = {f_masked_fill, 3, {0, 1, 2}, 2, EW_PLAIN},
 	[DT_OP_MSE_LOSS_BACKWARD] = {f_mse_bw, 3, {1, 2, 0}, 0, EW_PLAIN},
 };
 

@@ -256,6 +256,8 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return (a - b) * (a - b);
 	case DT_CU_MSE_BW:
 		return (T)p.alpha * (a - b) * c;
+	case DT_CU_SIGN:
+		return (T)(0 < a) - (T)(a < 0);
 	default:
 		return (T)NAN;
 	}

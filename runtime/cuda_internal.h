@@ -110,6 +110,7 @@ enum dt_cu_ew_op {
 	DT_CU_FILL, /* y = the value operand */
 	DT_CU_MSE,
 	DT_CU_MSE_BW, /* alpha * (a - b) * c */
+	DT_CU_SIGN,
 };
 
 /* A deferred kernel error: the kernel stores `code` into *status (first

@@ -369,6 +369,12 @@ static const struct ew_def ew_defs[DT_NOPS] = {
     [DT_OP_FILL_INPLACE_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_FILL_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_FILL_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
+    [DT_OP_SIGN] = EW1(DT_CU_SIGN),
+    [DT_OP_SGN] = EW1(DT_CU_SIGN),
+    [DT_OP_MASKED_FILL_INPLACE_SCALAR] =
+	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
+    [DT_OP_MASKED_FILL_INPLACE_TENSOR] =
+	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
     [DT_OP_MSE_LOSS_BACKWARD] = {DT_CU_MSE_BW, 3, {1, 2, 0}, 0, EW_PLAIN, true},
     /* not `valid`: dispatched to mse_loss, which reduces */
     [DT_OP_MSE_LOSS] = {DT_CU_MSE, 2, {0, 1, 0}, 0, EW_PLAIN, false},
