@@ -275,8 +275,10 @@ static void check_inplace(struct verifier *v)
 			continue;
 		uint32_t self = b.arg[0]->v.node;
 		if (aliases(v, self)) {
-			fail(v, "writes '%s' in place, which is a graph input or shares memory with another value (dtopt runs in-place ops only where the write cannot be observed)",
-			     name_of(v, self));
+			bool input = dt_node_get(v->m, self)->kind == DT_NODE_PLACEHOLDER;
+			fail(v, "writes '%s' in place, which %s (dtopt runs in-place ops only where the write cannot be observed)",
+			     name_of(v, self),
+			     input ? "is a graph input" : "may share memory with another value (a view)");
 			continue;
 		}
 		for (uint32_t k = u.first[self]; k < u.first[self + 1]; k++) {

@@ -543,6 +543,75 @@ static void test_factories(void **state)
 	tg_fini(&g);
 }
 
+/* ---- masks, index ops, bitwise/logical, in-place ops, mse_loss ---- */
+
+static void test_masks_index_inplace(void **state)
+{
+	(void)state;
+	struct tg g;
+	tg_init(&g);
+	struct dt_shape_ctx c;
+	uint32_t tr = tg_input(&g, "tr", DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	uint32_t ct = tg_input(&g, "ct", DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	uint32_t off = tg_input(&g, "off", DT_FLOAT32, L(3, 2), L(1, 6), 5);
+	uint32_t i64 = tg_input(&g, "i64", DT_INT64, L(4, 8), L(1, 4), 0);
+	uint32_t i32 = tg_input(&g, "i32", DT_INT32, L(8), L(1), 0);
+	uint32_t m = tg_input(&g, "m", DT_BOOL, L(4, 8), L(8, 1), 0);
+	uint32_t idx = tg_input(&g, "idx", DT_INT64, L(5), L(1), 0);
+	uint32_t d = tg_scalar(&g, "d", DT_FLOAT64);
+	/* tril of a transposed tensor: a contiguous result */
+	tg_ok(&g, unary(&g, "aten.tril.default", tr), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	tg_fails(&g, unary(&g, "aten.triu.default", i32), "at least 2 dimensions");
+	/* bitwise: promotion, TensorIterator strides, floats refused */
+	tg_ok(&g, binary(&g, "aten.bitwise_and.Tensor", a_node(i64), a_node(i32)), &c);
+	check_tensor(&g, &c, 0, DT_INT64, L(4, 8), L(1, 4), 0);
+	tg_ok(&g, binary(&g, "aten.bitwise_or.Scalar", a_node(m), a_int(3)), &c);
+	check_tensor(&g, &c, 0, DT_INT64, L(4, 8), L(8, 1), 0);
+	tg_fails(&g, unary(&g, "aten.bitwise_not.default", ct), "not implemented for 'float32'");
+	tg_ok(&g, binary(&g, "aten.logical_xor.default", a_node(tr), a_node(i32)), &c);
+	check_tensor(&g, &c, 0, DT_BOOL, L(4, 8), L(1, 4), 0);
+	/* fill keeps empty_like's strides; fill_ is self, offset included */
+	tg_ok(&g, binary(&g, "aten.fill.Scalar", a_node(tr), a_float(2.5)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	tg_ok(&g, binary(&g, "aten.fill_.Scalar", a_node(off), a_int(1)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(3, 2), L(1, 6), 5);
+	tg_fails(&g, binary(&g, "aten.fill_.Tensor", a_node(ct), a_node(i32)),
+		 "0-dimension value tensor");
+	tg_ok(&g, binary(&g, "aten.sub_.Tensor", a_node(tr), a_node(d)), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	tg_fails(&g, binary(&g, "aten.mul_.Tensor", a_node(i64), a_node(ct)),
+		 "result type float32 can't be cast to the desired output type int64");
+	tg_fails(&g, binary(&g, "aten.add_.Tensor", a_node(i32), a_node(i64)),
+		 "output with shape [8] doesn't match the broadcast shape [4, 8]");
+	/* mse_loss: TensorIterator strides (none), 0-d (mean); backward
+	 * contiguous in self's dtype */
+	struct dt_arg mn[] = {a_node(tr), a_node(ct), a_int(0)};
+	tg_ok(&g, tg_call(&g, "mn", "aten.mse_loss.default", mn, 3), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(1, 4), 0);
+	struct dt_arg mm[] = {a_node(ct), a_node(d)};
+	tg_ok(&g, tg_call(&g, "mm", "aten.mse_loss.default", mm, 2), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, NULL, 0, NULL, 0, 0); /* a 0-d f64 does not promote */
+	struct dt_arg mb[] = {a_node(d), a_node(tr), a_node(ct), a_int(1)};
+	tg_fails(&g, tg_call(&g, "mb", "aten.mse_loss_backward.default", mb, 4),
+		 "Found dtype float64 but expected float32");
+	uint32_t g0 = tg_scalar(&g, "g0", DT_FLOAT32);
+	struct dt_arg mb2[] = {a_node(g0), a_node(tr), a_node(ct), a_int(2)};
+	tg_ok(&g, tg_call(&g, "mb2", "aten.mse_loss_backward.default", mb2, 4), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 8), L(8, 1), 0);
+	/* index ops: contiguous results */
+	struct dt_arg is[] = {a_node(tr), a_int(-1), a_node(idx)};
+	tg_ok(&g, tg_call(&g, "is", "aten.index_select.default", is, 3), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 5), L(5, 1), 0);
+	struct dt_arg ia[] = {a_node(tr), a_int(1), a_node(idx), a_node(ct)};
+	tg_fails(&g, tg_call(&g, "ia", "aten.index_add.default", ia, 4),
+		 "Number of indices (5) should be equal to source.size(dim): (8)");
+	struct dt_arg ri[] = {a_node(idx), kw(&g, "output_size", a_int(9))};
+	tg_ok(&g, tg_call(&g, "ri", "aten.repeat_interleave.Tensor", ri, 2), &c);
+	check_tensor(&g, &c, 0, DT_INT64, L(9), L(1), 0);
+	tg_fini(&g);
+}
+
 /* Sizes from arguments are bounded (2^60 elements, as the reader bounds
  * inputs), so no int64 arithmetic overflows; each is a clean error. */
 static void test_huge_sizes(void **state)
@@ -594,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_collectives),
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_factories),
+		cmocka_unit_test(test_masks_index_inplace),
 		cmocka_unit_test(test_huge_sizes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
