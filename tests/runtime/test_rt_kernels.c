@@ -366,6 +366,103 @@ static void test_gelu_cat_pad(void **state)
 	expect(k.v[0], (const double[]){0.333984375}, 1, 0);
 }
 
+/* tril/triu, bitwise ops on negative integers, index ops with negative
+ * and repeated indices, repeat_interleave, mse_loss, fill and sign. */
+static void test_masks_index_loss(void **state)
+{
+	(void)state;
+	struct rt_diag r;
+	rt_diag_init(&r);
+	struct kres k;
+	const double n9[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	const double *in9[] = {n9};
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "3 3", "3 1")
+				       CALL("y", "aten.tril.default", "<arg node=\"x\"/><arg int=\"-1\"/>")
+				       OUT("y")), "y", in9, &k);
+	expect(k.v[0], (const double[]){0, 0, 0, 4, 0, 0, 7, 8, 0}, 9, 0);
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "2 3", "1 2")
+				       CALL("y", "aten.triu.default", "<arg node=\"x\"/><arg int=\"1\"/>")
+				       OUT("y")), "y", in9, &k);
+	expect(k.v[0], (const double[]){0, 2, 3, 0, 0, 6}, 6, 0);
+
+	const double bx[] = {-6, 7, 0, -1}, by[] = {5, 3, -8, 4};
+	const double *inb[] = {bx, by};
+#define BIT(target, ...)                                                           \
+	run_node(&r, RT_GRAPH("local", PH("x", "int64", "4", "1") PH("y", "int64", "4", "1") \
+				       CALL("z", target, "<arg node=\"x\"/><arg node=\"y\"/>") OUT("z")), \
+		 "z", inb, &k);                                                    \
+	expect(k.v[0], (const double[]){__VA_ARGS__}, 4, 0)
+	BIT("aten.bitwise_and.Tensor", 0, 3, 0, 4);
+	BIT("aten.bitwise_or.Tensor", -1, 7, -8, -1);
+	BIT("aten.bitwise_xor.Tensor", -1, 4, -8, -5);
+#undef BIT
+	run_node(&r, RT_GRAPH("local", PH("x", "int64", "4", "1")
+				       CALL("z", "aten.bitwise_not.default", "<arg node=\"x\"/>") OUT("z")),
+		 "z", inb, &k);
+	expect(k.v[0], (const double[]){5, -8, -1, 0}, 4, 0);
+	const double mb[] = {1, 0};
+	const double *inm[] = {mb};
+	run_node(&r, RT_GRAPH("local", PH("m", "bool", "2", "1")
+				       CALL("z", "aten.bitwise_not.default", "<arg node=\"m\"/>") OUT("z")),
+		 "z", inm, &k);
+	expect(k.v[0], (const double[]){0, 1}, 2, 0);
+
+	/* index_add: rows 2 and 0 (row 2 twice), alpha 2 */
+	const double ones[] = {1, 1, 1, 1, 1, 1}, ia[] = {2, 0, 2}, src[] = {1, 2, 3, 4, 5, 6};
+	const double *ini[] = {ones, ia, src};
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "3 2", "2 1") PH("i", "int64", "3", "1")
+				       PH("s", "float32", "3 2", "2 1")
+				       CALL("y", "aten.index_add.default",
+					    "<arg node=\"x\"/><arg int=\"0\"/><arg node=\"i\"/><arg node=\"s\"/>"
+					    "<kwarg name=\"alpha\" int=\"2\"/>")
+				       OUT("y")), "y", ini, &k);
+	expect(k.v[0], (const double[]){7, 9, 1, 1, 13, 17}, 6, 0);
+	const double neg[] = {-1, 0};
+	const double *ins[] = {n9, neg};
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "2 3", "3 1") PH("i", "int64", "2", "1")
+				       CALL("y", "aten.index_select.default",
+					    "<arg node=\"x\"/><arg int=\"1\"/><arg node=\"i\"/>")
+				       OUT("y")), "y", ins, &k);
+	expect(k.v[0], (const double[]){3, 1, 6, 4}, 4, 0);
+	const double reps[] = {2, 0, 3};
+	const double *inr[] = {reps};
+	run_node(&r, RT_GRAPH("local", PH("r", "int64", "3", "1")
+				       CALL("y", "aten.repeat_interleave.Tensor",
+					    "<arg node=\"r\"/><tensor dtype=\"int64\" shape=\"5\" stride=\"1\"/>")
+				       OUT("y")), "y", inr, &k);
+	expect(k.v[0], (const double[]){0, 0, 2, 2, 2}, 5, 0);
+
+	/* mse_loss: mean (1 + 4 + 9 + 16) / 4, sum, backward of the mean */
+	const double ma[] = {1, 2, 3, 4}, mz[] = {0, 0, 0, 0}, g1[] = {1};
+	const double *inl[] = {ma, mz}, *inlb[] = {g1, ma, mz};
+	run_node(&r, RT_GRAPH("local", PH("a", "float32", "4", "1") PH("b", "float32", "4", "1")
+				       CALL("y", "aten.mse_loss.default", "<arg node=\"a\"/><arg node=\"b\"/>")
+				       OUT("y")), "y", inl, &k);
+	expect(k.v[0], (const double[]){7.5}, 1, 0);
+	run_node(&r, RT_GRAPH("local", PH("a", "float32", "4", "1") PH("b", "float32", "4", "1")
+				       CALL("y", "aten.mse_loss.default", "<arg node=\"a\"/><arg node=\"b\"/><arg int=\"2\"/>")
+				       OUT("y")), "y", inl, &k);
+	expect(k.v[0], (const double[]){30}, 1, 0);
+	run_node(&r, RT_GRAPH("local", PH("g", "float32", "", "") PH("a", "float32", "4", "1")
+				       PH("b", "float32", "4", "1")
+				       CALL("y", "aten.mse_loss_backward.default",
+					    "<arg node=\"g\"/><arg node=\"a\"/><arg node=\"b\"/><arg int=\"1\"/>")
+				       OUT("y")), "y", inlb, &k);
+	expect(k.v[0], (const double[]){0.5, 1, 1.5, 2}, 4, 0);
+
+	/* fill truncates to an integral dtype; sign of NaN is 0 (torch 1.13) */
+	run_node(&r, RT_GRAPH("local", PH("x", "int64", "2", "1")
+				       CALL("y", "aten.fill.Scalar", "<arg node=\"x\"/><arg float=\"2.7\"/>")
+				       OUT("y")), "y", inm, &k);
+	expect(k.v[0], (const double[]){2, 2}, 2, 0);
+	const double sg[] = {-2, 0, NAN, 3};
+	const double *ing[] = {sg};
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "4", "1")
+				       CALL("y", "aten.sign.default", "<arg node=\"x\"/>")
+				       OUT("y")), "y", ing, &k);
+	expect(k.v[0], (const double[]){-1, 0, 0, 1}, 4, 0);
+}
+
 static void test_dispatch(void **state)
 {
 	(void)state;
@@ -390,6 +487,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reductions, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_nll_embedding, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_gelu_cat_pad, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_masks_index_loss, rt_setup, rt_teardown),
 		cmocka_unit_test(test_dispatch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
