@@ -423,6 +423,9 @@ static void dump_node(FILE *out, const struct dt_module *m, uint32_t id)
 	else if (n->kind == DT_NODE_OUTPUT)
 		fputs(", shape=doubleoctagon, style=filled, fillcolor=\"#e8ffe8\"",
 		      out);
+	else if (n->kind == DT_NODE_CONSTANT)
+		fputs(", shape=cylinder, style=filled, fillcolor=\"#fff4e0\"",
+		      out);
 	if (group)
 		fprintf(out, ", fillcolor=\"%s\"",
 			g >= 0 ? group_palette[(size_t)g % NPALETTE]
