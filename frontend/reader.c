@@ -911,9 +911,10 @@ static void read_data(struct reader *r, xmlNodePtr el)
 		int64_t n = dt_base64_size(b64, len, &bad);
 		if (n < 0) {
 			error_at(r, line, "node '%s': <data base64=...> is not "
-				 "canonical base64 (%s %zu)", node,
-				 bad == len ? "length not a multiple of 4:"
-					    : "bad character at offset", bad);
+				 "canonical base64 (RFC 4648 alphabet, '=' "
+				 "padding, zero pad bits): %s %zu", node,
+				 bad == len ? "its length is not a multiple of 4:"
+					    : "wrong at offset", bad);
 			return;
 		}
 		dt_vec_grow(&p->data, (uint32_t)n);
@@ -969,18 +970,23 @@ static bool finish_constant(struct reader *r)
 	}
 	unsigned char *bytes;
 	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
+	char dir[4096], err[4400];
+	dt_path_dir(r->m->file, dir, sizeof dir);
 	if (!p->data_file) {
 		if (want)
 			memcpy(bytes, p->data.data, want);
-		return true;
-	}
-	char dir[4096], err[4400];
-	dt_path_dir(r->m->file, dir, sizeof dir);
-	if (dt_side_file_read(dir, p->data_file, bytes, want, p->data_crc, err,
-			      sizeof err) != 0) {
+	} else if (dt_side_file_read(dir, p->data_file, bytes, want,
+				     p->data_crc, err, sizeof err) != 0) {
 		error_at(r, p->data_line, "node '%s': %s", node, err);
 		return false;
 	}
+	for (uint64_t i = 0; p->tensors.data[0].dtype == DT_BOOL && i < want; i++)
+		if (bytes[i] > 1) {
+			error_at(r, p->data_line, "node '%s': bool element %llu "
+				 "is the byte %u (bool data is 0 or 1)", node,
+				 (unsigned long long)i, bytes[i]);
+			return false;
+		}
 	return true;
 }
 
