@@ -160,7 +160,9 @@ int dt_side_file_read(const char *dir, const char *name, unsigned char *dst,
 	size_t len = strlen(dir) + strlen(name) + 2;
 	char *path = dt_malloc(len);
 	snprintf(path, len, "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY);
+	/* Nonblocking, so a FIFO planted under the name cannot hang the read
+	 * (fstat then refuses it); regular files ignore the flag. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
 	dt_free(path);
 	struct stat st;
 	if (fd < 0)

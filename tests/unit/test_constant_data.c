@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "constant_data.h"
@@ -153,7 +154,13 @@ static void test_side_files(void **state)
 	assert_non_null(strstr(err, "CRC-32"));
 	assert_int_equal(dt_side_file_read(dir, "none.bin", back, 6, crc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "cannot open"));
+	/* A FIFO under the name is refused, not waited on. */
 	char path[128];
+	snprintf(path, sizeof path, "%s/fifo.bin", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(dt_side_file_read(dir, "fifo.bin", back, 6, crc, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a regular file"));
+	unlink(path);
 	snprintf(path, sizeof path, "%s/c.bin", dir);
 	unlink(path);
 	rmdir(dir);
