@@ -388,7 +388,13 @@ static void put_label(struct text *t, const struct dt_module *m,
 static void put_tooltip(struct text *t, const struct dt_module *m,
 			const struct dt_node *n)
 {
-	if (n->target.id)
+	if (n->kind == DT_NODE_CONSTANT)
+		text_printf(t, "get_attr '%s' (%llu bytes, crc32 %08x)\n",
+			    str(m, n->target),
+			    (unsigned long long)dt_node_constant(m, n)->size,
+			    dt_crc32(dt_node_constant(m, n)->bytes,
+				     dt_node_constant(m, n)->size));
+	else if (n->target.id)
 		text_printf(t, "%s\n", str(m, n->target));
 	if (n->line)
 		text_printf(t, "line %u", n->line);
@@ -422,6 +428,9 @@ static void dump_node(FILE *out, const struct dt_module *m, uint32_t id)
 		      out);
 	else if (n->kind == DT_NODE_OUTPUT)
 		fputs(", shape=doubleoctagon, style=filled, fillcolor=\"#e8ffe8\"",
+		      out);
+	else if (n->kind == DT_NODE_CONSTANT)
+		fputs(", shape=cylinder, style=filled, fillcolor=\"#fff4e0\"",
 		      out);
 	if (group)
 		fprintf(out, ", fillcolor=\"%s\"",

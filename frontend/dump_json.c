@@ -9,13 +9,16 @@
  *                "line"}],
  *    "groups": [{"name", "mesh", "dims": [S..], "size", "generated",
  *                "line"}],
- *    "nodes": [{"name", "op": "placeholder" | "call_function" | "output",
+ *    "nodes": [{"name", "op": "placeholder" | "call_function" | "output"
+ *               | "get_attr",
  *               "target": null | S, "line", "args": [V..], "kwargs": {S: V},
  *               "tensors": [{"dtype", "shape", "stride", "offset"}],
  *               "sharding": null | {"mesh", "placements": "S(0) R",
  *                                   "order": null | "0:tp,dp",
  *                                   "global_shape": null | [..]},
- *               "meta": {S: S}, "fused": bool}]}
+ *               "meta": {S: S}, "fused": bool,
+ *               "data": {"bytes": N, "crc32": "8 hex digits"} (get_attr
+ *               only: the constant's data, summarised)}]}
  * "line" is the XML source line, null for things a pass created. Nodes are
  * in graph order; kwargs and meta keep their order.
  *
@@ -361,7 +364,7 @@ static void put_sharding(FILE *out, const struct dt_module *m,
 }
 
 static const char *const node_kind_name[] = {"placeholder", "call_function",
-					     "output"};
+					     "output", "get_attr"};
 
 /* Positional args (keyword == false) as a JSON array, or keyword args as a
  * JSON object. */
@@ -416,8 +419,14 @@ static void put_node(FILE *out, const struct dt_module *m,
 		fputs(": ", out);
 		put_str(out, m, meta->value);
 	}
-	fprintf(out, "}, \"fused\": %s}",
+	fprintf(out, "}, \"fused\": %s",
 		(n->flags & DT_NODE_FUSED) ? "true" : "false");
+	if (n->kind == DT_NODE_CONSTANT) {
+		const struct dt_constant *c = dt_node_constant(m, n);
+		fprintf(out, ", \"data\": {\"bytes\": %llu, \"crc32\": \"%08x\"}",
+			(unsigned long long)c->size, dt_crc32(c->bytes, c->size));
+	}
+	fputc('}', out);
 }
 
 /* Opens a top-level array member; each element then goes on its own line

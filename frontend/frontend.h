@@ -30,11 +30,14 @@ int dt_read_memory(const char *buf, size_t len, const char *name,
 
 /* Write the module as format v1 to `path` ("-" = standard output),
  * atomically: a temporary file in the same directory renamed over `path`
- * only after everything was written. On failure reports and returns DT_EIO;
- * an existing `path` is left untouched. */
+ * only after everything was written. Constant data over 4 KiB goes to
+ * content-named side files beside it, each written atomically first and
+ * never overwriting a different file. On failure reports and returns
+ * DT_EIO; an existing `path` is left untouched. */
 int dt_write_file(const struct dt_module *m, const char *path,
 		  struct dt_diag *d);
-/* Write to an open stream; returns DT_OK or DT_EIO (stream error). */
+/* Write to an open stream, all constant data inline; returns DT_OK or
+ * DT_EIO (stream error). */
 int dt_write_stream(const struct dt_module *m, FILE *out);
 
 /* Graphviz dot: one box per node, edges for data flow, collectives coloured

@@ -7,6 +7,7 @@
  * entity is ever processed; the external entity loader refuses everything;
  * XML_PARSE_NONET forbids network access; element depth is bounded. */
 #define _GNU_SOURCE /* memmem */
+#include "constant_data.h"
 #include "frontend.h"
 #include "internal.h"
 
@@ -29,6 +30,12 @@ struct pending_node {
 	struct dt_sharding sharding;
 	bool has_sharding;
 	uint32_t sharding_line;
+	/* A get_attr node's <data>: inline bytes decoded, or a side file. */
+	DT_VEC(unsigned char) data;
+	char *data_file;                /* side file name (heap), NULL = inline */
+	uint64_t data_bytes;
+	uint32_t data_crc, data_line;
+	bool has_data;
 	struct dt_arg *list_arg;        /* arg whose <item>s are being read */
 	bool list_is_kwarg;
 	bool bad;                       /* an error was reported for it */
@@ -41,6 +48,7 @@ struct reader {
 	xmlTextReaderPtr xr;
 	bool failed;
 	bool seen_node;
+	int minor;                      /* the file's format minor version */
 	uint32_t topology_line;         /* of the <topology>, 0 = none yet */
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
@@ -379,13 +387,20 @@ static void read_root(struct reader *r, xmlNodePtr el)
 		return;
 	}
 	const char *version = attr(el, "version");
-	if (!version) {
-		error_at(r, line, "<dtopt-graph> needs a 'version' attribute");
-	} else if (strcmp(version, "1") != 0) {
-		error_at(r, line,
-			 "unsupported format version '%s' (this dtopt reads version 1)",
-			 version);
+	r->minor = -1;
+	for (int k = 0; version && k <= DT_FORMAT_MINOR; k++) {
+		char want[16] = "1";
+		if (k)
+			snprintf(want, sizeof want, "1.%d", k);
+		if (strcmp(version, want) == 0)
+			r->minor = k;
 	}
+	if (!version)
+		error_at(r, line, "<dtopt-graph> needs a 'version' attribute");
+	else if (r->minor < 0)
+		error_at(r, line,
+			 "unsupported format version '%s' (this dtopt reads "
+			 "version 1 up to 1.%d)", version, DT_FORMAT_MINOR);
 	const char *name = attr(el, "name");
 	r->m->name = dt_str_intern(r->m, name ? name : "");
 	const char *view = attr(el, "view");
@@ -615,6 +630,10 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 	p->tensors.len = p->metas.len = 0;
 	p->has_sharding = false;
 	p->list_arg = NULL;
+	p->data.len = 0;
+	dt_free(p->data_file);
+	p->data_file = NULL;
+	p->has_data = false;
 	memset(&p->init, 0, sizeof(p->init));
 	p->init.line = line;
 	r->seen_node = true;
@@ -634,6 +653,15 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 		p->init.kind = DT_NODE_PLACEHOLDER;
 	} else if (strcmp(op, "output") == 0) {
 		p->init.kind = DT_NODE_OUTPUT;
+	} else if (strcmp(op, "get_attr") == 0) {
+		p->init.kind = DT_NODE_CONSTANT;
+		if (!target)
+			error_at(r, line, "get_attr node '%s' needs a target "
+				 "(the attribute it reads)", name);
+		else if (r->minor < 1)
+			error_at(r, line, "node '%s': constants (op=\"get_attr\") "
+				 "need format version 1.1; the file says "
+				 "version=\"1\"", name);
 	} else if (strcmp(op, "call_function") == 0) {
 		p->init.kind = DT_NODE_CALL;
 		if (!target) {
@@ -650,12 +678,12 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 	} else {
 		error_at(r, line,
 			 "node '%s': op '%s' is not supported (expected placeholder, "
-			 "call_function or output)",
+			 "get_attr, call_function or output)",
 			 name, op);
 	}
 	if (p->init.kind != DT_NODE_CALL && target && strcmp(target, name) != 0)
 		p->init.target = dt_str_intern(r->m, target);
-	else if (p->init.kind == DT_NODE_CALL)
+	else if (p->init.kind == DT_NODE_CALL || p->init.kind == DT_NODE_CONSTANT)
 		p->init.target = dt_str_intern(r->m, target);
 }
 
@@ -852,6 +880,116 @@ static void list_end(struct reader *r)
 	p->list_arg = NULL;
 }
 
+/* <data base64="..."/> or <data file="NAME.bin" bytes="N" crc32="HEX"/>
+ * of a get_attr node; checked against its tensor at </node>. */
+static void read_data(struct reader *r, xmlNodePtr el)
+{
+	struct pending_node *p = &r->node;
+	uint32_t line = node_line(r, el);
+	const char *node = dt_str_get(r->m, p->init.name);
+	if (p->init.kind != DT_NODE_CONSTANT) {
+		error_at(r, line, "node '%s': only get_attr nodes have <data>", node);
+		return;
+	}
+	if (p->has_data) {
+		error_at(r, line, "node '%s' has <data> twice (first at line %u)",
+			 node, p->data_line);
+		return;
+	}
+	p->has_data = true;
+	p->data_line = line;
+	const char *b64 = attr(el, "base64"), *file = attr(el, "file");
+	const char *bytes = attr(el, "bytes"), *crc = attr(el, "crc32");
+	if (!b64 == !file || (b64 && (bytes || crc))) {
+		error_at(r, line, "node '%s': <data> has either base64=\"...\" "
+			 "or file=\"NAME\" bytes=\"N\" crc32=\"HEX\"", node);
+		return;
+	}
+	char err[512];
+	if (b64) {
+		size_t len = strlen(b64), bad = 0;
+		int64_t n = dt_base64_size(b64, len, &bad);
+		if (n < 0) {
+			error_at(r, line, "node '%s': <data base64=...> is not "
+				 "canonical base64 (RFC 4648 alphabet, '=' "
+				 "padding, zero pad bits): %s %zu", node,
+				 bad == len ? "its length is not a multiple of 4:"
+					    : "wrong at offset", bad);
+			return;
+		}
+		dt_vec_grow(&p->data, (uint32_t)n);
+		dt_base64_decode(b64, len, p->data.data);
+		return;
+	}
+	int64_t size = 0;
+	uint32_t sum = 0;
+	bool hex = crc && strlen(crc) == 8;
+	for (int i = 0; hex && i < 8; i++) {
+		char c = crc[i];
+		int v = c >= '0' && c <= '9' ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		hex = v >= 0;
+		sum = sum << 4 | (uint32_t)(v & 15);
+	}
+	if (!bytes || !parse_int(bytes, &size) || size < 0 || !hex) {
+		error_at(r, line, "node '%s': <data file=...> needs bytes=\"N\" "
+			 "(a byte count) and crc32=\"HEX\" (8 hex digits)", node);
+		return;
+	}
+	if (!dt_side_path_ok(file, err, sizeof err)) {
+		error_at(r, line, "node '%s': %s", node, err);
+		return;
+	}
+	p->data_file = dt_strdup(file);
+	p->data_bytes = (uint64_t)size;
+	p->data_crc = sum;
+}
+
+/* The constant's data into the module, once its tensor is known; false
+ * after reporting an error. */
+static bool finish_constant(struct reader *r)
+{
+	struct pending_node *p = &r->node;
+	const char *node = dt_str_get(r->m, p->init.name);
+	if (!p->has_data || p->tensors.len != 1 || p->args.len || p->kwargs.len) {
+		error_at(r, p->init.line, "get_attr node '%s' needs one <tensor> "
+			 "and one <data>, and takes no <arg>", node);
+		return false;
+	}
+	uint64_t want = dt_tensor_nbytes(r->m, &p->tensors.data[0]);
+	uint64_t have = p->data_file ? p->data_bytes : p->data.len;
+	if (have != want) {
+		char type[128];
+		dt_tensor_print(r->m, &p->tensors.data[0], type, sizeof type);
+		error_at(r, p->data_line, "node '%s': <data> holds %llu bytes "
+			 "but its tensor %s needs %llu", node,
+			 (unsigned long long)have, type,
+			 (unsigned long long)want);
+		return false;
+	}
+	unsigned char *bytes;
+	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
+	char dir[4096], err[4400];
+	dt_path_dir(r->m->file, dir, sizeof dir);
+	if (!p->data_file) {
+		if (want)
+			memcpy(bytes, p->data.data, want);
+	} else if (dt_side_file_read(dir, p->data_file, bytes, want,
+				     p->data_crc, err, sizeof err) != 0) {
+		error_at(r, p->data_line, "node '%s': %s", node, err);
+		return false;
+	}
+	for (uint64_t i = 0; p->tensors.data[0].dtype == DT_BOOL && i < want; i++)
+		if (bytes[i] > 1) {
+			error_at(r, p->data_line, "node '%s': bool element %llu "
+				 "is the byte %u (bool data is 0 or 1)", node,
+				 (unsigned long long)i, bytes[i]);
+			return false;
+		}
+	return true;
+}
+
 static void node_end(struct reader *r)
 {
 	struct pending_node *p = &r->node;
@@ -876,6 +1014,8 @@ static void node_end(struct reader *r)
 	p->init.metas = p->metas.data;
 	p->init.nmetas = p->metas.len;
 	p->init.sharding = p->has_sharding ? &p->sharding : NULL;
+	if (p->init.kind == DT_NODE_CONSTANT && !finish_constant(r))
+		return;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
 	for (uint32_t i = 0; i < p->metas.len; i++)
 		if (strcmp(dt_str_get(r->m, p->metas.data[i].key),
@@ -916,6 +1056,8 @@ static void element_start(struct reader *r, xmlNodePtr el, int depth,
 		read_sharding(r, el);
 	} else if (depth == 2 && r->node.active && strcmp(n, "meta") == 0) {
 		read_meta(r, el);
+	} else if (depth == 2 && r->node.active && strcmp(n, "data") == 0) {
+		read_data(r, el);
 	} else if (depth == 3 && r->node.list_arg && strcmp(n, "item") == 0) {
 		read_item(r, el);
 	} else {
@@ -1096,6 +1238,8 @@ static int finish(struct reader *r, int rc, struct dt_module **out)
 	dt_vec_free(&p->items);
 	dt_vec_free(&p->tensors);
 	dt_vec_free(&p->metas);
+	dt_vec_free(&p->data);
+	dt_free(p->data_file);
 	dt_vec_free(&r->scratch);
 	if (rc != DT_OK || r->failed) {
 		dt_module_destroy(r->m);

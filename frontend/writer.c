@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* writer.c: writes a dt_module as graph XML format v1, canonically (load,
  * write, load, write gives identical bytes), and atomically to files. */
+#include "constant_data.h"
 #include "frontend.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -194,10 +196,39 @@ static void put_sharding(FILE *out, const struct dt_module *m,
 }
 
 static const char *node_kind_name[] = {"placeholder", "call_function",
-				       "output"};
+				       "output", "get_attr"};
+
+/* Whether constant node n's data goes to a side file (in folder `dir`;
+ * NULL when writing a stream, where all data is inline). */
+static bool in_side_file(const struct dt_module *m, const struct dt_node *n,
+			 const char *dir)
+{
+	return dir && dt_node_constant(m, n)->size > DT_INLINE_MAX_BYTES;
+}
+
+/* <data base64=.../> or <data file=... bytes=... crc32=.../>. */
+static void put_data(FILE *out, const struct dt_module *m,
+		     const struct dt_node *n, const char *dir)
+{
+	const struct dt_constant *c = dt_node_constant(m, n);
+	if (!in_side_file(m, n, dir)) {
+		fputs("    <data base64=\"", out);
+		dt_base64_write(out, c->bytes, c->size);
+		fputs("\"/>\n", out);
+		return;
+	}
+	uint32_t crc = dt_crc32(c->bytes, c->size);
+	char name[128];
+	dt_side_file_name(dt_str_get(m, n->name), crc, name, sizeof name);
+	fputs("    <data file=\"", out);
+	put_escaped(out, name);
+	fputs("\" bytes=\"", out);
+	put_int(out, (int64_t)c->size);
+	fprintf(out, "\" crc32=\"%08x\"/>\n", crc);
+}
 
 static void put_node(FILE *out, const struct dt_module *m,
-		     const struct dt_node *n)
+		     const struct dt_node *n, const char *dir)
 {
 	fputs("  <node name=\"", out);
 	put_str(out, m, n->name);
@@ -210,7 +241,7 @@ static void put_node(FILE *out, const struct dt_module *m,
 		fputc('"', out);
 	}
 	bool empty = !n->nargs && !n->ntensors && !n->nmetas &&
-		     n->sharding == DT_NO_SHARDING;
+		     n->sharding == DT_NO_SHARDING && n->kind != DT_NODE_CONSTANT;
 	if (empty) {
 		fputs("/>\n", out);
 		return;
@@ -220,6 +251,8 @@ static void put_node(FILE *out, const struct dt_module *m,
 		put_arg(out, m, dt_node_arg(m, n, i));
 	for (int i = 0; i < n->ntensors; i++)
 		put_tensor(out, m, dt_node_tensor(m, n, i));
+	if (n->kind == DT_NODE_CONSTANT)
+		put_data(out, m, n, dir);
 	if (n->sharding != DT_NO_SHARDING)
 		put_sharding(out, m, dt_node_sharding(m, n));
 	for (uint32_t i = 0; i < n->nmetas; i++) {
@@ -253,10 +286,26 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 	fputs("\"/>\n", out);
 }
 
-int dt_write_stream(const struct dt_module *m, FILE *out)
+/* The lowest format minor version that holds every feature m uses. */
+static int format_minor(const struct dt_module *m)
+{
+	int minor = 0;
+	dt_foreach_node(m, id) if (dt_node_get(m, id)->kind == DT_NODE_CONSTANT)
+		minor = 1;
+	DT_REQUIRE(minor <= DT_FORMAT_MINOR);
+	return minor;
+}
+
+/* The document; constants larger than DT_INLINE_MAX_BYTES refer to side
+ * files in `dir` (written by the caller), all inline when dir is NULL. */
+static int write_xml(const struct dt_module *m, FILE *out, const char *dir)
 {
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
-	fputs("<dtopt-graph version=\"1\" name=\"", out);
+	int minor = format_minor(m);
+	if (minor)
+		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
+	else
+		fputs("<dtopt-graph version=\"1\" name=\"", out);
 	put_str(out, m, m->name);
 	fputs(m->view == DT_VIEW_GLOBAL ? "\" view=\"global\"" : "\" view=\"local\"",
 	      out);
@@ -311,9 +360,36 @@ int dt_write_stream(const struct dt_module *m, FILE *out)
 		}
 		fputs(g->generated ? "\" generated=\"true\"/>\n" : "\"/>\n", out);
 	}
-	dt_foreach_node(m, id) put_node(out, m, dt_node_get(m, id));
+	dt_foreach_node(m, id) put_node(out, m, dt_node_get(m, id), dir);
 	fputs("</dtopt-graph>\n", out);
 	return ferror(out) ? DT_EIO : DT_OK;
+}
+
+int dt_write_stream(const struct dt_module *m, FILE *out)
+{
+	return write_xml(m, out, NULL);
+}
+
+/* The side files of the XML file `path` (folder `dir`), before it. */
+static int write_side_files(const struct dt_module *m, const char *path,
+			    const char *dir, struct dt_diag *d)
+{
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *n = dt_node_get(m, id);
+		if (n->kind != DT_NODE_CONSTANT || !in_side_file(m, n, dir))
+			continue;
+		const struct dt_constant *c = dt_node_constant(m, n);
+		char name[128], err[4400];
+		dt_side_file_name(dt_str_get(m, n->name),
+				  dt_crc32(c->bytes, c->size), name, sizeof name);
+		if (dt_side_file_write(dir, name, c->bytes, c->size, err,
+				       sizeof err) != 0) {
+			dt_diag_report(d, DT_ERROR, path, 0, NULL, "%s", err);
+			return DT_EIO;
+		}
+	}
+	return DT_OK;
 }
 
 int dt_write_file(const struct dt_module *m, const char *path,
@@ -333,7 +409,7 @@ int dt_write_file(const struct dt_module *m, const char *path,
 	if (exists && !S_ISREG(st.st_mode)) {
 		/* A device or pipe (/dev/null): nothing to replace atomically. */
 		FILE *dev = fopen(path, "w");
-		int rc = dev ? dt_write_stream(m, dev) : DT_EIO;
+		int rc = dev ? write_xml(m, dev, NULL) : DT_EIO;
 		if (dev && fclose(dev) != 0)
 			rc = DT_EIO;
 		if (rc != DT_OK)
@@ -341,6 +417,10 @@ int dt_write_file(const struct dt_module *m, const char *path,
 				       "cannot write: %s", strerror(errno));
 		return rc;
 	}
+	char dir[4096];
+	dt_path_dir(path, dir, sizeof dir);
+	if (write_side_files(m, path, dir, d) != DT_OK)
+		return DT_EIO;
 	size_t n = strlen(path);
 	char *tmp = dt_malloc(n + 16);
 	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
@@ -362,7 +442,7 @@ int dt_write_file(const struct dt_module *m, const char *path,
 	fchmod(fd, exists ? (st.st_mode & 07777) : 0644);
 	char *buf = dt_malloc(1 << 16);
 	setvbuf(out, buf, _IOFBF, 1 << 16);
-	int rc = dt_write_stream(m, out);
+	int rc = write_xml(m, out, dir);
 	int saved = errno;
 	int closed = fclose(out);
 	dt_free(buf);

@@ -345,7 +345,12 @@ void dt_chunk(int64_t len, int64_t n, int64_t i, int64_t *start,
 /* The module: one graph with its meshes and groups. */
 enum dt_view { DT_VIEW_LOCAL, DT_VIEW_GLOBAL };
 
-enum dt_node_kind { DT_NODE_PLACEHOLDER, DT_NODE_CALL, DT_NODE_OUTPUT };
+enum dt_node_kind {
+	DT_NODE_PLACEHOLDER,
+	DT_NODE_CALL,
+	DT_NODE_OUTPUT,
+	DT_NODE_CONSTANT, /* FX get_attr: a tensor the graph closes over */
+};
 
 enum dt_arg_kind {
 	DT_ARG_NODE,   /* v.node */
@@ -405,6 +410,7 @@ struct dt_node {
 	uint32_t metas;        /* first in module metas */
 	uint32_t nmetas;
 	uint32_t line;         /* source line, 0 if created by a pass */
+	uint32_t constant;     /* DT_NODE_CONSTANT: index in module constants */
 };
 enum {
 	DT_NODE_LINKED = 1 << 0, /* part of the graph order */
@@ -414,6 +420,15 @@ enum {
  * nodes they replace, space separated. The reader sets DT_NODE_FUSED from
  * it. */
 #define DT_META_FUSED_FROM "dtopt.fused_from"
+
+/* The data of a constant: its tensor's elements in row-major order (the
+ * tensor is contiguous), little-endian, dtype size bytes each; bfloat16 and
+ * float16 as their bit patterns, bool as one byte 0 or 1. The bytes live in
+ * the module arena. */
+struct dt_constant {
+	const unsigned char *bytes;
+	uint64_t size;
+};
 
 struct dt_module {
 	const char *file;       /* for diagnostics; owned by the arena */
@@ -434,6 +449,7 @@ struct dt_module {
 	DT_VEC(struct dt_tensor) tensors;
 	DT_VEC(struct dt_sharding) shardings;
 	DT_VEC(struct dt_meta) metas;
+	DT_VEC(struct dt_constant) constants;
 	DT_VEC(uint32_t) node_by_name;  /* dt_str id -> node, built on demand */
 	struct dt_arena arena;
 };
@@ -464,6 +480,12 @@ dt_node_tensor(const struct dt_module *m, const struct dt_node *n, int i)
 {
 	return &m->tensors.data[n->tensors + (uint32_t)i];
 }
+/* The data of a DT_NODE_CONSTANT node. */
+static inline const struct dt_constant *
+dt_node_constant(const struct dt_module *m, const struct dt_node *n)
+{
+	return &m->constants.data[n->constant];
+}
 static inline const struct dt_sharding *
 dt_node_sharding(const struct dt_module *m, const struct dt_node *n)
 {
@@ -487,6 +509,7 @@ struct dt_node_init {
 	const struct dt_sharding *sharding; /* NULL = none */
 	const struct dt_meta *metas;
 	uint32_t nmetas;
+	uint32_t constant; /* DT_NODE_CONSTANT: from dt_module_new_constant */
 };
 /* Create a node (not yet in the graph order); returns its id. The op is
  * looked up from the target. Invalidates node pointers. */
@@ -496,6 +519,13 @@ uint32_t dt_module_add_args(struct dt_module *m, const struct dt_arg *a,
 			    uint32_t n);
 uint32_t dt_module_add_refs(struct dt_module *m, const uint32_t *r, uint32_t n);
 uint32_t dt_module_add_floats(struct dt_module *m, const double *f, uint32_t n);
+/* Room for the `size` data bytes of a new constant in the module arena
+ * (zeroed; the caller fills *bytes); returns its index for
+ * dt_node_init.constant. */
+uint32_t dt_module_new_constant(struct dt_module *m, uint64_t size,
+				unsigned char **bytes);
+/* The byte count of a contiguous tensor's data (numel × dtype size). */
+uint64_t dt_tensor_nbytes(const struct dt_module *m, const struct dt_tensor *t);
 /* Replace a node's tensors (shape inference fills them). */
 void dt_node_set_tensors(struct dt_module *m, uint32_t node,
 			 const struct dt_tensor *t, uint32_t n);
@@ -592,6 +622,10 @@ void dt_format_double(double v, char *buf, size_t n);
 bool dt_view_strides(const int64_t *in_shape, const int64_t *in_stride,
 		     int in_rank, const int64_t *shape, int rank,
 		     int64_t *stride);
+
+/* CRC-32 (IEEE 802.3, zlib's crc32) of n bytes: the checksum of constant
+ * data in files and dumps. */
+uint32_t dt_crc32(const void *p, size_t n);
 
 /* Contiguous (row-major) strides for `shape`. */
 void dt_contiguous_strides(const int64_t *shape, int rank, int64_t *stride);

@@ -46,6 +46,7 @@ void dt_module_destroy(struct dt_module *m)
 	dt_vec_free(&m->tensors);
 	dt_vec_free(&m->shardings);
 	dt_vec_free(&m->metas);
+	dt_vec_free(&m->constants);
 	dt_vec_free(&m->node_by_name);
 	dt_arena_fini(&m->arena);
 	dt_free(m);
@@ -105,6 +106,23 @@ uint32_t dt_module_add_floats(struct dt_module *m, const double *f, uint32_t n)
 	return at;
 }
 
+uint32_t dt_module_new_constant(struct dt_module *m, uint64_t size,
+				unsigned char **bytes)
+{
+	DT_REQUIRE(size <= SIZE_MAX - 16);
+	*bytes = dt_arena_alloc(&m->arena, (size_t)size);
+	struct dt_constant c = {*bytes, size};
+	return dt_vec_push(&m->constants, c);
+}
+
+uint64_t dt_tensor_nbytes(const struct dt_module *m, const struct dt_tensor *t)
+{
+	int rank;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	return (uint64_t)dt_numel(shape, rank) *
+	       (uint64_t)dt_dtype_size((enum dt_dtype)t->dtype);
+}
+
 void dt_node_set_tensors(struct dt_module *m, uint32_t node,
 			 const struct dt_tensor *t, uint32_t n)
 {
@@ -135,6 +153,11 @@ uint32_t dt_module_add_node(struct dt_module *m, const struct dt_node_init *in)
 		break;
 	case DT_NODE_OUTPUT:
 		n.op = DT_OP_OUTPUT;
+		break;
+	case DT_NODE_CONSTANT:
+		n.op = DT_OP_GET_ATTR;
+		DT_REQUIRE(in->constant < m->constants.len);
+		n.constant = in->constant;
 		break;
 	case DT_NODE_CALL:
 		n.op = (uint16_t)dt_op_lookup(dt_str_get(m, in->target));

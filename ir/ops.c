@@ -405,14 +405,15 @@ int dt_infer_node(struct dt_module *m, uint32_t id, struct dt_diag *d,
 	c->node = id;
 	c->diag = d;
 	const struct dt_node *n = dt_node_get(m, id);
-	if (n->kind == DT_NODE_PLACEHOLDER)
+	if (n->kind == DT_NODE_PLACEHOLDER || n->kind == DT_NODE_CONSTANT)
 		return dt_shape_placeholder(c);
 	if (n->kind == DT_NODE_OUTPUT)
 		return dt_shape_output(c);
 	if (n->op == DT_OP_UNKNOWN)
 		return dt_shape_fail_node(c, "unknown target '%s' (not in dtopt's op table)",
 					  dt_str_get(m, n->target));
-	if (n->op == DT_OP_PLACEHOLDER || n->op == DT_OP_OUTPUT)
+	if (n->op == DT_OP_PLACEHOLDER || n->op == DT_OP_OUTPUT ||
+	    n->op == DT_OP_GET_ATTR)
 		return dt_shape_fail_node(c, "'%s' is a node kind, not a call target",
 					  dt_str_get(m, n->target));
 	struct input_check ic = {c, DT_OK};
@@ -428,7 +429,7 @@ int dt_infer_node(struct dt_module *m, uint32_t id, struct dt_diag *d,
 
 /* ---- structural ops ---- */
 
-/* A placeholder keeps the metadata it was given. */
+/* A placeholder (or a constant) keeps the metadata it was given. */
 int dt_shape_placeholder(struct dt_shape_ctx *c)
 {
 	const struct dt_node *n = dt_node_get(c->m, c->node);

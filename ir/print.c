@@ -159,6 +159,13 @@ void dt_print_call(const struct dt_module *m, const struct dt_node *n,
 		fputs("placeholder", out);
 		return;
 	}
+	if (n->kind == DT_NODE_CONSTANT) {
+		const struct dt_constant *c = dt_node_constant(m, n);
+		fprintf(out, "get_attr '%s' (%llu bytes, crc32 %08x)",
+			dt_str_get(m, n->target), (unsigned long long)c->size,
+			dt_crc32(c->bytes, c->size));
+		return;
+	}
 	if (n->kind == DT_NODE_OUTPUT) {
 		fputs("return ", out);
 		for (int i = 0; i < n->nargs; i++)

@@ -449,3 +449,20 @@ int dt_fail_message(char *err, size_t errlen, const char *fmt, ...)
 	}
 	return DT_EINPUT;
 }
+
+uint32_t dt_crc32(const void *p, size_t n)
+{
+	static uint32_t table[256];
+	if (!table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	const unsigned char *s = p;
+	uint32_t c = 0xFFFFFFFFu;
+	for (size_t i = 0; i < n; i++)
+		c = table[(c ^ s[i]) & 0xFF] ^ (c >> 8);
+	return c ^ 0xFFFFFFFFu;
+}

@@ -178,6 +178,37 @@ static void check_sharding(struct verifier *v)
 	}
 }
 
+/* A constant: no arguments, one contiguous tensor whose byte count its
+ * data has. */
+static void check_constant(struct verifier *v)
+{
+	const struct dt_node *n = v->node;
+	if (n->nargs)
+		fail(v, "a constant takes no arguments");
+	if (n->ntensors != 1 || n->constant >= v->m->constants.len) {
+		fail(v, "a constant has one <tensor> and its data");
+		return;
+	}
+	const struct dt_tensor *t = dt_node_tensor(v->m, n, 0);
+	int rank, nstride;
+	const int64_t *shape = dt_ints_get(v->m, t->shape, &rank);
+	const int64_t *stride = dt_ints_get(v->m, t->stride, &nstride);
+	int64_t want[DT_MAX_RANK];
+	bool contiguous = t->offset == 0 && nstride == rank && rank <= DT_MAX_RANK;
+	if (contiguous)
+		dt_contiguous_strides(shape, rank, want);
+	for (int d = 0; contiguous && d < rank; d++)
+		contiguous = shape[d] <= 1 || stride[d] == want[d];
+	if (!contiguous)
+		fail(v, "a constant's tensor must be contiguous with offset 0 "
+			"(its data is row-major)");
+	uint64_t size = dt_node_constant(v->m, n)->size;
+	if (size != dt_tensor_nbytes(v->m, t))
+		fail(v, "the constant has %llu data bytes but its tensor needs %llu",
+		     (unsigned long long)size,
+		     (unsigned long long)dt_tensor_nbytes(v->m, t));
+}
+
 static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
 {
 	const struct dt_node *n = dt_node_get(v->m, id);
@@ -191,6 +222,8 @@ static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
 	}
 	if (n->kind == DT_NODE_PLACEHOLDER && n->nargs)
 		fail(v, "a placeholder takes no arguments");
+	if (n->kind == DT_NODE_CONSTANT)
+		check_constant(v);
 	check_sharding(v);
 	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN)
 		return;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* dce.c: the `dce` pass removes nodes whose results are unused and that
- * have no effects. A collective and its wait are removed together when the
+ * have no effects (unused constants too). A collective and its wait are removed together when the
  * wait is unused and is the collective's only user; collectives and nodes
  * of unknown targets are otherwise kept.
  *
@@ -37,10 +37,12 @@ static void kill(struct dce *c, uint32_t id)
 	dt_node_for_each_input(c->m, dt_node_get(c->m, id), drop_use, c);
 }
 
+/* Pure calls and constants (an unused constant is dead data). */
 static bool is_removable(const struct dt_node *n)
 {
-	return n->kind == DT_NODE_CALL && n->op != DT_OP_UNKNOWN &&
-	       dt_op_has((enum dt_op)n->op, DT_OPF_PURE);
+	return n->kind == DT_NODE_CONSTANT ||
+	       (n->kind == DT_NODE_CALL && n->op != DT_OP_UNKNOWN &&
+		dt_op_has((enum dt_op)n->op, DT_OPF_PURE));
 }
 
 /* The collective a wait completes, when the wait is its only user. */

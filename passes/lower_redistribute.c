@@ -10,6 +10,10 @@
  *                                           y = aten.relu(r.wait)  f32[8, 16] @ R of [8, 16]
  *
  * - Placeholders get their shard's local shape (their <sharding> names it).
+ * - Constants (get_attr) are inputs too: replicated (their pin, or R on
+ *   the first mesh) they stay as they are; sharded, --rank R keeps the
+ *   rank's slice of the data, and SPMD lowering replicates the constant
+ *   and redistributes it to its pin (split_sharded_constants).
  * - Each dtensor.redistribute becomes DTensor's plan for it (the planner of
  *   redistribute.h: greedy, or min-cost for shard orders and _S), merged
  *   onto declared flattened groups (semantics §4.4; --create-groups
@@ -278,6 +282,119 @@ static int lower_placeholder(struct dt_lower *l, uint32_t id)
 	dt_node_get(m, id)->sharding = s;
 	l->shard[id] = s;
 	return DT_OK;
+}
+
+/* The rank's slice of constant `id`'s data (global tensor g), for its
+ * lowered local tensor and sharding. */
+static void slice_constant(struct dt_lower *l, uint32_t id,
+			   const struct dt_tensor *g, const int64_t *coord)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	const struct dt_sharding *sh = dt_node_sharding(m, n);
+	const int64_t *mesh_shape = m->meshes.data[sh->mesh].shape;
+	int rank;
+	const int64_t *gshape = dt_ints_get(m, g->shape, &rank);
+	int64_t gstride[DT_MAX_RANK], at[DT_MAX_RANK] = {0}, nidx;
+	int64_t *idx[DT_MAX_RANK];
+	dt_contiguous_strides(gshape, rank, gstride);
+	const int64_t *local = dt_ints_get(m, dt_node_tensor(m, n, 0)->shape,
+					   NULL);
+	for (int d = 0; d < rank; d++) {
+		idx[d] = dt_arena_alloc(l->ctx->scratch,
+					(size_t)(gshape[d] + 1) * sizeof **idx);
+		dt_shard_indices(&sh->placements, mesh_shape, coord, d,
+				 gshape[d], idx[d], &nidx);
+		DT_REQUIRE(nidx == local[d]);
+	}
+	size_t esize = (size_t)dt_dtype_size((enum dt_dtype)g->dtype);
+	int64_t count = dt_numel(local, rank);
+	const unsigned char *src = dt_node_constant(m, n)->bytes;
+	unsigned char *dst;
+	uint32_t c = dt_module_new_constant(m, (uint64_t)count * esize, &dst);
+	for (int64_t e = 0; e < count; e++) {
+		int64_t from = 0;
+		for (int d = 0; d < rank; d++)
+			from += idx[d][at[d]] * gstride[d];
+		memcpy(dst + (size_t)e * esize, src + (size_t)from * esize, esize);
+		for (int d = rank - 1; d >= 0 && ++at[d] == local[d]; d--)
+			at[d] = 0;
+	}
+	dt_node_get(m, id)->constant = c;
+}
+
+/* A constant is lowered as a placeholder (one without a pin is replicated
+ * on the first mesh); a sharded one keeps this rank's slice of its data
+ * (only --rank R gets here: SPMD lowering split it first). */
+static int lower_constant(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	if (!dt_node_sharding(m, n)) {
+		if (!m->meshes.len) {
+			dt_node_error(l->ctx->diag, m, n,
+				      "cannot lower constant '%s': the graph "
+				      "declares no mesh", name_of(m, id));
+			return DT_EINPUT;
+		}
+		struct dt_sharding r = {.placements.ndim =
+						m->meshes.data[0].ndim};
+		dt_placements_default_order(&r.placements);
+		uint32_t s = dt_vec_push(&m->shardings, r);
+		dt_node_get(m, id)->sharding = s;
+	}
+	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, id));
+	bool whole = replicated(&m->meshes.data[sh->mesh], &sh->placements);
+	int mesh = sh->mesh;
+	struct dt_tensor g = *dt_node_tensor(m, n, 0);
+	int64_t coord[DT_MAX_MESH_DIMS];
+	int rc = lower_placeholder(l, id);
+	if (rc != DT_OK || whole)
+		return rc;
+	DT_REQUIRE(l->rank >= 0);
+	if (!dt_lower_coords(l, dt_node_get(m, id), mesh, coord))
+		return DT_EINPUT;
+	slice_constant(l, id, &g, coord);
+	return DT_OK;
+}
+
+/* SPMD lowering: each sharded constant becomes its replicated self and a
+ * dtensor.redistribute to its pin, lowered like any other (a chunk step
+ * per sharded mesh dim). Runs before the pass numbers the old nodes. */
+static void split_sharded_constants(struct dt_module *m)
+{
+	dt_str target = dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
+	dt_foreach_node(m, id) {
+		const struct dt_node *n = dt_node_get(m, id);
+		const struct dt_sharding *sh = dt_node_sharding(m, n);
+		if (n->kind != DT_NODE_CONSTANT || !sh ||
+		    replicated(&m->meshes.data[sh->mesh], &sh->placements))
+			continue;
+		struct dt_sharding pin = *sh, whole = {.mesh = sh->mesh};
+		whole.placements.ndim = sh->placements.ndim;
+		dt_placements_default_order(&whole.placements);
+		struct dt_tensor t = *dt_node_tensor(m, n, 0);
+		char name[300];
+		snprintf(name, sizeof name, "%.256s.redistribute",
+			 name_of(m, id));
+		for (int k = 2; dt_module_find_node(m, dt_str_intern(m, name)); k++)
+			snprintf(name, sizeof name, "%.256s.redistribute_%d",
+				 name_of(m, id), k);
+		struct dt_arg in = {.kind = DT_ARG_NODE, .v.node = id};
+		uint32_t r = dt_module_add_node(m, &(struct dt_node_init){
+			.kind = DT_NODE_CALL, .name = dt_str_intern(m, name),
+			.target = target, .line = dt_node_get(m, id)->line,
+			.args = &in, .nargs = 1, .tensors = &t, .ntensors = 1,
+			.sharding = &pin});
+		uint32_t next = dt_node_get(m, id)->next;
+		if (next)
+			dt_graph_insert_before(m, r, next);
+		else
+			dt_graph_append(m, r);
+		dt_module_replace_uses(m, id, r);
+		m->args.data[dt_node_get(m, r)->args].v.node = id;
+		dt_node_get(m, id)->sharding = dt_vec_push(&m->shardings, whole);
+	}
 }
 
 /* The node holding the local value of old node `input`. */
@@ -662,6 +779,8 @@ static int run_lower(struct dt_pass_ctx *ctx)
 			       "lowers one graph for every rank)", rank);
 		return DT_EINPUT;
 	}
+	if (rank < 0)
+		split_sharded_constants(m);
 	struct dt_lower l = {
 		.ctx = ctx,
 		.m = m,
@@ -698,6 +817,7 @@ static int run_lower(struct dt_pass_ctx *ctx)
 		case DT_NODE_PLACEHOLDER: rc = lower_placeholder(&l, id); break;
 		case DT_NODE_CALL: rc = lower_call(&l, id); break;
 		case DT_NODE_OUTPUT: remap_args(&l, id); break;
+		case DT_NODE_CONSTANT: rc = lower_constant(&l, id); break;
 		}
 	}
 	dt_redist_warned_fini(&l.warned);

@@ -11,6 +11,9 @@
  * inserted before the consumer (one per value and placements, shared by
  * later consumers).
  *
+ * A constant (get_attr) is an input like a placeholder: its <sharding>
+ * when it has one, else replicated on the first mesh.
+ *
  * A node already carrying a <sharding> is pinned: only strategies giving
  * result 0 those placements qualify, and its inputs move as that strategy
  * needs. When no strategy gives the pin, the node takes the strategy whose
@@ -259,6 +262,27 @@ static void replicated(struct dt_placements *pl, int ndim)
 	dt_placements_default_order(pl);
 }
 
+/* A constant's placements: its pin, else replicated on the first mesh. */
+static int constant_value(struct prop *p, uint32_t id)
+{
+	const struct dt_sharding *s = dt_node_sharding(p->m, node(p, id));
+	struct value v = {0};
+	if (s) {
+		v = (struct value){s->mesh, s->placements};
+	} else if (p->m->meshes.len == 0) {
+		dt_node_error(p->ctx->diag, p->m, node(p, id),
+			      "constant '%s' has no <sharding> and the graph "
+			      "declares no mesh to replicate it on",
+			      name_of(p, id));
+		return DT_EINPUT;
+	} else {
+		replicated(&v.pl, p->m->meshes.data[0].ndim);
+		set_sharding(p, id, 0, &v.pl);
+	}
+	record(p, id, &v, 1);
+	return DT_OK;
+}
+
 /* The mesh of node `id`'s inputs (or of its pin, or the first mesh);
  * -1 after reporting inputs on different meshes. */
 static int node_mesh(struct prop *p, uint32_t id, const struct dt_sharding *pin)
@@ -488,6 +512,10 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 		const struct dt_sharding *s = dt_node_sharding(m, n);
 		if (n->kind == DT_NODE_OUTPUT)
 			continue;
+		if (n->kind == DT_NODE_CONSTANT) {
+			rc = constant_value(&p, id);
+			continue;
+		}
 		if (n->kind == DT_NODE_PLACEHOLDER ||
 		    n->op == DT_OP_REDISTRIBUTE) {
 			if (!s) { /* the verifier checked placeholders */

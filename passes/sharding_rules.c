@@ -568,7 +568,7 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 		return dt_fail_message(err, errlen, "%s has no sharding rule",
 			    n->kind == DT_NODE_CALL
 				? dt_str_get(m, n->target)
-				: "a placeholder or output");
+				: "a placeholder, constant or output");
 	struct dt_diag quiet;
 	dt_diag_init(&quiet);
 	quiet.emit = discard;

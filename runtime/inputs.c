@@ -271,3 +271,24 @@ int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 	}
 	return status;
 }
+
+int dt_materialize_constant(const struct dt_module *m, const struct dt_node *n,
+			    struct dt_backend *b, struct dt_rt_tensor *out)
+{
+	dt_rt_from_meta(out, m, dt_node_tensor(m, n, 0));
+	const struct dt_constant *c = dt_node_constant(m, n);
+	size_t bytes = dt_rt_storage_bytes(out);
+	if (bytes != c->size)
+		return dt_rt_fail(b, m, n, "the constant has %llu data bytes, "
+				  "its tensor needs %zu",
+				  (unsigned long long)c->size, bytes);
+	if (!(out->buf = dt_buffer_create(b, bytes)))
+		return dt_rt_fail(b, m, n, "cannot allocate %zu bytes", bytes);
+	if (bytes && b->ops->upload(b, out->buf->data, c->bytes, bytes) != DT_OK) {
+		dt_buffer_release(b, out->buf);
+		out->buf = NULL;
+		return dt_rt_fail(b, m, n, "cannot upload the constant to the "
+				  "backend");
+	}
+	return DT_OK;
+}

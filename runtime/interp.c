@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 enum step {
-	STEP_INPUT,      /* placeholder: a materialized input */
+	STEP_INPUT,      /* placeholder or constant: materialized once */
 	STEP_VIEW,       /* result(s) alias the input's buffer */
 	STEP_GETITEM,    /* one result of a multi-result node */
 	STEP_KERNEL,     /* fresh buffers, backend kernel */
@@ -65,6 +65,8 @@ static const char *node_target(const struct dt_node *n)
 		return "placeholder";
 	if (n->kind == DT_NODE_OUTPUT)
 		return "output";
+	if (n->kind == DT_NODE_CONSTANT)
+		return "get_attr";
 	return dt_op_get((enum dt_op)n->op)->target;
 }
 
@@ -169,7 +171,7 @@ static int plan_node(struct interp *ip, uint32_t id)
 	struct dt_node *n = dt_node_get(ip->m, id);
 	if (check_meta(ip, n) != DT_OK)
 		return DT_ERUNTIME;
-	if (n->kind == DT_NODE_PLACEHOLDER) {
+	if (n->kind == DT_NODE_PLACEHOLDER || n->kind == DT_NODE_CONSTANT) {
 		ip->step[id] = STEP_INPUT;
 		return DT_OK;
 	}
@@ -719,8 +721,11 @@ static int materialize(struct interp *ip)
 		if (ip->step[id] != STEP_INPUT)
 			continue;
 		int rank = ip->m->view == DT_VIEW_GLOBAL ? 0 : ip->b->rank;
-		if (dt_materialize_input(ip->m, dt_node_get(ip->m, id), rank, ip->opt->seed,
-					 ip->b, &ip->inputs[id]) != DT_OK)
+		const struct dt_node *n = dt_node_get(ip->m, id);
+		if (n->kind == DT_NODE_CONSTANT
+			    ? dt_materialize_constant(ip->m, n, ip->b, &ip->inputs[id]) != DT_OK
+			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
+						   ip->b, &ip->inputs[id]) != DT_OK)
 			return DT_ERUNTIME;
 		ip->live += ip->inputs[id].buf->bytes;
 		if (ip->live > ip->peak)

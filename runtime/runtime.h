@@ -204,6 +204,10 @@ double dt_input_value(uint64_t seed, const char *name, int64_t index,
 int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 			 int rank, uint64_t seed, struct dt_backend *b,
 			 struct dt_rt_tensor *out);
+/* The value of constant node n: its data in a new backend buffer (the
+ * tensor is contiguous; verify checked the byte count). */
+int dt_materialize_constant(const struct dt_module *m, const struct dt_node *n,
+			    struct dt_backend *b, struct dt_rt_tensor *out);
 /* The integer input bound of placeholder `n`: its meta
  * "dtopt.input_max" (a positive integer), or 2. */
 int64_t dt_input_max(const struct dt_module *m, const struct dt_node *n);

@@ -132,6 +132,7 @@ int dt_rt_vfail(struct dt_backend *b, const struct dt_module *m,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	const char *target = n->kind == DT_NODE_PLACEHOLDER ? "placeholder"
 			     : n->kind == DT_NODE_OUTPUT    ? "output"
+			     : n->kind == DT_NODE_CONSTANT  ? "get_attr"
 							    : dt_str_get(m, n->target);
 	b->failed_node = n;
 	dt_diag_report(b->diag, DT_ERROR, m->file, n->line, NULL,

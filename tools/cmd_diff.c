@@ -32,7 +32,8 @@
  *    "changed": [{"name", "a_name", "matched_by": "name" | "structure",
  *                 "changes": [{"what": "arg 1" | "kwarg K" | "args" | "op" |
  *                              "target" | "tensor" | "tensor I" | "tensors" |
- *                              "sharding" | "meta K" | "metas", "a", "b"}]}],
+ *                              "sharding" | "meta K" | "metas" | "data",
+ *                              "a", "b"}]}],
  *    "unchanged": N, "collectives": dt_comm_report_print_json's object} */
 #include "cli.h"
 #include "cost_model.h"
@@ -586,7 +587,29 @@ static const char *kind_name(uint8_t kind)
 {
 	return kind == DT_NODE_PLACEHOLDER ? "placeholder"
 	       : kind == DT_NODE_OUTPUT    ? "output"
+	       : kind == DT_NODE_CONSTANT  ? "get_attr"
 					   : "call_function";
+}
+
+/* "16 bytes, crc32 0123abcd": a constant's data, summarised. */
+static char *data_text(const struct dt_module *m, const struct dt_node *n)
+{
+	const struct dt_constant *c = dt_node_constant(m, n);
+	return print_string("%llu bytes, crc32 %08x",
+			    (unsigned long long)c->size,
+			    dt_crc32(c->bytes, c->size));
+}
+
+/* A change "data" when two constants' bytes differ. */
+static void constant_changes(const struct dt_module *a, const struct dt_node *x,
+			     const struct dt_module *b, const struct dt_node *y,
+			     change_vec *out)
+{
+	const struct dt_constant *p = dt_node_constant(a, x);
+	const struct dt_constant *q = dt_node_constant(b, y);
+	if (p->size != q->size || memcmp(p->bytes, q->bytes, p->size) != 0)
+		change_add(out, print_string("data"), data_text(a, x),
+			   data_text(b, y));
 }
 
 /* The differences between B node `y` and its match in A, in `out`. */
@@ -603,6 +626,8 @@ static void node_changes(const struct diff *d, uint32_t y_id, change_vec *out)
 		change_add(out, print_string("target"),
 			   print_string("%s", dt_str_get(a, x->target)),
 			   print_string("%s", dt_str_get(b, y->target)));
+	if (x->kind == DT_NODE_CONSTANT && y->kind == DT_NODE_CONSTANT)
+		constant_changes(a, x, b, y, out);
 
 	if (!args_same_shape(d, x, y)) {
 		change_add(out, print_string("args"), args_text(a, x),

@@ -710,6 +710,9 @@ int dt_cmd_explain(int argc, char **argv)
 		const char *what =
 		    n->kind == DT_NODE_PLACEHOLDER
 			? "a placeholder: its <sharding> gives its placements"
+		    : n->kind == DT_NODE_CONSTANT
+			? "a constant: its <sharding> gives its placements "
+			  "(replicated without one)"
 		    : n->kind == DT_NODE_OUTPUT
 			? "the output node: it has no placements"
 		    : n->op == DT_OP_GETITEM

@@ -28,6 +28,14 @@ re-runs the graph on ``example_inputs`` with torch.fx.Interpreter and takes
 dtype/shape/stride/storage offset from the real results; ``tensor_meta`` is
 the last resort when that is not possible.
 
+A ``get_attr`` node (a tensor the traced function closes over, e.g. a RoPE
+table: make_fx stores it on the GraphModule as ``_tensor_constant0``) becomes
+a constant node of format 1.1: its ``<tensor>`` and ``<data>``, inline as
+base64 up to ``inline_max`` bytes (4 KiB), else in a side file beside the
+XML file named as dtopt names them (``NODE-CRC32.bin``, content-addressed),
+with its byte count and CRC-32. It is replicated unless ``placements`` names
+it. The file says version="1.1" only when it has a constant.
+
 A node whose value is None, or a tuple containing None (e.g.
 ``native_layer_norm_backward`` with a False entry in its output mask), gets
 no ``<tensor>`` child: format v1 has no way to write a missing result, and a
@@ -38,6 +46,7 @@ Needs torch; on Debian use /usr/bin/python3 (python3-torch).
 """
 
 import argparse
+import base64
 import enum
 import math
 import os
@@ -45,13 +54,22 @@ import re
 import sys
 import tempfile
 import warnings
+import zlib
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
 FORMAT_VERSION = "1"
+# The version of a graph that uses a format 1.1 feature (constants).
+FORMAT_VERSION_CONSTANTS = "1.1"
 MESH_NAME = "world"
+# Constant data up to this many bytes is written inline (as dtopt does).
+INLINE_MAX_BYTES = 4096
+# dtopt's dtypes (ir.h DT_DTYPES).
+_DATA_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                torch.int64, torch.int32, torch.int16, torch.int8,
+                torch.uint8, torch.bool)
 
 # One placement token: R, S(d), _S(d,sf), P(op).
 _PLACEMENT_RE = re.compile(
@@ -346,6 +364,55 @@ def _check_placements(name, text, ndims, rank):
 # Export
 
 
+def _constant_tensor(gm, node, where):
+    """The tensor a get_attr node reads (a dotted path on gm)."""
+    obj = gm
+    for part in str(node.target).split("."):
+        if not hasattr(obj, part):
+            raise ExportError("%s: the GraphModule has no attribute %r"
+                              % (where, node.target))
+        obj = getattr(obj, part)
+    if not isinstance(obj, torch.Tensor):
+        raise ExportError("%s: %r is a %s, not a tensor"
+                          % (where, node.target, type(obj).__name__))
+    if obj.dtype not in _DATA_DTYPES:
+        raise ExportError("%s: dtype %s has no format v1 spelling"
+                          % (where, _fmt_dtype(obj.dtype)))
+    if obj.is_sparse or not obj.is_contiguous() or obj.storage_offset():
+        raise ExportError("%s: %r is not a contiguous dense tensor (constant "
+                          "data is row-major); make it .contiguous() before "
+                          "tracing" % (where, node.target))
+    return obj.detach().cpu()
+
+
+def constant_bytes(t):
+    """A tensor's elements as dtopt stores constant data: row-major,
+    little-endian; float16/bfloat16 as their bit patterns, bool as 0/1."""
+    t = t.detach().cpu().contiguous()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.view(torch.int16)
+    a = t.numpy()
+    return a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def side_file_name(node_name, data):
+    """dtopt's content-addressed side-file name (constant_data.h)."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", node_name[:64]) or "constant"
+    return "%s-%08x.bin" % (safe, zlib.crc32(data))
+
+
+def _data_xml(node_name, data, folder, inline_max, side_files):
+    """<data>: base64 inline, or a side file (queued in side_files) when
+    over inline_max bytes and the XML goes to a folder."""
+    if folder is None or len(data) <= inline_max:
+        return "<data%s/>" % _attrs([("base64",
+                                      base64.b64encode(data).decode())])
+    name = side_file_name(node_name, data)
+    side_files.append((os.path.join(folder, name), data))
+    return "<data%s/>" % _attrs([("file", name), ("bytes", str(len(data))),
+                                 ("crc32", "%08x" % zlib.crc32(data))])
+
+
 def _meta_xml(node, stack_trace):
     """<meta> children: string-valued FX metadata (and enum-valued, e.g.
     'recompute', by name). stack_trace only when asked for: it is large."""
@@ -370,7 +437,8 @@ def _output_xml(node):
 
 
 def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
-           path=None, name=None, stack_trace=False):
+           path=None, name=None, stack_trace=False,
+           inline_max=INLINE_MAX_BYTES):
     """Write `gm` (a torch.fx.GraphModule from make_fx) as a format v1
     global-view graph and return the XML text.
 
@@ -378,22 +446,26 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
       tensor metadata the tracer did not store; may be None if every node
       has meta['val']).
     mesh_shape, mesh_dims: e.g. (2, 2) and ("dp", "tp").
-    placements: placeholder name -> placements string, one token per mesh
-      dim (e.g. "S(0) R"); placeholders not named are replicated.
-    path: when given, the text is also written there atomically.
+    placements: placeholder (or get_attr) name -> placements string, one
+      token per mesh dim (e.g. "S(0) R"); placeholders not named are
+      replicated, constants not named get no <sharding> (replicated).
+    path: when given, the text is also written there atomically, after the
+      side files of constants over inline_max bytes (without a path all
+      data is inline).
     name: the graph name (default: the file name without extension, else
       the GraphModule's class name, which make_fx sets to the function's).
     stack_trace: also write node.meta['stack_trace'] where present.
 
     Raises ExportError (a ValueError) for what format v1 cannot express:
-    get_attr/call_module/call_method nodes, non-tensor placeholders,
+    call_module/call_method nodes, non-tensor placeholders or constants,
     argument values without a spelling, bad mesh or placements, or
     placements naming no placeholder.
     """
     shape, dims = _check_mesh(mesh_shape, mesh_dims)
     placements = dict(placements or {})
     nodes = list(gm.graph.nodes)
-    placeholder_names = {n.name for n in nodes if n.op == "placeholder"}
+    placeholder_names = {n.name for n in nodes
+                         if n.op in ("placeholder", "get_attr")}
     unknown = sorted(set(placements) - placeholder_names)
     if unknown:
         raise ExportError("placements name no placeholder: %s (placeholders: "
@@ -403,9 +475,13 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
         name = (os.path.splitext(os.path.basename(path))[0] if path
                 else type(gm).__name__)
     descs = _collect_metadata(gm, example_inputs)
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    side_files = []
+    version = (FORMAT_VERSION_CONSTANTS
+               if any(n.op == "get_attr" for n in nodes) else FORMAT_VERSION)
 
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             "<dtopt-graph%s>" % _attrs([("version", FORMAT_VERSION),
+             "<dtopt-graph%s>" % _attrs([("version", version),
                                          ("name", name), ("view", "global")]),
              "  <mesh%s/>" % _attrs([("name", MESH_NAME),
                                      ("shape", _fmt_ints(shape)),
@@ -436,12 +512,25 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
             children += [_arg_xml("kwarg", v, where, name=k)
                          for k, v in n.kwargs.items()]
             children += [t.xml() for t in (descs.get(n) or [])]
+        elif n.op == "get_attr":
+            head = [("name", n.name), ("op", "get_attr"),
+                    ("target", str(n.target))]
+            t = _constant_tensor(gm, n, where)
+            children.append(_TensorDesc(t.dtype, t.shape, _contiguous(t.shape),
+                                        0).xml())
+            children.append(_data_xml(n.name, constant_bytes(t), folder,
+                                      inline_max, side_files))
+            if n.name in placements:
+                pl = _check_placements(n.name, placements[n.name], len(dims),
+                                       t.dim())
+                children.append("<sharding%s/>" % _attrs(
+                    [("mesh", MESH_NAME), ("placements", pl)]))
         elif n.op == "output":
             head = [("name", n.name), ("op", "output")]
             children.append(_output_xml(n))
         else:
             raise ExportError("%s: op %r is not in format v1 (only "
-                              "placeholder, call_function, output)"
+                              "placeholder, get_attr, call_function, output)"
                               % (where, n.op))
         children += _meta_xml(n, stack_trace)
         lines.append("  <node%s>" % _attrs(head))
@@ -450,18 +539,31 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
     lines.append("</dtopt-graph>")
     text = "\n".join(lines) + "\n"
     if path is not None:
+        for side_path, data in side_files:
+            write_atomic(side_path, data)
         write_atomic(path, text)
     return text
 
 
+def _contiguous(shape):
+    """Row-major strides of `shape`."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return tuple(reversed(strides))
+
+
 def write_atomic(path, text):
-    """Write `text` to `path` through a temporary file in the same folder and
-    os.replace, so `path` is never left half-written."""
+    """Write `text` (str, or bytes for a side file) to `path` through a
+    temporary file in the same folder and os.replace, so `path` is never
+    left half-written."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".fx_export.", suffix=".tmp",
                                dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -508,6 +610,11 @@ def _parse_args(argv):
                         "placements for a 2-D (dp, tp) mesh are used; with "
                         "some, unnamed placeholders are replicated")
     p.add_argument("--name", help="graph name (default: output file stem)")
+    p.add_argument("--inline-max", type=int, default=INLINE_MAX_BYTES,
+                   metavar="BYTES",
+                   help="constant data up to BYTES is written inline, larger "
+                        "to a side file beside -o (default %d)"
+                        % INLINE_MAX_BYTES)
     p.add_argument("--stack-trace", action="store_true",
                    help="write node.meta['stack_trace'] where present")
     p.add_argument("--targets", action="store_true",
@@ -550,7 +657,8 @@ def main(argv=None):
         text = export(gm, inputs, mesh_shape=args.mesh_shape,
                       mesh_dims=args.mesh_dims, placements=placements,
                       path=args.output, name=args.name,
-                      stack_trace=args.stack_trace)
+                      stack_trace=args.stack_trace,
+                      inline_max=args.inline_max)
     except (ExportError, OSError) as e:
         print("fx_export.py: error: %s" % e, file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ With DTOPT_BINARY, also runs `dtopt verify FILE` and
 (skipped with a message when the binary does not exist).
 """
 
+import base64
 import math
 import operator
 import os
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(HERE, "..", "..", "tools")
@@ -39,6 +41,7 @@ import fx_export  # noqa: E402
 import fx_models  # noqa: E402
 
 DTOPT = None  # set from argv[1] in __main__
+DTOPT_GIVEN = len(sys.argv) > 1 and not sys.argv[1].startswith("-")
 
 MESH_SHAPE, MESH_DIMS = (2, 2), ("dp", "tp")
 
@@ -499,6 +502,131 @@ class ValueTests(GraphChecks):
             placements={"x_1": "_S(0,2)  P(sum)"}).encode())
         self.assertEqual(self.node(root, "x_1").find("sharding")
                          .get("placements"), "_S(0,2) P(sum)")
+
+
+class ConstantTests(unittest.TestCase):
+    """get_attr tensors (closed over by the traced function) become
+    constants: data inline or in a side file, byte for byte; the exported
+    graph runs like torch eager and checks under dp x tp."""
+
+    D = 16
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(0)
+        # RoPE-like: computed outside the traced function, used inside.
+        cls.freqs = 1.0 / (10000.0 ** (torch.arange(0, cls.D, 2).float()
+                                       / cls.D))
+        cls.w = torch.randn(cls.D // 2, 509)  # 16 KiB: a side file; odd
+        cls.mask = torch.tensor([True, False] * (cls.D // 4))
+
+    def fn(self, x):
+        freqs, w, mask = self.freqs, self.w, self.mask
+        ang = x * freqs
+        y = torch.where(mask, torch.cos(ang), torch.sin(ang))
+        return y @ w, x
+
+    def trace(self):
+        x = torch.randn(4, self.D // 2)
+        gm = make_fx(lambda x: self.fn(x))(x)
+        consts = {n.name: getattr(gm, n.target)
+                  for n in gm.graph.nodes if n.op == "get_attr"}
+        self.assertEqual(consts["_tensor_constant2"].shape, self.w.shape)
+        return gm, x, consts
+
+    def export(self, tmp, placements, name="rope.xml", **kw):
+        gm, x, consts = self.trace()
+        path = os.path.join(tmp, name)
+        fx_export.export(gm, [x], mesh_shape=MESH_SHAPE, mesh_dims=MESH_DIMS,
+                         placements=placements, path=path, **kw)
+        return path, consts
+
+    def test_data_inline_and_side_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, consts = self.export(tmp, {"x_1": "S(0) R"})
+            root = ET.parse(path).getroot()
+            self.assertEqual(root.get("version"), "1.1")
+            nodes = {n.get("name"): n for n in root.findall("node")
+                     if n.get("op") == "get_attr"}
+            self.assertEqual(sorted(nodes), sorted(consts))
+            files = []
+            for name, t in consts.items():
+                el = nodes[name]
+                raw = t.contiguous().numpy().tobytes()  # little-endian host
+                (tensor,) = el.findall("tensor")
+                self.assertEqual(tensor.attrib, tensor_attrs(t))
+                (data,) = el.findall("data")
+                self.assertEqual(el.get("target"), name)
+                if len(raw) <= fx_export.INLINE_MAX_BYTES:
+                    self.assertEqual(base64.b64decode(data.get("base64")),
+                                     raw)
+                    continue
+                files.append(data.get("file"))
+                self.assertEqual(int(data.get("bytes")), len(raw))
+                self.assertEqual(int(data.get("crc32"), 16),
+                                 zlib.crc32(raw))
+                with open(os.path.join(tmp, data.get("file")), "rb") as f:
+                    self.assertEqual(f.read(), raw)
+            self.assertEqual(len(files), 1)  # w
+            self.assertEqual(sorted(os.listdir(tmp)),
+                             sorted(files + ["rope.xml"]))
+            # All inline when asked to.
+            path2, _ = self.export(tmp, {}, name="inline.xml",
+                                   inline_max=1 << 20)
+            with open(path2) as f:
+                self.assertNotIn("file=", f.read())
+
+    def test_bfloat16_and_bool_bytes(self):
+        t = torch.tensor([1.0, -2.5, 3.0e38], dtype=torch.bfloat16)
+        self.assertEqual(fx_export.constant_bytes(t),
+                         t.view(torch.int16).numpy().tobytes())
+        self.assertEqual(fx_export.constant_bytes(self.mask),
+                         bytes([1, 0] * (self.D // 4)))
+
+    def test_noncontiguous_refused(self):
+        w = torch.randn(6, 4).t()
+        gm = make_fx(lambda x: x @ w)(torch.randn(3, 4))
+        with self.assertRaises(fx_export.ExportError):
+            fx_export.export(gm, None, mesh_shape=MESH_SHAPE,
+                             mesh_dims=MESH_DIMS, placements={})
+
+    @unittest.skipUnless(DTOPT_GIVEN, "no dtopt binary")
+    def test_runs_like_eager(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, _ = self.export(tmp, {"x_1": "S(0) R"})
+            out = os.path.join(tmp, "out")
+            subprocess.run([DTOPT, "run", "--backend=cpu", path,
+                            "--out=" + out], check=True,
+                           stdout=subprocess.DEVNULL)
+            import numpy as np
+            mm = np.fromfile(os.path.join(out, "rank0.0.bin"), "<f4")
+            x = np.fromfile(os.path.join(out, "rank0.1.bin"), "<f4")
+            x = torch.from_numpy(x.reshape(4, self.D // 2))
+            want, _ = self.fn(x)
+            got = torch.from_numpy(mm.reshape(want.shape))
+            self.assertLess((got - want).abs().max().item(), 1e-4)
+            self.assertGreater(want.abs().max().item(), 1.0)
+
+    @unittest.skipUnless(DTOPT_GIVEN and shutil.which("mpirun"),
+                         "no dtopt binary or no mpirun")
+    def test_checks_under_dp_tp(self):
+        """Constants replicated, sharded evenly and unevenly, each graph
+        lowered per rank by run --check on a 2x2 mesh."""
+        cases = [{"x_1": "S(0) R"},
+                 {"x_1": "S(0) R", "_tensor_constant2": "R S(1)"},
+                 {"x_1": "R S(0)", "_tensor_constant2": "S(0) S(1)",
+                  "_tensor_constant0": "R S(0)"}]
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, placements in enumerate(cases):
+                with self.subTest(placements=placements):
+                    path, consts = self.export(tmp, placements,
+                                               name="c%d.xml" % i)
+                    p = subprocess.run(
+                        ["mpirun", "--allow-run-as-root", "--oversubscribe",
+                         "-np", "4", DTOPT, "run", "--check", path],
+                        capture_output=True, text=True)
+                    self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                    self.assertIn("check: ok", p.stdout)
 
 
 if __name__ == "__main__":
