@@ -41,6 +41,7 @@ struct reader {
 	xmlTextReaderPtr xr;
 	bool failed;
 	bool seen_node;
+	int minor;                      /* the file's minor format version */
 	uint32_t topology_line;         /* of the <topology>, 0 = none yet */
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
@@ -382,9 +383,17 @@ static void read_root(struct reader *r, xmlNodePtr el)
 	if (!version) {
 		error_at(r, line, "<dtopt-graph> needs a 'version' attribute");
 	} else if (strcmp(version, "1") != 0) {
-		error_at(r, line,
-			 "unsupported format version '%s' (this dtopt reads version 1)",
-			 version);
+		int64_t minor;
+		if (strncmp(version, "1.", 2) != 0 ||
+		    !parse_int(version + 2, &minor) || minor < 1 ||
+		    minor > DT_FORMAT_MINOR || version[2] == '+' ||
+		    version[2] == '-' || version[2] == ' ')
+			error_at(r, line,
+				 "unsupported format version '%s' (this dtopt "
+				 "reads versions 1 to 1.%d)",
+				 version, DT_FORMAT_MINOR);
+		else
+			r->minor = (int)minor;
 	}
 	const char *name = attr(el, "name");
 	r->m->name = dt_str_intern(r->m, name ? name : "");
@@ -877,6 +886,19 @@ static void node_end(struct reader *r)
 	p->init.nmetas = p->metas.len;
 	p->init.sharding = p->has_sharding ? &p->sharding : NULL;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
+	char what[200];
+	int minor = dt_format_node_minor(r->m, dt_node_get(r->m, id), what,
+					 sizeof what);
+	if (minor > r->minor) {
+		char have[16] = "1";
+		if (r->minor)
+			snprintf(have, sizeof have, "1.%d", r->minor);
+		error_at(r, p->init.line,
+			 "node '%s' uses %s, a format 1.%d feature, but the "
+			 "file says version=\"%s\" (write version=\"1.%d\")",
+			 dt_str_get(r->m, p->init.name), what, minor, have,
+			 minor);
+	}
 	for (uint32_t i = 0; i < p->metas.len; i++)
 		if (strcmp(dt_str_get(r->m, p->metas.data[i].key),
 			   DT_META_FUSED_FROM) == 0)

@@ -253,10 +253,41 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 	fputs("\"/>\n", out);
 }
 
+int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
+			 char *what, size_t size)
+{
+	if (n->op == DT_OP_LOCAL_SHARD) {
+		if (what)
+			snprintf(what, size, "op %s", dt_op_get(n->op)->target);
+		return 1;
+	}
+	const struct dt_sharding *sh = dt_node_sharding(m, n);
+	if (!sh || !sh->has_global_shape || m->view != DT_VIEW_LOCAL ||
+	    m->rank >= 0 || sh->mesh >= m->meshes.len)
+		return 0;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	char err[8];
+	if (!dt_placements_validate(&sh->placements, rank, err, sizeof err) ||
+	    dt_shard_even(&m->meshes.data[sh->mesh], &sh->placements, g, rank))
+		return 0;
+	if (what)
+		snprintf(what, size, "an uneven shard padded to the largest "
+			 "one (an SPMD graph's uneven <sharding>)");
+	return 1;
+}
+
 int dt_write_stream(const struct dt_module *m, FILE *out)
 {
+	int minor = 0;
+	dt_foreach_node(m, id)
+		if (minor < DT_FORMAT_MINOR)
+			minor = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
-	fputs("<dtopt-graph version=\"1\" name=\"", out);
+	if (minor)
+		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
+	else
+		fputs("<dtopt-graph version=\"1\" name=\"", out);
 	put_str(out, m, m->name);
 	fputs(m->view == DT_VIEW_GLOBAL ? "\" view=\"global\"" : "\" view=\"local\"",
 	      out);

@@ -23,6 +23,7 @@ static const dt_cpu_kernel_fn kernels[DT_NOPS] = {
 	[DT_OP_TO_COPY] = dt_cpu_copy_op,
 	[DT_OP_SLICE_BACKWARD] = dt_cpu_pad,
 	[DT_OP_SELECT_BACKWARD] = dt_cpu_pad,
+	[DT_OP_LOCAL_SHARD] = dt_cpu_pad,
 	[DT_OP_ADD_TENSOR] = dt_cpu_elementwise,
 	[DT_OP_ADD_SCALAR] = dt_cpu_elementwise,
 	[DT_OP_SUB_TENSOR] = dt_cpu_elementwise,
