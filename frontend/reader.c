@@ -1017,6 +1017,19 @@ static void node_end(struct reader *r)
 	if (p->init.kind == DT_NODE_CONSTANT && !finish_constant(r))
 		return;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
+	char what[200];
+	int minor = dt_format_node_minor(r->m, dt_node_get(r->m, id), what,
+					 sizeof what);
+	if (minor > r->minor && p->init.kind != DT_NODE_CONSTANT) {
+		char have[16] = "1";
+		if (r->minor)
+			snprintf(have, sizeof have, "1.%d", r->minor);
+		error_at(r, p->init.line,
+			 "node '%s' uses %s, a format 1.%d feature, but the "
+			 "file says version=\"%s\" (write version=\"1.%d\")",
+			 dt_str_get(r->m, p->init.name), what, minor, have,
+			 minor);
+	}
 	for (uint32_t i = 0; i < p->metas.len; i++)
 		if (strcmp(dt_str_get(r->m, p->metas.data[i].key),
 			   DT_META_FUSED_FROM) == 0)

@@ -286,12 +286,43 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 	fputs("\"/>\n", out);
 }
 
+int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
+			 char *what, size_t size)
+{
+	if (n->kind == DT_NODE_CONSTANT) {
+		if (what)
+			snprintf(what, size, "a constant (op=\"get_attr\")");
+		return 1;
+	}
+	if (n->op == DT_OP_LOCAL_SHARD) {
+		if (what)
+			snprintf(what, size, "op %s", dt_op_get(n->op)->target);
+		return 1;
+	}
+	const struct dt_sharding *sh = dt_node_sharding(m, n);
+	if (!sh || !sh->has_global_shape || m->view != DT_VIEW_LOCAL ||
+	    m->rank >= 0 || sh->mesh >= m->meshes.len)
+		return 0;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	char err[8];
+	if (!dt_placements_validate(&sh->placements, rank, err, sizeof err) ||
+	    dt_shard_even(&m->meshes.data[sh->mesh], &sh->placements, g, rank))
+		return 0;
+	if (what)
+		snprintf(what, size, "an uneven shard padded to the largest "
+			 "one (an SPMD graph's uneven <sharding>)");
+	return 1;
+}
+
 /* The lowest format minor version that holds every feature m uses. */
 static int format_minor(const struct dt_module *m)
 {
 	int minor = 0;
-	dt_foreach_node(m, id) if (dt_node_get(m, id)->kind == DT_NODE_CONSTANT)
-		minor = 1;
+	dt_foreach_node(m, id) {
+		int k = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
+		minor = k > minor ? k : minor;
+	}
 	DT_REQUIRE(minor <= DT_FORMAT_MINOR);
 	return minor;
 }

@@ -340,6 +340,26 @@ int64_t dt_shard_length(const struct dt_placements *pl,
 /* Chunk i of n of a length-L range: start and length (torch.chunk). */
 void dt_chunk(int64_t len, int64_t n, int64_t i, int64_t *start,
 	      int64_t *length);
+/* The local shape of global shape g (rank `rank`) under pl: the shard of
+ * the rank at mesh position pos, or for pos < 0 the shape of an SPMD
+ * program (semantics §7): per dim the largest shard over all ranks. */
+void dt_shard_shape(const struct dt_mesh *mesh, const struct dt_placements *pl,
+		    int64_t pos, const int64_t *g, int rank, int64_t *out);
+/* Whether every rank's shard of g under pl has the same shape. */
+bool dt_shard_even(const struct dt_mesh *mesh, const struct dt_placements *pl,
+		   const int64_t *g, int rank);
+/* Whether dst only refines src, so that every rank's dst shard is a
+ * contiguous run of its src shard: per mesh dim equal placements or R ->
+ * S(d), and per tensor dim src's shard sequence a prefix of dst's. */
+bool dt_placements_refine(const struct dt_placements *src,
+			  const struct dt_placements *dst, int tensor_rank);
+/* For such a refinement, where the rank at `coord` finds its dst shard of
+ * tensor dim tdim in its src shard: local positions [start, start +
+ * length). */
+void dt_shard_box(const struct dt_placements *src,
+		  const struct dt_placements *dst, const int64_t *mesh_shape,
+		  const int64_t *coord, int tdim, int64_t len, int64_t *start,
+		  int64_t *length);
 
 /* ------------------------------------------------------------------ */
 /* The module: one graph with its meshes and groups. */

@@ -91,6 +91,20 @@ struct dt_bound_args {
 int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
 	       struct dt_bound_args *out, struct dt_diag *d);
 
+/* The attributes of a dt.local_shard node (ops.def; semantics §7): mesh,
+ * source and target placements with their shard orders, global shape. */
+struct dt_local_shard {
+	int mesh;                       /* index in module meshes */
+	struct dt_placements src, dst;
+	int rank;
+	int64_t shape[DT_MAX_RANK];     /* global */
+};
+/* Read and check them from bound args b (mesh declared, placements valid
+ * for the rank, dst refining src); false with a message in err. */
+bool dt_local_shard_read(const struct dt_module *m,
+			 const struct dt_bound_args *b, struct dt_local_shard *ls,
+			 char *err, size_t errlen);
+
 struct dt_shape_ctx {
 	struct dt_module *m;
 	uint32_t node;                 /* id of the node being inferred */

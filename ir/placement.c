@@ -582,3 +582,80 @@ int64_t dt_shard_length(const struct dt_placements *pl,
 	}
 	return len;
 }
+
+void dt_shard_shape(const struct dt_mesh *mesh, const struct dt_placements *pl,
+		    int64_t pos, const int64_t *g, int rank, int64_t *out)
+{
+	int64_t coord[DT_MAX_MESH_DIMS];
+	if (pos >= 0) {
+		dt_mesh_coords(mesh, pos, coord);
+		for (int d = 0; d < rank; d++)
+			out[d] = dt_shard_length(pl, mesh->shape, coord, d, g[d]);
+		return;
+	}
+	for (int d = 0; d < rank; d++)
+		out[d] = 0;
+	for (int64_t p = 0; p < mesh->size; p++) {
+		dt_mesh_coords(mesh, p, coord);
+		for (int d = 0; d < rank; d++) {
+			int64_t n = dt_shard_length(pl, mesh->shape, coord, d,
+						    g[d]);
+			out[d] = n > out[d] ? n : out[d];
+		}
+	}
+}
+
+bool dt_placements_refine(const struct dt_placements *src,
+			  const struct dt_placements *dst, int tensor_rank)
+{
+	if (src->ndim != dst->ndim)
+		return false;
+	for (int k = 0; k < src->ndim; k++) {
+		const struct dt_placement *a = &src->p[k], *b = &dst->p[k];
+		bool same = a->kind == b->kind && a->dim == b->dim &&
+			    a->split_factor == b->split_factor &&
+			    a->reduce == b->reduce;
+		if (!same && !(a->kind == DT_PL_REPLICATE &&
+			       b->kind == DT_PL_SHARD))
+			return false;
+	}
+	for (int d = 0; d < tensor_rank; d++) {
+		int sa[DT_MAX_MESH_DIMS], sb[DT_MAX_MESH_DIMS];
+		int na = shard_sequence(src, d, sa), nb = shard_sequence(dst, d, sb);
+		if (nb < na || memcmp(sa, sb, (size_t)na * sizeof *sa) != 0)
+			return false;
+	}
+	return true;
+}
+
+void dt_shard_box(const struct dt_placements *src,
+		  const struct dt_placements *dst, const int64_t *mesh_shape,
+		  const int64_t *coord, int tdim, int64_t len, int64_t *start,
+		  int64_t *length)
+{
+	int64_t *is = dt_malloc((size_t)(len + 1) * sizeof *is);
+	int64_t *id = dt_malloc((size_t)(len + 1) * sizeof *id);
+	int64_t ns, nd;
+	dt_shard_indices(src, mesh_shape, coord, tdim, len, is, &ns);
+	dt_shard_indices(dst, mesh_shape, coord, tdim, len, id, &nd);
+	*start = 0;
+	*length = nd;
+	while (nd > 0 && *start < ns && is[*start] != id[0])
+		++*start;
+	DT_REQUIRE(*start + nd <= ns &&
+		   (nd == 0 || memcmp(is + *start, id, (size_t)nd * sizeof *id) == 0));
+	dt_free(is);
+	dt_free(id);
+}
+
+bool dt_shard_even(const struct dt_mesh *mesh, const struct dt_placements *pl,
+		   const int64_t *g, int rank)
+{
+	int64_t first[DT_MAX_RANK], here[DT_MAX_RANK];
+	for (int64_t pos = 0; pos < mesh->size; pos++) {
+		dt_shard_shape(mesh, pl, pos, g, rank, pos ? here : first);
+		if (pos && memcmp(first, here, (size_t)rank * sizeof *here) != 0)
+			return false;
+	}
+	return true;
+}

@@ -157,25 +157,22 @@ static void check_sharding(struct verifier *v)
 		     rank);
 		return;
 	}
-	for (int64_t pos = 0; pos < mesh->size; pos++) {
-		if (v->m->rank >= 0 && dt_mesh_device(mesh, pos) != v->m->rank)
-			continue;
-		int64_t coord[DT_MAX_MESH_DIMS];
-		dt_mesh_coords(mesh, pos, coord);
-		for (int d = 0; d < rank; d++) {
-			int64_t want = dt_shard_length(&s->placements, mesh->shape,
-						       coord, d, global[d]);
-			if (want != local[d]) {
-				fail(v, "local dim %d is %lld but rank %d holds %lld of global-shape dim %lld%s",
-				     d, (long long)local[d],
-				     dt_mesh_device(mesh, pos), (long long)want,
-				     (long long)global[d],
-				     v->m->rank < 0 ? " (uneven shards need a per-rank graph with rank=\"R\")"
-						    : "");
-				return;
-			}
+	/* An SPMD graph pads uneven shards to the largest (semantics §7). */
+	int64_t pos = v->m->rank >= 0 ? dt_mesh_position(mesh, v->m->rank) : -1;
+	if (v->m->rank >= 0 && pos < 0)
+		return;
+	int64_t want[DT_MAX_RANK];
+	dt_shard_shape(mesh, &s->placements, pos, global, rank, want);
+	for (int d = 0; d < rank; d++)
+		if (want[d] != local[d]) {
+			fail(v, "local dim %d is %lld but %s %lld of global-shape "
+			     "dim %lld", d, (long long)local[d],
+			     pos >= 0 ? "this rank holds"
+				      : "the largest shard (an SPMD graph's "
+					"local size) is",
+			     (long long)want[d], (long long)global[d]);
+			return;
 		}
-	}
 }
 
 /* A constant: no arguments, one contiguous tensor whose byte count its
@@ -237,6 +234,14 @@ static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
 			fail(v, "a global-view graph has no collectives (use dtensor.redistribute)");
 		check_collective(v, &b);
 	}
+	char err[500];
+	if (n->op == DT_OP_LOCAL_SHARD &&
+	    !dt_local_shard_read(v->m, &b, &(struct dt_local_shard){0}, err,
+				 sizeof err))
+		fail(v, "%s", err);
+	if (n->op == DT_OP_LOCAL_SHARD && v->m->view == DT_VIEW_GLOBAL)
+		fail(v, "%s reads the rank's mesh coordinate: a local-view op",
+		     dt_op_get(DT_OP_LOCAL_SHARD)->target);
 	if (n->op == DT_OP_WAIT && b.arg[0] && b.arg[0]->kind == DT_ARG_NODE) {
 		const struct dt_node *in = dt_node_get(v->m, b.arg[0]->v.node);
 		if (in->kind != DT_NODE_CALL || in->op == DT_OP_UNKNOWN ||

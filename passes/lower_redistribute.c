@@ -40,9 +40,11 @@
  *   unique variant of it). Flattened groups are used only when declared,
  *   or with --create-groups.
  * - options->rank >= 0 lowers for that rank (rank="R" on the result); -1
- *   lowers one graph for every rank, which exists only when all ranks get
- *   the same one: same local shapes, no rank-dependent narrow, pad or
- *   chunk. Otherwise the first value that differs is reported.
+ *   lowers one SPMD program for every rank (semantics §7): an R -> S(d)
+ *   chunk becomes dt.local_shard, which cuts the running rank's piece at
+ *   its mesh coordinate (for one rank, the same cut is a narrow). Uneven
+ *   shards, whose local shapes differ per rank, are refused in SPMD mode,
+ *   naming the first value that differs.
  * - The result is view="local". This is the only pass that takes a
  *   global-view graph and yields a local one.
  *

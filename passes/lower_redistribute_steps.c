@@ -18,7 +18,9 @@
  *                          + cat(0); all_to_all_single with equal splits;
  *                          wait; a != 0: chunk(n, 0) + cat(a); narrow a
  *                          to L_a and b to this rank's length
- *   chunk R->S(d)          narrow(d, this rank's chunk) (no communication)
+ *   chunk R->S(d)          narrow(d, this rank's chunk) (no communication);
+ *                          SPMD: dt.local_shard(x, mesh, before, after,
+ *                          global shape), which narrows at run time
  *   partition R->P(op)     div by `divisor` (sum), else nothing
  *
  * Emitted nodes are named after the redistribute node ("r.all_gather",
@@ -290,40 +292,46 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	return v;
 }
 
-/* R -> S(d): this rank's torch.chunk piece; in SPMD mode only when it is
- * the same piece on every rank (an empty dim). */
+/* Placements text and order text ("" when default) of pl. */
+static void placements_args(struct dt_lower *l, const struct dt_mesh *me,
+			    const struct dt_placements *pl, struct dt_arg *text,
+			    struct dt_arg *order)
+{
+	char buf[320];
+	dt_placements_print(pl, buf, sizeof buf);
+	*text = arg_str(l->m, buf);
+	dt_placements_print_order(pl, me, &l->m->strings, buf, sizeof buf);
+	*order = buf[0] ? arg_str(l->m, buf)
+			: (struct dt_arg){.kind = DT_ARG_NONE};
+}
+
+/* R -> S(d): this rank's torch.chunk piece. For one rank a narrow; for
+ * every rank (SPMD) a dt.local_shard, which cuts the piece at the running
+ * rank's mesh coordinate (semantics §7). */
 static uint32_t step_chunk(struct dt_lower *l, const struct step_ctx *k,
-			   uint32_t x, const int64_t *coord, uint32_t id)
+			   uint32_t x, const int64_t *coord)
 {
 	int d = k->s->dst_dim, md = k->s->dims[0];
-	int64_t start, length, len = k->logical[d];
-	dt_chunk(len, k->n, coord[md], &start, &length);
-	if (l->rank < 0 && len > 0) {
-		int64_t s1, n1;
-		dt_chunk(len, k->n, 1, &s1, &n1);
-		struct dt_module *m = l->m;
-		dt_node_error(l->ctx->diag, m, dt_node_get(m, id),
-			      "cannot lower for every rank at once (SPMD): "
-			      "redistribute '%s' keeps rows [%lld, %lld) of "
-			      "tensor dim %d on the rank at coordinate 0 of "
-			      "mesh dim %s but [%lld, %lld) on coordinate 1 "
-			      "(R -> S(%d) takes each rank's own chunk); lower "
-			      "per rank instead (dtopt opt --rank R, or -o "
-			      "'OUT.{rank}.xml')",
-			      l->base, (long long)start,
-			      (long long)(start + length), d,
-			      dt_str_get(m, m->meshes.data[k->mesh].dims[md]),
-			      (long long)s1, (long long)(s1 + n1), d);
-		return 0;
+	if (l->rank >= 0) {
+		int64_t start, length;
+		dt_chunk(k->logical[d], k->n, coord[md], &start, &length);
+		return emit_narrow(l, x, d, start, length);
 	}
-	return emit_narrow(l, x, d, start, length);
+	const struct dt_mesh *me = &l->m->meshes.data[k->mesh];
+	struct dt_arg a[7] = {arg_node(x), {.kind = DT_ARG_STR, .v.s = me->name}};
+	placements_args(l, me, &k->s->before, &a[2], &a[5]);
+	placements_args(l, me, &k->s->after, &a[3], &a[6]);
+	a[4] = arg_ints(l->m, k->plan->shape, k->plan->rank);
+	uint32_t nargs = a[6].kind != DT_ARG_NONE ? 7
+			 : a[5].kind != DT_ARG_NONE ? 6 : 5;
+	return emit(l, DT_OP_LOCAL_SHARD, "local_shard", a, nargs);
 }
 
 /* Emit step `s` on value x; returns the node of its result (x itself for
  * a partition that keeps the value), or 0 after a report. */
 static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 			  const struct dt_redist_step *s, int mesh,
-			  const int64_t *coord, uint32_t x, uint32_t id)
+			  const int64_t *coord, uint32_t x)
 {
 	struct step_ctx k = {.plan = plan, .s = s, .mesh = mesh,
 			     .n = s->group_size};
@@ -337,7 +345,7 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	case DT_REDIST_ALL_REDUCE: return step_all_reduce(l, &k, x);
 	case DT_REDIST_REDUCE_SCATTER: return step_reduce_scatter(l, &k, x);
 	case DT_REDIST_ALL_TO_ALL: return step_all_to_all(l, &k, x);
-	case DT_REDIST_CHUNK: return step_chunk(l, &k, x, coord, id);
+	case DT_REDIST_CHUNK: return step_chunk(l, &k, x, coord);
 	case DT_REDIST_PARTITION:
 		return s->divisor > 1 ? emit_div(l, x, s->divisor) : x;
 	case DT_REDIST_NKINDS: break;
@@ -564,7 +572,7 @@ int dt_lower_redistribute(struct dt_lower *l, uint32_t id)
 			status = DT_EINPUT;
 			break;
 		}
-		uint32_t next = emit_step(l, &plan, s, src.mesh, coord, v, id);
+		uint32_t next = emit_step(l, &plan, s, src.mesh, coord, v);
 		if (!next) {
 			status = DT_EINPUT;
 			break;

@@ -2,8 +2,8 @@
 /* cpu_copy.c: data movement: the strided copy with dtype conversion
  * (bitwise when the dtypes agree), the copying ops (clone, contiguous,
  * _to_copy, convert_element_type, a reshape that cannot alias, the
- * single-process redistribute), cat and stack, constant_pad_nd and the
- * slice/select backward ops. */
+ * single-process redistribute), cat and stack, constant_pad_nd, the
+ * slice/select backward ops and dt.local_shard. */
 #include "internal.h"
 
 #include <string.h>
@@ -198,11 +198,61 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 	return copy_into(b, c, &part, g, "grad_output does not fit the slice");
 }
 
+int dt_cpu_local_shard_views(struct dt_backend *b,
+			     const struct dt_kernel_call *c,
+			     struct dt_rt_tensor *src, struct dt_rt_tensor *dst)
+{
+	struct dt_local_shard ls;
+	char err[500];
+	if (!dt_local_shard_read(c->m, c->args, &ls, err, sizeof err))
+		return dt_cpu_fail(b, c, "%s", err);
+	const struct dt_mesh *me = &c->m->meshes.data[ls.mesh];
+	int rank = c->m->rank >= 0 ? c->m->rank : b->rank;
+	int64_t pos = dt_mesh_position(me, rank), coord[DT_MAX_MESH_DIMS];
+	if (pos < 0)
+		return dt_cpu_fail(b, c, "rank %d is not in mesh '%s'", rank,
+				   dt_str_get(c->m, me->name));
+	dt_mesh_coords(me, pos, coord);
+	*src = *dt_kernel_input(c, 0);
+	*dst = c->outputs[0];
+	if (src->rank != ls.rank || dst->rank != ls.rank)
+		return dt_cpu_fail(b, c, "self or the result is not of rank %d",
+				   ls.rank);
+	for (int d = 0; d < ls.rank; d++) {
+		int64_t start, length;
+		dt_shard_box(&ls.src, &ls.dst, me->shape, coord, d,
+			     ls.shape[d], &start, &length);
+		if (start + length > src->shape[d] || length > dst->shape[d])
+			return dt_cpu_fail(b, c, "dim %d: the shard [%lld, %lld) "
+					   "does not fit self (%lld) or the "
+					   "result (%lld)", d, (long long)start,
+					   (long long)(start + length),
+					   (long long)src->shape[d],
+					   (long long)dst->shape[d]);
+		*src = dt_rt_narrow(src, d, start, length, 1);
+		*dst = dt_rt_narrow(dst, d, 0, length, 1);
+	}
+	return DT_OK;
+}
+
+/* dt.local_shard: zeros (the padding, semantics §7), then the rank's
+ * shard. */
+static int local_shard(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	struct dt_rt_tensor src, dst;
+	if (dt_cpu_local_shard_views(b, c, &src, &dst) != DT_OK)
+		return DT_ERUNTIME;
+	dt_cpu_fill(&c->outputs[0], 0);
+	return copy_into(b, c, &dst, &src, "the shard does not fit");
+}
+
 int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	switch (c->op) {
 	case DT_OP_CONSTANT_PAD_ND:
 		return pad(b, c);
+	case DT_OP_LOCAL_SHARD:
+		return local_shard(b, c);
 	case DT_OP_SLICE_BACKWARD:
 	case DT_OP_SELECT_BACKWARD:
 		return scatter_back(b, c);

@@ -28,6 +28,7 @@ static const dt_cpu_kernel_fn kernels[DT_NOPS] = {
 	[DT_OP_INDEX_SELECT] = dt_cpu_index,
 	[DT_OP_INDEX_ADD] = dt_cpu_index,
 	[DT_OP_REPEAT_INTERLEAVE] = dt_cpu_index,
+	[DT_OP_LOCAL_SHARD] = dt_cpu_pad,
 	[DT_OP_ADD_TENSOR] = dt_cpu_elementwise,
 	[DT_OP_ADD_SCALAR] = dt_cpu_elementwise,
 	[DT_OP_SUB_TENSOR] = dt_cpu_elementwise,

@@ -3,9 +3,9 @@
  * the GPU: the copying ops (clone, contiguous, _to_copy,
  * convert_element_type, a reshape that cannot alias, the single-process
  * redistribute), cat and stack as copies into slices of the result,
- * constant_pad_nd and slice/select backward as a fill plus a copy, and
- * the reductions' geometry for the generic kernel of cuda_reduce.cu (also
- * a whole-tensor sum or mean for mse_loss).
+ * constant_pad_nd, slice/select backward and dt.local_shard as a fill plus
+ * a copy, and the reductions' geometry for the generic kernel of
+ * cuda_reduce.cu (also a whole-tensor sum or mean for mse_loss).
  * Semantics follow cpu_copy.c and cpu_reduce.c. */
 #include "cuda_internal.h"
 
@@ -165,10 +165,26 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	return dt_cuda_copy(ctx, c, &part, g);
 }
 
+/* dt.local_shard: zeros (the padding), then the rank's shard. */
+static int local_shard(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
+{
+	struct dt_rt_tensor src, dst;
+	if (dt_cpu_local_shard_views(ctx->b, c, &src, &dst) != DT_OK ||
+	    dt_cuda_fill(ctx, c, &c->outputs[0], 0) != DT_OK)
+		return DT_ERUNTIME;
+	return dt_cuda_copy(ctx, c, &dst, &src);
+}
+
 int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
-	return c->op == DT_OP_CONSTANT_PAD_ND ? pad(ctx, c)
-					      : scatter_back(ctx, c);
+	switch (c->op) {
+	case DT_OP_CONSTANT_PAD_ND:
+		return pad(ctx, c);
+	case DT_OP_LOCAL_SHARD:
+		return local_shard(ctx, c);
+	default:
+		return scatter_back(ctx, c);
+	}
 }
 
 /* ---- reductions ---- */

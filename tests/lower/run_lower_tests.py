@@ -74,13 +74,13 @@ def one_dim():
             ("s1_s0_%d" % rows, s, "S(1)", "S(0)", {A2A: 1}),
             ("r_psum_%d" % rows, s, "R", "P(sum)", {}),
         ]
-    return {"mesh": [4], "dims": ["w"], "reds": reds}
+    return {"mesh": [4], "dims": ["w"], "reds": reds, "spmd": False}
 
 
 def zero_size():
     """2 rows on 4 ranks: ranks 2 and 3 hold nothing."""
     s = (2, 8)
-    return {"mesh": [4], "dims": ["w"], "reds": [
+    return {"mesh": [4], "dims": ["w"], "spmd": False, "reds": [
         ("z_s0_r", s, "S(0)", "R", {AG: 1}),
         ("z_r_s0", s, "R", "S(0)", {}),
         ("z_psum_s0", s, "P(sum)", "S(0)", {RS: 1}),
@@ -145,7 +145,7 @@ def uneven_2x3():
     """(Psum,Psum)->(S0,S0) of 4 rows on (2,3): per-rank pads and narrows;
     the two reduce-scatters stay separate (uneven) despite group "A B"."""
     return {"mesh": [2, 3], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "reds": [
+            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
         ("u_pp_s0s0", (4, 5), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
         ("u_s0s0_rr", (4, 5), "S(0) S(0)", "R R", {AG: 2}),
         ("u_s0s1_s1s0", (4, 5), "S(0) S(1)", "S(1) S(0)", {"total": 2}),
@@ -155,7 +155,7 @@ def uneven_2x3():
 def uneven_5x3():
     """S0S0->RR of a (5,3) tensor on 2x2 with group "A B": not merged."""
     return {"mesh": [2, 2], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "reds": [
+            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
         ("u53", (5, 3), "S(0) S(0)", "R R", {AG: 2}),
         ("e83", (8, 3), "S(0) S(0)", "R R", {AG: 1}),
     ]}
@@ -164,7 +164,7 @@ def uneven_5x3():
 def order():
     """A non-default shard order and a _S (the min-cost plan)."""
     return {"mesh": [4, 2], "dims": ["A", "B"],
-            "warn": ["redistribute:no_group", "redistribute:uneven"], "reds": [
+            "warn": ["redistribute:no_group", "redistribute:uneven"], "spmd": False, "reds": [
         ("o_rr", (8, 4), "S(0) S(0)", "R R", {AG: 2}, {"src_order": "0:B,A"}),
         ("o_default", (8, 4), "S(0) S(0)", "S(0) S(0)", None,
          {"src_order": "0:B,A"}),
@@ -202,8 +202,8 @@ TABLES = {"one-dim": one_dim, "zero-size": zero_size, "table-2d": table_2d,
 # after lower-redistribute,fuse-collectives,cancel-views,dce, SPMD-able).
 E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, True),
        "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, True),
-       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, False),
-       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, False)}
+       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, True),
+       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, True)}
 
 
 def strides(shape):
@@ -362,6 +362,34 @@ def case_table(r, name, spec):
     check_table(out, labels, reduced)
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "g.xml"], np=np)
     check_table(out, labels, reduced)
+    if spec.get("spmd", True):
+        check_spmd(r, "g.xml", "lower-redistribute", np, labels, reduced,
+                   counts, labels)
+    else:
+        refuse_spmd(r, "g.xml", "lower-redistribute")
+
+
+def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
+    """Lower src for every rank at once (no --rank): one program, without
+    rank=, with the collectives `want` of the per-rank graph (per owner when
+    owners are given), that checks against the reference on every rank."""
+    r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"])
+    path = os.path.join(r.workdir, "spmd.xml")
+    if ET.parse(path).getroot().get("rank") is not None:
+        raise Failure("the SPMD graph has a rank= attribute")
+    got = collectives(path, owners)
+    if got != want:
+        raise Failure("SPMD collectives %s, per-rank %s" % (got, want))
+    r.run([r.dtopt, "verify", "spmd.xml"])
+    out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
+                    src, "spmd.xml"], np=np)
+    check_table(out, names, reduced)
+
+
+def refuse_spmd(r, src, pipeline):
+    _, err = r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"], expect=1)
+    if "lower per rank instead" not in err:
+        raise Failure("SPMD lowering must say to lower per rank:\n" + err)
 
 
 def case_e2e(r, name):
@@ -379,14 +407,10 @@ def case_e2e(r, name):
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", src], np=np)
     check_table(out, names, set())
     if spmd:
-        r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"])
-        out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
-                        src, "spmd.xml"], np=np)
-        check_table(out, names, set())
+        check_spmd(r, src, pipeline, np, names, set(),
+                   collectives(os.path.join(r.workdir, "low.0.xml")))
     else:
-        _, err = r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"], expect=1)
-        if "lower per rank instead" not in err:
-            raise Failure("SPMD lowering must say to lower per rank:\n" + err)
+        refuse_spmd(r, src, pipeline)
 
 
 def main():

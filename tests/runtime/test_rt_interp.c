@@ -257,11 +257,60 @@ static void test_ops_all(void **state)
 	bool seen[DT_NOPS] = {false};
 	dt_foreach_node(u.m, id)
 		seen[dt_node_get(u.m, id)->op] = true;
-	for (int op = 1; op < DT_NOPS; op++) /* redistribute: global view only */
-		if (dt_cpu_has_kernel((enum dt_op)op) && !seen[op] && op != DT_OP_REDISTRIBUTE)
+	/* redistribute: global view only; dt.local_shard: test_local_shard */
+	for (int op = 1; op < DT_NOPS; op++)
+		if (dt_cpu_has_kernel((enum dt_op)op) && !seen[op] &&
+		    op != DT_OP_REDISTRIBUTE && op != DT_OP_LOCAL_SHARD)
 			fail_msg("ops_all.xml lacks %s", dt_op_get((enum dt_op)op)->target);
 	run_fini(&u);
 	test_free(xml);
+}
+
+/* dt.local_shard of 13 rows on a mesh of 4 (R -> S(0)): on each rank of
+ * an SPMD graph the rank's rows padded with zeros to 4 (the kernel reads
+ * the backend's rank); in a per-rank graph (rank="3") exactly that rank's
+ * row. */
+#define LOCAL_SHARD_GRAPH(rank_attr, out_shape)                               \
+	"<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1.1\" name=\"t\" "   \
+	"view=\"local\"" rank_attr ">\n"                                        \
+	"<mesh name=\"world\" shape=\"4\" dims=\"w\"/>\n"                        \
+	"<node name=\"x\" op=\"placeholder\"><tensor dtype=\"float32\" "        \
+	"shape=\"13 6\"/><sharding mesh=\"world\" placements=\"R\" "           \
+	"global-shape=\"13 6\"/></node>\n"                                      \
+	CALL("y", "dt.local_shard", "<arg node=\"x\"/><arg str=\"world\"/>"     \
+	     "<arg str=\"R\"/><arg str=\"S(0)\"/><arg ints=\"13 6\"/>"           \
+	     "<tensor dtype=\"float32\" shape=\"" out_shape "\"/>")              \
+	OUT("y") "</dtopt-graph>\n"
+
+static void run_on_rank(struct run *u, const char *xml, int rank)
+{
+	struct dt_run_options opt = {.seed = SEED, .iters = 1};
+	rt_diag_init(&u->r);
+	u->m = rt_load(&u->r, xml);
+	u->b = rt_backend(&u->r);
+	u->b->rank = rank;
+	u->rc = dt_interpret(u->m, u->b, &opt, &u->res);
+	if (u->rc != DT_OK)
+		fail_msg("%s", u->r.last);
+}
+
+static void test_local_shard(void **state)
+{
+	(void)state;
+	struct run u;
+	for (int rank = 0; rank < 4; rank++) {
+		run_on_rank(&u, LOCAL_SHARD_GRAPH("", "4 6"), rank);
+		int64_t rows = rank < 3 ? 4 : 1;
+		for (int64_t i = 0; i < 24; i++)
+			assert_true(rt_at(&u.res.outputs[0], i) ==
+				    (i / 6 < rows ? x_at("x", rank * 24 + i) : 0));
+		run_fini(&u);
+	}
+	run_on_rank(&u, LOCAL_SHARD_GRAPH(" rank=\"3\"", "1 6"), 3);
+	assert_int_equal(u.res.outputs[0].shape[0], 1);
+	for (int64_t i = 0; i < 6; i++)
+		assert_true(rt_at(&u.res.outputs[0], i) == x_at("x", 72 + i));
+	run_fini(&u);
 }
 
 static void dropout(uint64_t seed, double *out, double *mask)
@@ -462,6 +511,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_collectives, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_ops_all, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_local_shard, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_dropout, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_iterations_summary, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_trace, rt_setup, rt_teardown),
