@@ -494,6 +494,37 @@ static int strided_view_local(struct dt_lower *l, uint32_t id)
 	return DT_EINPUT;
 }
 
+/* view and _unsafe_view reshape values. A rank's input may have another
+ * layout than the global one (a shard cut from a gathered value, a block
+ * transposed locally) that cannot serve the view: then it becomes
+ * aten.reshape, which copies where it must. Runs after the size argument
+ * is localized. */
+static void view_or_reshape(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	struct dt_node *n = dt_node_get(m, id);
+	if ((n->op != DT_OP_VIEW && n->op != DT_OP_UNSAFE_VIEW) || n->nargs < 2 ||
+	    dt_node_arg(m, n, 0)->kind != DT_ARG_NODE ||
+	    dt_node_arg(m, n, 1)->kind != DT_ARG_INTS)
+		return;
+	const struct dt_node *in = dt_node_get(m, dt_node_arg(m, n, 0)->v.node);
+	if (in->ntensors != 1)
+		return;
+	const struct dt_tensor *t = dt_node_tensor(m, in, 0);
+	int rank, k;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	const int64_t *stride = dt_ints_get(m, t->stride, NULL);
+	const int64_t *size = dt_ints_get(m, dt_node_arg(m, n, 1)->v.ints, &k);
+	int64_t numel = 1, out[DT_MAX_RANK];
+	for (int d = 0; d < k; d++)
+		numel *= size[d];
+	if (k > DT_MAX_RANK || numel != dt_numel(shape, rank) ||
+	    dt_view_strides(shape, stride, rank, size, k, out))
+		return;
+	n->op = DT_OP_RESHAPE;
+	n->target = dt_str_intern(m, dt_op_get(DT_OP_RESHAPE)->target);
+}
+
 /* Args that state sizes become the local output shape `out` (of rank k;
  * `g` is the global one). */
 static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
@@ -642,6 +673,7 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	if ((!repl || strided) &&
 	    localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
 		return DT_EINPUT;
+	view_or_reshape(l, id);
 	struct capture cap = {{0}};
 	struct dt_diag quiet;
 	dt_diag_init(&quiet);
