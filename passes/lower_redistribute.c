@@ -54,6 +54,7 @@
  * whose shards are uneven.
  */
 #include "lower_redistribute_internal.h"
+#include "views.h"
 
 #include <string.h>
 
@@ -558,6 +559,91 @@ static void set_ints(struct dt_lower *l, const struct dt_bound_args *b, int p,
 	a->v.ints = dt_ints_intern(l->m, v, (size_t)k);
 }
 
+/* _reshape_alias and as_strided whose stated strides and offset are what
+ * view() gives over their input (every _reshape_alias make_fx writes)
+ * reshape values: the strides describe the global input's layout, which a
+ * rank's input need not have (a gathered value is contiguous). Before any
+ * node is lowered, each becomes aten.reshape(self, size), whose local
+ * sizes and strides lowering derives from the local input. The others
+ * keep their op; their input's global metadata is recorded for
+ * strided_view_local. */
+static void reshape_strided_views(struct dt_lower *l)
+{
+	struct dt_module *m = l->m;
+	dt_foreach_node(m, id) {
+		struct dt_node *n = dt_node_get(m, id);
+		if (n->kind != DT_NODE_CALL ||
+		    (n->op != DT_OP_RESHAPE_ALIAS && n->op != DT_OP_AS_STRIDED) ||
+		    n->nargs < 2 || n->ntensors != 1 ||
+		    dt_node_arg(m, n, 0)->kind != DT_ARG_NODE)
+			continue;
+		const struct dt_node *in =
+			dt_node_get(m, dt_node_arg(m, n, 0)->v.node);
+		if (in->ntensors != 1)
+			continue;
+		bool positional = dt_node_arg(m, n, 0)->name.id == 0 &&
+				  dt_node_arg(m, n, 1)->name.id == 0;
+		if (!positional || !dt_reshape_is_view(m, n)) {
+			l->strided_input[id] = *dt_node_tensor(m, in, 0);
+			continue;
+		}
+		n->op = DT_OP_RESHAPE;
+		n->target = dt_str_intern(m, dt_op_get(DT_OP_RESHAPE)->target);
+		n = dt_node_get(m, id);
+		n->nargs = 2;
+	}
+}
+
+/* A strided view that is not a reshape (reshape_strided_views) reads the
+ * storage layout of its global input: it runs only replicated (as the
+ * rules say) on an input whose local metadata is the global one. */
+static int strided_view_local(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	const struct dt_node *in = dt_node_get(m, dt_node_arg(m, n, 0)->v.node);
+	const struct dt_tensor *g = &l->strided_input[id];
+	if (in->ntensors == 1 && dt_tensor_same(dt_node_tensor(m, in, 0), g))
+		return DT_OK;
+	dt_node_error(l->ctx->diag, m, n,
+		      "cannot lower %s locally: %s states storage strides and "
+		      "offsets of its global input, whose layout differs on "
+		      "the ranks (sharded or redistributed)",
+		      name_of(m, id), dt_op_get((enum dt_op)n->op)->name);
+	return DT_EINPUT;
+}
+
+/* view and _unsafe_view reshape values. A rank's input may have another
+ * layout than the global one (a shard cut from a gathered value, a block
+ * transposed locally) that cannot serve the view: then it becomes
+ * aten.reshape, which copies where it must. Runs after the size argument
+ * is localized. */
+static void view_or_reshape(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	struct dt_node *n = dt_node_get(m, id);
+	if ((n->op != DT_OP_VIEW && n->op != DT_OP_UNSAFE_VIEW) || n->nargs < 2 ||
+	    dt_node_arg(m, n, 0)->kind != DT_ARG_NODE ||
+	    dt_node_arg(m, n, 1)->kind != DT_ARG_INTS)
+		return;
+	const struct dt_node *in = dt_node_get(m, dt_node_arg(m, n, 0)->v.node);
+	if (in->ntensors != 1)
+		return;
+	const struct dt_tensor *t = dt_node_tensor(m, in, 0);
+	int rank, k;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	const int64_t *stride = dt_ints_get(m, t->stride, NULL);
+	const int64_t *size = dt_ints_get(m, dt_node_arg(m, n, 1)->v.ints, &k);
+	int64_t numel = 1, out[DT_MAX_RANK];
+	for (int d = 0; d < k; d++)
+		numel *= size[d];
+	if (k > DT_MAX_RANK || numel != dt_numel(shape, rank) ||
+	    dt_view_strides(shape, stride, rank, size, k, out))
+		return;
+	n->op = DT_OP_RESHAPE;
+	n->target = dt_str_intern(m, dt_op_get(DT_OP_RESHAPE)->target);
+}
+
 /* Args that state sizes become the local output shape `out` (of rank k;
  * `g` is the global one). */
 static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
@@ -604,11 +690,7 @@ static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
 			m->args.data[b.arg[2] - m->args.data].v.i = out[0];
 		break;
 	case DT_OP_AS_STRIDED: case DT_OP_RESHAPE_ALIAS:
-		dt_node_error(l->ctx->diag, m, n,
-			      "cannot lower %s locally: %s states storage "
-			      "strides and offsets of the global tensor",
-			      name_of(m, id), dt_op_get((enum dt_op)n->op)->name);
-		return DT_EINPUT;
+		return strided_view_local(l, id);
 	default:
 		break;
 	}
@@ -706,8 +788,11 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 					&result_pl[k], g[k], rank[k]))
 			return DT_EINPUT;
 	}
-	if (!repl && localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
+	bool strided = n->op == DT_OP_AS_STRIDED || n->op == DT_OP_RESHAPE_ALIAS;
+	if ((!repl || strided) &&
+	    localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
 		return DT_EINPUT;
+	view_or_reshape(l, id);
 	struct capture cap = {{0}};
 	struct dt_diag quiet;
 	dt_diag_init(&quiet);
@@ -799,6 +884,9 @@ static int run_lower(struct dt_pass_ctx *ctx)
 	memset(l.dim_group, 0xff, (m->meshes.len + 1) * sizeof *l.dim_group);
 	for (uint32_t id = 0; id < l.nold; id++)
 		l.local[id] = id;
+	l.strided_input = dt_arena_alloc(ctx->scratch,
+					 l.nold * sizeof *l.strided_input);
+	reshape_strided_views(&l);
 	l.first_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
 	l.next_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
 	dt_foreach_node(m, id) {

@@ -30,6 +30,10 @@ struct dt_lower {
 	 * differ from result 0's (layer norm backward: S(0) grad_input,
 	 * P(sum) grad_weight). 0 ends a list. */
 	uint32_t *first_result_pin, *next_result_pin;
+	/* Old id -> the global metadata of input 0 of an as_strided or
+	 * _reshape_alias that is not a reshape of values (lowered only where
+	 * its input keeps that layout). */
+	struct dt_tensor *strided_input;
 	/* Where emitted nodes go: before node `before`, named after `base`,
 	 * with the source line `line`. */
 	uint32_t before;

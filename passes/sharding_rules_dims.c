@@ -10,6 +10,7 @@
  *
  * Time: O(rank · tensors) rows per node. */
 #include "sharding_rules_internal.h"
+#include "views.h"
 
 #include <string.h>
 
@@ -61,6 +62,11 @@ static void view_blocks(struct dt_rule_fill *f)
 
 void dt_rule_view(struct dt_rule_fill *f)
 {
+	/* _reshape_alias and as_strided state strides: they are a view of
+	 * the values only when those are the strides view() would give. */
+	if ((f->r->op == DT_OP_RESHAPE_ALIAS || f->r->op == DT_OP_AS_STRIDED) &&
+	    !dt_reshape_is_view(f->m, f->n))
+		return;
 	view_blocks(f);
 	dt_rule_partial_through_first(f, DT_OPS_ALL);
 }

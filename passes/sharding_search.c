@@ -357,30 +357,46 @@ uint64_t dt_shard_space_product(const struct dt_shard_space *s)
 /* ------------------------------------------------------------------ */
 /* Costs. */
 
+/* What moving tensor t from src to dst costs (µs), INFINITY when no plan
+ * gets there. */
+static double move_cost(const struct dt_shard_space *s,
+			const struct dt_rule_tensor *t,
+			const struct dt_placements *src,
+			const struct dt_placements *dst)
+{
+	struct dt_redist_request req = {
+	    .mesh = &s->mesh,
+	    .topology = &s->topology,
+	    .dtype = (enum dt_dtype)t->dtype,
+	    .rank = t->rank,
+	    .src = *src,
+	    .dst = *dst,
+	};
+	memcpy(req.shape, t->shape, sizeof req.shape);
+	struct dt_redist_plan plan;
+	char err[256];
+	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
+		return INFINITY;
+	double cost = dt_redist_plan_cost(&plan);
+	/* DTensor's greedy order can pass through placements that are not
+	 * valid (R -> P(sum) on one dim while another is still P(max)), which
+	 * lowering refuses: such a plan gets nowhere. */
+	for (uint32_t k = 0; k < plan.steps.len && cost < INFINITY; k++)
+		if (!dt_placements_validate(&plan.steps.data[k].after, t->rank,
+					    err, sizeof err))
+			cost = INFINITY;
+	dt_redist_plan_fini(&plan);
+	return cost;
+}
+
 static double plan_cost(struct dt_shard_space *s, uint32_t i,
 			const struct dt_placements *target)
 {
 	const struct dt_placements *cur = &s->current.data[i];
 	if (dt_placements_equal(cur, target))
 		return 0;
-	const struct dt_rule_tensor *t = dt_rules_input(s->rules, i);
-	struct dt_redist_request req = {
-	    .mesh = &s->mesh,
-	    .topology = &s->topology,
-	    .dtype = (enum dt_dtype)t->dtype,
-	    .rank = t->rank,
-	    .src = *cur,
-	    .dst = *target,
-	};
-	memcpy(req.shape, t->shape, sizeof req.shape);
-	struct dt_redist_plan plan;
-	char err[256];
 	s->plans++;
-	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
-		return INFINITY;
-	double cost = dt_redist_plan_cost(&plan);
-	dt_redist_plan_fini(&plan);
-	return cost;
+	return move_cost(s, dt_rules_input(s->rules, i), cur, target);
 }
 
 /* The placements of input i in state `st` (its ndim + 1 bytes). */
@@ -758,23 +774,7 @@ static double output_move_cost(struct dt_shard_space *s,
 			       const struct dt_shard_choice *c,
 			       const struct dt_placements *target)
 {
-	const struct dt_rule_tensor *t = tensor_of(s, 0);
-	struct dt_redist_request req = {
-	    .mesh = &s->mesh,
-	    .topology = &s->topology,
-	    .dtype = (enum dt_dtype)t->dtype,
-	    .rank = t->rank,
-	    .src = c->placements.data[0],
-	    .dst = *target,
-	};
-	memcpy(req.shape, t->shape, sizeof req.shape);
-	struct dt_redist_plan plan;
-	char err[256];
-	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
-		return INFINITY;
-	double cost = dt_redist_plan_cost(&plan);
-	dt_redist_plan_fini(&plan);
-	return cost;
+	return move_cost(s, tensor_of(s, 0), &c->placements.data[0], target);
 }
 
 struct toward {

@@ -28,6 +28,15 @@ static bool reshape_is_view(const struct dt_module *m, const struct dt_node *n,
 	return dst->offset == src->offset;
 }
 
+bool dt_reshape_is_view(const struct dt_module *m, const struct dt_node *n)
+{
+	if (n->ntensors != 1 || n->nargs == 0 ||
+	    dt_node_arg(m, n, 0)->kind != DT_ARG_NODE)
+		return false;
+	const struct dt_node *in = dt_node_get(m, dt_view_step_input(m, n));
+	return in->ntensors == 1 && reshape_is_view(m, n, in);
+}
+
 bool dt_is_view_step(const struct dt_module *m, const struct dt_node *n)
 {
 	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||

@@ -15,6 +15,12 @@
  * tensor must be known (shape-infer). */
 bool dt_is_view_step(const struct dt_module *m, const struct dt_node *n);
 
+/* Whether single-result node `n` (a reshape, _unsafe_view, _reshape_alias
+ * or as_strided) has the shape, strides and storage offset that view()
+ * gives over its first input's metadata: then it reshapes values, and its
+ * stated strides describe only that layout. */
+bool dt_reshape_is_view(const struct dt_module *m, const struct dt_node *n);
+
 /* The node a view step reads (its first argument). */
 uint32_t dt_view_step_input(const struct dt_module *m, const struct dt_node *n);
 

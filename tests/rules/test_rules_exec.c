@@ -66,6 +66,7 @@ struct rcase {
 #define OP(target, args) "<node name=\"op\" op=\"call_function\" target=\"" target "\">" args "</node>"
 #define GET(k) "<node name=\"r" #k "\" op=\"call_function\" target=\"operator.getitem\"><arg node=\"op\"/><arg int=\"" #k "\"/></node>"
 #define SIZE "<arg ints=\"@SIZE@\"/>"
+#define STRIDE "<arg ints=\"@STRIDE@\"/>" /* contiguous strides of @SIZE@ */
 
 static const struct rcase cases[] = {
 	/* pointwise: binary with broadcasting, numbers, scalars */
@@ -177,6 +178,13 @@ static const struct rcase cases[] = {
 	{"view_split", {F("a", "12 5")}, OP("aten.view.default", A("a") SIZE), "op", "3 4 5"},
 	{"view_regroup", {F("a", "4 6")}, OP("aten.view.default", A("a") SIZE), "op", "6 4"},
 	{"view_ones", {F("a", "1 8 1 3")}, OP("aten.view.default", A("a") SIZE), "op", "8 3"},
+	{"view_merge3", {F("a", "3 5 2")}, OP("aten.view.default", A("a") SIZE), "op", "30"},
+	{"view_split3", {F("a", "30")}, OP("aten.view.default", A("a") SIZE), "op", "3 5 2"},
+	{"view_heads", {F("a", "2 3 5 4")}, OP("aten.view.default", A("a") SIZE), "op", "6 5 4"},
+	{"view_unheads", {F("a", "6 5 4")}, OP("aten.view.default", A("a") SIZE), "op", "2 3 5 4"},
+	{"reshape_alias", {F("a", "2 3 5 4")}, OP("aten._reshape_alias.default", A("a") SIZE STRIDE), "op", "6 5 4"},
+	{"reshape_alias_split", {F("a", "6 5 4")}, OP("aten._reshape_alias.default", A("a") SIZE STRIDE), "op", "2 3 20"},
+	{"as_strided", {F("a", "4 6")}, OP("aten.as_strided.default", A("a") SIZE STRIDE), "op", "24"},
 	{"reshape", {F("a", "4 6 5")}, OP("aten.reshape.default", A("a") SIZE), "op", "4 30"},
 	{"unsafe_view", {F("a", "6 4 2")}, OP("aten._unsafe_view.default", A("a") SIZE), "op", "6 8"},
 	{"permute", {F("a", "3 4 5")}, OP("aten.permute.default", A("a") AIS("2 0 1")), "op", NULL},
@@ -353,19 +361,25 @@ static void graph_text(const struct rcase *c, int n, const struct dt_placement *
 			append(buf, &at, "<node name=\"%s\" op=\"call_function\" target=\"%s\"><arg node=\"%s_raw\"/></node>\n",
 			       in->name, in->pre, in->name);
 	}
-	char sz[128] = "";
-	if (size)
+	char sz[128] = "", sst[128] = "";
+	if (size) {
+		int64_t st[DT_MAX_RANK];
+		dt_contiguous_strides(size, size_rank, st);
 		shape_text(size, size_rank, sz, sizeof sz);
+		shape_text(st, size_rank, sst, sizeof sst);
+	}
 	for (const char *p = c->call; *p;) {
-		const char *hit = strstr(p, "@SIZE@");
+		const char *hit = strchr(p, '@');
 		size_t len = hit ? (size_t)(hit - p) : strlen(p);
 		append(buf, &at, "%.*s", (int)len, p);
 		p += len;
-		if (hit) {
-			assert_non_null(size);
-			append(buf, &at, "%s", sz);
-			p += 6;
-		}
+		if (!hit)
+			continue;
+		assert_non_null(size);
+		bool stride = strncmp(hit, "@STRIDE@", 8) == 0;
+		assert_true(stride || strncmp(hit, "@SIZE@", 6) == 0);
+		append(buf, &at, "%s", stride ? sst : sz);
+		p += stride ? 8 : 6;
 	}
 	append(buf, &at, "\n<node name=\"output\" op=\"output\"><arg nodes=\"%s\"/></node>\n</dtopt-graph>\n",
 	       c->outs);
@@ -774,6 +788,10 @@ static void test_wrong_rows_fail(void **state)
 		{"softmax", {RE(SHARD, SUM, 1), RE(SHARD, SUM, 1)}},
 		/* a view that merges dims keeps the first dim's shard, not the second's */
 		{"view_merge", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 1)}},
+		/* a merged inner dim is not a plain shard of the merged one */
+		{"view_heads", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 1)}},
+		/* _reshape_alias: the same, whatever strides it states */
+		{"reshape_alias", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 1)}},
 		/* cat along its own dim */
 		{"cat", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 0), RE(SHARD, SUM, 0)}},
 		/* ones are not a partial sum */
