@@ -11,6 +11,8 @@ configuration (a model of models.py under one of its six placements):
   spmd             dtopt opt G -o OUT.xml --create-groups (one program for
                    every rank); when refused, the per-rank fallback
   lower            dtopt opt G -o 'OUT.{rank}.xml' --create-groups
+  pins             every output of OUT (of rank 0) has the placements the
+                   exporter pinned
   check-reference  mpirun -np N dtopt run --check --reference G OUT
   check            mpirun -np N dtopt run --check G
   eager            dtopt run --backend cpu G against torch eager on the same
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -48,8 +51,8 @@ import check_torch  # noqa: E402  (input_value: runtime/inputs.c's formula)
 import fx_export  # noqa: E402
 import models  # noqa: E402
 
-STAGES = ("export", "verify", "spmd", "lower", "check-reference", "check",
-          "eager")
+STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
+          "check", "eager")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
 # output (float32 sums in a different order).
 EAGER_TOL = 1e-4
@@ -86,6 +89,31 @@ def check_summary(rc, out):
         return False, worst, "MISMATCH: %s outputs differ, max abs err %.3g" \
             % (m.group(1), worst or 0)
     return False, worst, first_error(out)
+
+
+def output_placements(path):
+    """The placements of each output of the lowered graph at `path` (None
+    where an output has no <sharding>)."""
+    nodes = ET.parse(path).getroot().findall("node")
+    shard = {n.get("name"): n.find("sharding") for n in nodes}
+    (out,) = [n for n in nodes if n.get("op") == "output"]
+    return [None if shard.get(v) is None else
+            " ".join(shard[v].get("placements").split()) +
+            (" order=" + shard[v].get("order") if shard[v].get("order")
+             else "")
+            for v in out.find("arg").get("nodes").split()]
+
+
+def pins_reason(path, wanted):
+    """'' when the outputs of `path` carry the placements `wanted`, else
+    the first that does not."""
+    got = output_placements(path)
+    if len(got) != len(wanted):
+        return "%d outputs, %d pinned" % (len(got), len(wanted))
+    for i, (g, w) in enumerate(zip(got, wanted)):
+        if g != w:
+            return "output %d has placements %s, pinned to %s" % (i, g, w)
+    return ""
 
 
 def collectives(out):
@@ -216,6 +244,8 @@ def run_config(a, model, placement, gm, inputs, expected):
         res.done("lower", rc == 0, first_error(out))
     if rc == 0:
         res.collectives = collectives(out)
+        why = pins_reason(low.replace("{rank}", "0"), outs)
+        res.done("pins", not why, why)
         ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
         res.done("check-reference", ok, why, err)
     ok, err, why = check_summary(*run(mpirun + [g]))
