@@ -197,7 +197,6 @@ class Result:
         self.passed = set()
         self.collectives = {}
         self.errors = {}  # stage -> max abs error
-        self.seconds = 0.0
 
     def done(self, stage, ok, reason="", error=None):
         if ok:
@@ -212,7 +211,6 @@ class Result:
 def run_config(a, model, placement, gm, inputs, expected):
     config = "%s/%s" % (model, placement)
     res = Result(config)
-    start = time.time()
     work = os.path.join(a.workdir, model + "_" + placement)
     os.makedirs(work, exist_ok=True)
     g = os.path.join(work, "global.xml")
@@ -252,7 +250,6 @@ def run_config(a, model, placement, gm, inputs, expected):
     res.done("check", ok, why, err)
     ok, err, why = compare_eager(a.dtopt, g, work, expected)
     res.done("eager", ok, why, err)
-    res.seconds = time.time() - start
     return res
 
 
@@ -400,12 +397,13 @@ def main():
                     n.meta["dtopt.input_max"] = str(
                         models.input_max(model)[n.name])
             traced[model] = (gm, inputs, eager_outputs(model))
+        t0 = time.time()
         r = run_config(a, model, placement, *traced[model])
         results.append(r)
         if not a.table:
             print("%-16s %s (%.1f s)" % (
                 r.config, "ok" if not r.failed else "failed: " + ", ".join(
-                    r.failed), r.seconds), flush=True)
+                    r.failed), time.time() - t0), flush=True)
     if a.table:
         print_table(results)
     print("%d configurations in %.1f s" % (len(results), time.time() - start))
