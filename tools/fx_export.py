@@ -436,9 +436,35 @@ def _output_xml(node):
     return _arg_xml("arg", flat, "output")
 
 
+def _output_pins(gm, output_placements, ndims, descs):
+    """node -> placements string for the nodes feeding the output positions
+    `output_placements` names (a list, one entry or None per flattened
+    output; None leaves that position unpinned)."""
+    (out,) = [n for n in gm.graph.nodes if n.op == "output"]
+    flat, _ = pytree.tree_flatten(out.args[0])
+    if len(output_placements) != len(flat):
+        raise ExportError("output_placements has %d entries, the graph %d "
+                          "outputs" % (len(output_placements), len(flat)))
+    pins = {}
+    for i, (value, text) in enumerate(zip(flat, output_placements)):
+        if text is None:
+            continue
+        where = "output %d" % i
+        d = descs.get(value) if isinstance(value, torch.fx.Node) else None
+        if not d or len(d) != 1 or value.op not in ("placeholder",
+                                                    "call_function"):
+            raise ExportError("%s: not a single tensor result; it cannot be "
+                              "pinned" % where)
+        pl = _check_placements(where, text, ndims, len(d[0].shape))
+        if pins.setdefault(value, pl) != pl:
+            raise ExportError("%s: %s also feeds an output pinned to %s"
+                              % (where, value.name, pins[value]))
+    return pins
+
+
 def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
            path=None, name=None, stack_trace=False,
-           inline_max=INLINE_MAX_BYTES):
+           inline_max=INLINE_MAX_BYTES, output_placements=None):
     """Write `gm` (a torch.fx.GraphModule from make_fx) as a format v1
     global-view graph and return the XML text.
 
@@ -455,6 +481,10 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
     name: the graph name (default: the file name without extension, else
       the GraphModule's class name, which make_fx sets to the function's).
     stack_trace: also write node.meta['stack_trace'] where present.
+    output_placements: optional list, one placements string (or None) per
+      flattened output: the node feeding that output gets a <sharding>
+      pin, which shard-prop honours (redistributing after the node when no
+      strategy gives it). A placeholder output keeps its own placements.
 
     Raises ExportError (a ValueError) for what format v1 cannot express:
     call_module/call_method nodes, non-tensor placeholders or constants,
@@ -479,6 +509,8 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
     side_files = []
     version = (FORMAT_VERSION_CONSTANTS
                if any(n.op == "get_attr" for n in nodes) else FORMAT_VERSION)
+    pins = (_output_pins(gm, output_placements, len(dims), descs)
+            if output_placements is not None else {})
 
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              "<dtopt-graph%s>" % _attrs([("version", version),
@@ -503,6 +535,9 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
             children.append(d[0].xml())
             pl = _check_placements(n.name, placements.get(n.name, " ".join(
                 ["R"] * len(dims))), len(dims), len(d[0].shape))
+            if pins.get(n, pl) != pl:
+                raise ExportError("%s: an output pins it to %s, its "
+                                  "placements are %s" % (where, pins[n], pl))
             children.append("<sharding%s/>" % _attrs([("mesh", MESH_NAME),
                                                       ("placements", pl)]))
         elif n.op == "call_function":
@@ -512,6 +547,9 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
             children += [_arg_xml("kwarg", v, where, name=k)
                          for k, v in n.kwargs.items()]
             children += [t.xml() for t in (descs.get(n) or [])]
+            if n in pins:
+                children.append("<sharding%s/>" % _attrs(
+                    [("mesh", MESH_NAME), ("placements", pins[n])]))
         elif n.op == "get_attr":
             head = [("name", n.name), ("op", "get_attr"),
                     ("target", str(n.target))]

@@ -503,6 +503,22 @@ class ValueTests(GraphChecks):
         self.assertEqual(self.node(root, "x_1").find("sharding")
                          .get("placements"), "_S(0,2) P(sum)")
 
+    def test_output_placements(self):
+        pins = ["S(0) R"] + [None] * 7  # output 0 is slice_1
+        root = ET.fromstring(self.export(output_placements=pins).encode())
+        pinned = {n.get("name"): n.find("sharding").get("placements")
+                  for n in root.findall("node")
+                  if n.find("sharding") is not None}
+        self.assertEqual(pinned, {"x_1": "S(0) S(1)", "idx_1": "R R",
+                                  "slice_1": "S(0) R"})
+        for bad in ([None] * 3,                       # wrong length
+                    [None] * 7 + ["R R"],             # a None output
+                    [None] * 4 + ["S(0) R"] + [None] * 3,  # 0-d sum_1
+                    ["S(0)"] + [None] * 7):           # too few tokens
+            with self.subTest(pins=bad):
+                with self.assertRaises(fx_export.ExportError):
+                    self.export(output_placements=bad)
+
 
 class ConstantTests(unittest.TestCase):
     """get_attr tensors (closed over by the traced function) become

@@ -1,0 +1,421 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""run_models.py: the real-model suite (issue 10 part 4). For every
+configuration (a model of models.py under one of its six placements):
+
+  export           trace with make_fx, write the global-view graph G with
+                   tools/fx_export.py (placeholders pinned as the placement
+                   prescribes, every gradient and updated parameter pinned to
+                   its parameter's placements, the loss replicated)
+  verify           dtopt verify G
+  spmd             dtopt opt G -o OUT.xml --create-groups (one program for
+                   every rank); when refused, the per-rank fallback
+  lower            dtopt opt G -o 'OUT.{rank}.xml' --create-groups
+  pins             every output of OUT (of rank 0) has the placements the
+                   exporter pinned
+  check-reference  mpirun -np N dtopt run --check --reference G OUT
+  check            mpirun -np N dtopt run --check G
+  eager            dtopt run --backend cpu G against torch eager on the same
+                   deterministic inputs (runtime/inputs.c's formula)
+
+A stage fails with a one-line reason; stages after a failed one that need
+its result are not reached. With --expected FILE the run passes only when
+the failing (configuration, stage) pairs are exactly those FILE lists: a
+listed pair that passes fails the run too, so the list shrinks as fixes
+land (--update-expected FILE rewrites it from this run).
+
+usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
+                     [--table] [--expected FILE] [--update-expected FILE]
+       run_models.py - --list      (the models, one a line)
+PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
+Needs Debian's /usr/bin/python3 with python3-torch.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path[:0] = [HERE, os.path.join(ROOT, "tools"),
+                os.path.join(ROOT, "tests", "runtime")]
+
+import torch  # noqa: E402
+
+import check_torch  # noqa: E402  (input_value: runtime/inputs.c's formula)
+import fx_export  # noqa: E402
+import models  # noqa: E402
+
+STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
+          "check", "eager")
+# Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
+# output (float32 sums in a different order).
+EAGER_TOL = 1e-4
+_ROW_RE = re.compile(r"^\s*\d+\s+\S+\s+\S+\s+(bitwise|equal|close|MISMATCH)"
+                     r"\s+(\S+)")
+_KIND = {"all_gather": "ag", "reduce_scatter": "rs", "all_reduce": "ar",
+         "all_to_all": "a2a"}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def first_error(out):
+    """The first 'error:' line of `out` (without its file:line prefix),
+    else its last non-empty line."""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error:" in ln:
+            return ln.split("error:", 1)[1].strip()
+    return lines[-1] if lines else "(no output)"
+
+
+def check_summary(rc, out):
+    """(ok, max abs error, reason) of a `dtopt run --check` output."""
+    errs = [float(m.group(2)) for m in map(_ROW_RE.match, out.splitlines())
+            if m and re.match(r"^[-+0-9.eEinfa]+$", m.group(2))]
+    worst = max(errs) if errs else None
+    if rc == 0 and "check: ok" in out:
+        return True, worst, ""
+    m = re.search(r"check: MISMATCH \((\d+ of \d+) outputs differ", out)
+    if m:
+        return False, worst, "MISMATCH: %s outputs differ, max abs err %.3g" \
+            % (m.group(1), worst or 0)
+    return False, worst, first_error(out)
+
+
+def output_placements(path):
+    """The placements of each output of the lowered graph at `path` (None
+    where an output has no <sharding>)."""
+    nodes = ET.parse(path).getroot().findall("node")
+    shard = {n.get("name"): n.find("sharding") for n in nodes}
+    (out,) = [n for n in nodes if n.get("op") == "output"]
+    return [None if shard.get(v) is None else
+            " ".join(shard[v].get("placements").split()) +
+            (" order=" + shard[v].get("order") if shard[v].get("order")
+             else "")
+            for v in out.find("arg").get("nodes").split()]
+
+
+def pins_reason(path, wanted):
+    """'' when the outputs of `path` carry the placements `wanted`, else
+    the first that does not."""
+    got = output_placements(path)
+    if len(got) != len(wanted):
+        return "%d outputs, %d pinned" % (len(got), len(wanted))
+    for i, (g, w) in enumerate(zip(got, wanted)):
+        if g != w:
+            return "output %d has placements %s, pinned to %s" % (i, g, w)
+    return ""
+
+
+def collectives(out):
+    """{'ag:tp': count, ...} from the first `--report=json` line of `out`."""
+    for ln in out.splitlines():
+        if ln.startswith('{"rows"'):
+            rows = json.loads(ln)["rows"]
+            return {"%s:%s" % (_KIND.get(r["kind"], r["kind"]), r["group"]):
+                    r["count_after"] for r in rows if r["count_after"]}
+    return {}
+
+
+# ---------------------------------------------------------------------------
+# torch eager on dtopt's inputs
+
+
+def dtopt_inputs(model, seed=0):
+    """The batch inputs and parameters dtopt's runtime generates for the
+    graph's placeholders (name, global row-major index), as torch tensors;
+    parameters require grad."""
+    batch, params = models.placeholder_names(model)
+    maxes = models.input_max(model)
+    out = []
+    for name, ex in zip(batch + params, models.example_inputs(model)):
+        vals = [check_torch.input_value(seed, name, i, ex.dtype,
+                                        maxes.get(name, 2))
+                for i in range(ex.numel())]
+        t = torch.tensor(vals, dtype=torch.float64).to(ex.dtype).view(
+            ex.shape)
+        out.append(t.requires_grad_() if name in params else t)
+    return out
+
+
+def eager_outputs(model):
+    return [o.detach() for o in
+            models.training_step(model)(*dtopt_inputs(model))]
+
+
+def compare_eager(dtopt, g, work, expected):
+    """(ok, max abs error, reason): dtopt's CPU run of g against torch."""
+    out_dir = os.path.join(work, "eager")
+    rc, out = run([dtopt, "run", "--backend", "cpu", g, "--out", out_dir])
+    if rc != 0:
+        return False, None, first_error(out)
+    with open(os.path.join(out_dir, "index.json")) as f:
+        outs = json.load(f)["ranks"][0]["outputs"]
+    if len(outs) != len(expected):
+        return False, None, "%d outputs, torch has %d" % (len(outs),
+                                                          len(expected))
+    worst, bad = 0.0, []
+    for o, ref in zip(outs, expected):
+        with open(os.path.join(out_dir, o["file"]), "rb") as f:
+            raw = bytearray(f.read())
+        got = torch.frombuffer(raw, dtype=getattr(torch, o["dtype"])) \
+            if raw else torch.empty(0, dtype=getattr(torch, o["dtype"]))
+        if list(o["shape"]) != list(ref.shape) or got.dtype != ref.dtype:
+            bad.append("%s: %s %s, torch %s %s" % (
+                o["name"], o["dtype"], o["shape"], ref.dtype,
+                list(ref.shape)))
+            continue
+        err = (got.view(ref.shape).double() - ref.double()).abs().max().item() \
+            if ref.numel() else 0.0
+        worst = max(worst, err)
+        scale = max(1.0, ref.abs().max().item() if ref.numel() else 0.0)
+        if not err <= EAGER_TOL * scale:
+            bad.append(o["name"])
+    if bad:
+        return False, worst, "differs from torch eager (max abs err %.3g): " \
+            "%s" % (worst, ", ".join(bad[:4]))
+    return True, worst, ""
+
+
+# ---------------------------------------------------------------------------
+# One configuration
+
+
+class Result:
+    def __init__(self, config):
+        self.config = config
+        self.failed = {}  # stage -> reason
+        self.passed = set()
+        self.collectives = {}
+        self.errors = {}  # stage -> max abs error
+
+    def done(self, stage, ok, reason="", error=None):
+        if ok:
+            self.passed.add(stage)
+        else:
+            self.failed[stage] = reason or "failed"
+        if error is not None:
+            self.errors[stage] = error
+        return ok
+
+
+def run_config(a, model, placement, gm, inputs, expected):
+    config = "%s/%s" % (model, placement)
+    res = Result(config)
+    work = os.path.join(a.workdir, model + "_" + placement)
+    os.makedirs(work, exist_ok=True)
+    g = os.path.join(work, "global.xml")
+    shape, dims, pl, outs = models.config_placements(model, placement)
+    try:
+        fx_export.export(gm, inputs, mesh_shape=shape, mesh_dims=dims,
+                         placements=pl, output_placements=outs, path=g,
+                         name=model + "_" + placement)
+        res.done("export", True)
+    except fx_export.ExportError as e:
+        res.done("export", False, str(e).splitlines()[0])
+        return res
+    rc, out = run([a.dtopt, "verify", g])
+    if not res.done("verify", rc == 0, first_error(out)):
+        return res
+
+    nranks = 1
+    for s in shape:
+        nranks *= s
+    mpirun = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+              str(nranks), a.dtopt, "run", "--backend", "mpi", "--check"]
+    low = os.path.join(work, "out.xml")
+    rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
+                   "--report=json"])
+    if not res.done("spmd", rc == 0, "SPMD refused: " + first_error(out)):
+        low = os.path.join(work, "out.{rank}.xml")
+        rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
+                       "--report=json"])
+        res.done("lower", rc == 0, first_error(out))
+    if rc == 0:
+        res.collectives = collectives(out)
+        why = pins_reason(low.replace("{rank}", "0"), outs)
+        res.done("pins", not why, why)
+        ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
+        res.done("check-reference", ok, why, err)
+    ok, err, why = check_summary(*run(mpirun + [g]))
+    res.done("check", ok, why, err)
+    ok, err, why = compare_eager(a.dtopt, g, work, expected)
+    res.done("eager", ok, why, err)
+    return res
+
+
+# ---------------------------------------------------------------------------
+# Expected failures and the table
+
+
+def read_expected(path):
+    """{(config, stage): reason} from FILE: `config stage reason...` lines,
+    '#' comments."""
+    listed = {}
+    with open(path) as f:
+        for n, ln in enumerate(f, 1):
+            ln = ln.strip()
+            if not ln or ln.startswith("#"):
+                continue
+            parts = ln.split(None, 2)
+            if len(parts) < 2 or parts[1] not in STAGES:
+                sys.exit("%s:%d: error: want 'MODEL/PLACEMENT STAGE reason' "
+                         "with STAGE one of %s" % (path, n, " ".join(STAGES)))
+            listed[(parts[0], parts[1])] = parts[2] if len(parts) > 2 else ""
+    return listed
+
+
+def compare_expected(results, listed):
+    """Messages for each unlisted failure and each listed stage that passed
+    (of the configurations run)."""
+    msgs = []
+    for r in results:
+        for stage, why in r.failed.items():
+            if (r.config, stage) not in listed:
+                msgs.append("%s: %s failed and is not in the expected list: "
+                            "%s" % (r.config, stage, why))
+        for stage in r.passed:
+            if (r.config, stage) in listed:
+                msgs.append("%s: %s passes now: remove it from the expected "
+                            "list" % (r.config, stage))
+    return msgs
+
+
+def write_expected(path, results):
+    """Rewrite FILE with this run's failures; the entries of configurations
+    not run are kept."""
+    run_now = {r.config for r in results}
+    kept = {} if not os.path.exists(path) else {
+        k: v for k, v in read_expected(path).items() if k[0] not in run_now}
+    fails = {(r.config, s): r.failed[s][:160] for r in results
+             for s in r.failed}
+    fails.update(kept)
+    order = ["%s/%s" % c for c in models.CONFIGS]
+    lines = ["# Expected failures of tests/models/run_models.py: "
+             "MODEL/PLACEMENT STAGE reason.",
+             "# The suite fails when a listed stage passes or an unlisted "
+             "one fails;",
+             "# regenerate with run_models.py DTOPT --update-expected FILE."]
+    for (config, stage), why in sorted(fails.items(), key=lambda kv: (
+            order.index(kv[0][0]) if kv[0][0] in order else len(order),
+            kv[0][0], STAGES.index(kv[0][1]))):
+        lines.append("%s %s %s" % (config, stage, why))
+    fx_export.write_atomic(path, "\n".join(lines) + "\n")
+
+
+def _cell(r, stage):
+    if stage in r.failed:
+        return "FAIL"
+    if stage not in r.passed:
+        return "-"
+    err = r.errors.get(stage)
+    return "ok" if err is None else "ok %.1e" % err
+
+
+def print_table(results):
+    head = ("config", "verify", "spmd", "collectives (kind:group=count)",
+            "check-ref", "check", "eager")
+    rows = []
+    for r in results:
+        check = {s: _cell(r, s) for s in STAGES}
+        for s in ("check-reference", "check", "eager"):
+            if s in r.failed and s in r.errors:
+                check[s] = "FAIL %.1e" % r.errors[s]
+        spmd = "yes" if "spmd" in r.passed else (
+            "no" if "spmd" in r.failed else "-")
+        coll = " ".join("%s=%d" % kv for kv in sorted(r.collectives.items()))
+        rows.append((r.config, check["verify"] if "export" in r.passed
+                     else "export FAIL", spmd, coll or "-",
+                     check["check-reference"], check["check"],
+                     check["eager"]))
+    widths = [max(len(str(x[i])) for x in rows + [head])
+              for i in range(len(head))]
+    for row in [head] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    print("\nfailures:")
+    for r in results:
+        for stage in STAGES:
+            if stage in r.failed:
+                print("  %-16s %-15s %s" % (r.config, stage, r.failed[stage]))
+
+
+# ---------------------------------------------------------------------------
+
+
+def selected(patterns):
+    out = []
+    for model, placement in models.CONFIGS:
+        cfg = "%s/%s" % (model, placement)
+        if not patterns or any(p in (model, placement, cfg) for p in patterns):
+            out.append((model, placement))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dtopt")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--workdir", help="where graphs go (default: a "
+                    "temporary folder, removed after)")
+    ap.add_argument("--config", action="append", default=[],
+                    metavar="PATTERN")
+    ap.add_argument("--table", action="store_true")
+    ap.add_argument("--list", action="store_true",
+                    help="print the model names and exit")
+    ap.add_argument("--expected", metavar="FILE")
+    ap.add_argument("--update-expected", metavar="FILE")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(models.MODELS))
+        return 0
+    configs = selected(a.config)
+    if not configs:
+        ap.error("no configuration matches %s (models: %s; placements: %s)"
+                 % (a.config, " ".join(models.MODELS),
+                    " ".join(models.PLACEMENTS)))
+    listed = read_expected(a.expected) if a.expected else None
+    tmp = None
+    if not a.workdir:
+        tmp = tempfile.TemporaryDirectory(prefix="dtopt-models.")
+        a.workdir = tmp.name
+    start = time.time()
+    results, traced = [], {}
+    for model, placement in configs:
+        if model not in traced:
+            gm, inputs = models.trace(model)
+            for n in gm.graph.nodes:  # integer inputs' range for dtopt run
+                if n.name in models.input_max(model):
+                    n.meta["dtopt.input_max"] = str(
+                        models.input_max(model)[n.name])
+            traced[model] = (gm, inputs, eager_outputs(model))
+        t0 = time.time()
+        r = run_config(a, model, placement, *traced[model])
+        results.append(r)
+        if not a.table:
+            print("%-16s %s (%.1f s)" % (
+                r.config, "ok" if not r.failed else "failed: " + ", ".join(
+                    r.failed), time.time() - t0), flush=True)
+    if a.table:
+        print_table(results)
+    print("%d configurations in %.1f s" % (len(results), time.time() - start))
+    if a.update_expected:
+        write_expected(a.update_expected, results)
+    if listed is None:
+        return 0 if all(not r.failed for r in results) else 1
+    msgs = compare_expected(results, listed)
+    for m in msgs:
+        print("FAIL: " + m)
+    return 1 if msgs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
