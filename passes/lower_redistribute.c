@@ -711,19 +711,25 @@ static void capture_emit(void *ud, const struct dt_diag_entry *e)
 
 /* The placements of each result of node `id`: result 0's are `pl` (the
  * node's own), result k's those of a pinned getitem selecting k, else
- * `pl`. */
+ * `pl`. selected[k]: result k is read (result 0 always counts as read). */
 static void result_placements(const struct dt_lower *l, uint32_t id,
 			      const struct dt_placements *pl, uint32_t nres,
-			      struct dt_placements *out)
+			      struct dt_placements *out, bool *selected)
 {
 	const struct dt_module *m = l->m;
-	for (uint32_t k = 0; k < nres; k++)
+	for (uint32_t k = 0; k < nres; k++) {
 		out[k] = *pl;
-	for (uint32_t g = l->first_result_pin[id]; g; g = l->next_result_pin[g]) {
+		selected[k] = k == 0;
+	}
+	for (uint32_t g = l->first_getitem[id]; g; g = l->next_getitem[g]) {
 		const struct dt_node *n = dt_node_get(m, g);
 		int64_t k = dt_node_arg(m, n, 1)->v.i;
-		if (k > 0 && (uint64_t)k < nres)
-			out[k] = dt_node_sharding(m, n)->placements;
+		if (k < 0 || (uint64_t)k >= nres)
+			continue;
+		selected[k] = true;
+		const struct dt_sharding *pin = dt_node_sharding(m, n);
+		if (k > 0 && pin)
+			out[k] = pin->placements;
 	}
 }
 
@@ -764,7 +770,8 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		return DT_EINPUT;
 	/* The global results and this rank's shards of them. */
 	struct dt_placements result_pl[DT_MAX_RESULTS];
-	result_placements(l, id, &pl, nres, result_pl);
+	bool selected[DT_MAX_RESULTS];
+	result_placements(l, id, &pl, nres, result_pl, selected);
 	int64_t g[DT_MAX_RESULTS][DT_MAX_RANK], want[DT_MAX_RESULTS][DT_MAX_RANK];
 	int rank[DT_MAX_RESULTS];
 	uint8_t dtype[DT_MAX_RESULTS];
@@ -773,6 +780,8 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		const int64_t *s = dt_ints_get(m, t->shape, &rank[k]);
 		memcpy(g[k], s, (size_t)rank[k] * sizeof *s);
 		dtype[k] = t->dtype;
+		if (!selected[k])
+			continue;
 		char err[256];
 		/* verify checked a pin against result 0 */
 		if ((k > 0 || n->op == DT_OP_GETITEM) &&
@@ -814,8 +823,8 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	for (uint32_t k = 0; k < nres && k < c.nout; k++) {
 		int r;
 		const int64_t *got = dt_ints_get(m, c.out[k].shape, &r);
-		if (c.out[k].dtype == dtype[k] && r == rank[k] &&
-		    memcmp(got, want[k], (size_t)r * sizeof *got) == 0)
+		if (!selected[k] || (c.out[k].dtype == dtype[k] && r == rank[k] &&
+		    memcmp(got, want[k], (size_t)r * sizeof *got) == 0))
 			continue;
 		char have[160], gl[160], w[160], p[160], which[32] = "";
 		dims_text(got, r, have, sizeof have);
@@ -887,17 +896,16 @@ static int run_lower(struct dt_pass_ctx *ctx)
 	l.strided_input = dt_arena_alloc(ctx->scratch,
 					 l.nold * sizeof *l.strided_input);
 	reshape_strided_views(&l);
-	l.first_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
-	l.next_result_pin = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
+	l.first_getitem = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
+	l.next_getitem = dt_arena_alloc(ctx->scratch, l.nold * sizeof(uint32_t));
 	dt_foreach_node(m, id) {
 		const struct dt_node *n = dt_node_get(m, id);
-		if (n->op != DT_OP_GETITEM || !dt_node_sharding(m, n) ||
-		    n->nargs < 2 || dt_node_arg(m, n, 0)->kind != DT_ARG_NODE ||
+		if (n->op != DT_OP_GETITEM || n->nargs < 2 || dt_node_arg(m, n, 0)->kind != DT_ARG_NODE ||
 		    dt_node_arg(m, n, 1)->kind != DT_ARG_INT)
 			continue;
 		uint32_t src = dt_node_arg(m, n, 0)->v.node;
-		l.next_result_pin[id] = l.first_result_pin[src];
-		l.first_result_pin[src] = id;
+		l.next_getitem[id] = l.first_getitem[src];
+		l.first_getitem[src] = id;
 	}
 	int rc = DT_OK;
 	uint32_t next;

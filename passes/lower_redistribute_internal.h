@@ -25,11 +25,12 @@ struct dt_lower {
 	int16_t (*dim_group)[DT_MAX_MESH_DIMS]; /* per mesh and dim: its
 						   group, -1 = not looked up */
 	struct dt_redist_warned warned; /* merge warnings, once per module */
-	/* Pinned getitems of each multi-result node (old ids), a list
-	 * threaded through next_result_pin: result k's placements when they
-	 * differ from result 0's (layer norm backward: S(0) grad_input,
-	 * P(sum) grad_weight). 0 ends a list. */
-	uint32_t *first_result_pin, *next_result_pin;
+	/* The getitems of each multi-result node (old ids), a list threaded
+	 * through next_getitem; 0 ends a list. A pinned one gives result k's
+	 * placements when they differ from result 0's (layer norm backward:
+	 * S(0) grad_input, P(sum) grad_weight); a result no getitem selects
+	 * is read by nobody, so its local shape is not checked. */
+	uint32_t *first_getitem, *next_getitem;
 	/* Old id -> the global metadata of input 0 of an as_strided or
 	 * _reshape_alias that is not a reshape of values (lowered only where
 	 * its input keeps that layout). */
