@@ -683,7 +683,8 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 	}
 	if (p->init.kind != DT_NODE_CALL && target && strcmp(target, name) != 0)
 		p->init.target = dt_str_intern(r->m, target);
-	else if (p->init.kind == DT_NODE_CALL || p->init.kind == DT_NODE_CONSTANT)
+	else if (target && (p->init.kind == DT_NODE_CALL ||
+			    p->init.kind == DT_NODE_CONSTANT))
 		p->init.target = dt_str_intern(r->m, target);
 }
 
@@ -968,15 +969,22 @@ static bool finish_constant(struct reader *r)
 			 (unsigned long long)want);
 		return false;
 	}
-	unsigned char *bytes;
-	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
 	char dir[4096], err[4400];
 	dt_path_dir(r->m->file, dir, sizeof dir);
+	int fd = p->data_file ? dt_side_file_open(dir, p->data_file, want, err,
+						  sizeof err)
+			      : 0;
+	if (fd < 0) {
+		error_at(r, p->data_line, "node '%s': %s", node, err);
+		return false;
+	}
+	unsigned char *bytes;
+	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
 	if (!p->data_file) {
 		if (want)
 			memcpy(bytes, p->data.data, want);
-	} else if (dt_side_file_read(dir, p->data_file, bytes, want,
-				     p->data_crc, err, sizeof err) != 0) {
+	} else if (dt_side_file_load(fd, p->data_file, bytes, want, p->data_crc,
+				     err, sizeof err) != 0) {
 		error_at(r, p->data_line, "node '%s': %s", node, err);
 		return false;
 	}
