@@ -628,6 +628,52 @@ class ConstantTests(unittest.TestCase):
                     self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
                     self.assertIn("check: ok", p.stdout)
 
+    @unittest.skipUnless(DTOPT_GIVEN and shutil.which("mpirun"),
+                         "no dtopt binary or no mpirun")
+    def test_module_parameters_tensor_parallel(self):
+        """make_fx of a module reads its parameters and buffers with
+        get_attr: exported as constants, pinned Megatron-style (first
+        linear column-parallel, second row-parallel: a P(sum) result), the
+        graph checks on 2x2 and runs like eager."""
+        torch.manual_seed(1)
+        m = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 8))
+        m.register_buffer("scale", torch.linspace(0.5, 2, 8))
+
+        def f(x):
+            return m(x) * m.scale, x
+
+        x = torch.randn(4, 16)
+        gm = make_fx(f)(x)
+        consts = {n.name: getattr(gm, n.target)
+                  for n in gm.graph.nodes if n.op == "get_attr"}
+        self.assertEqual(len(consts), 5)
+        self.assertEqual(consts["_param_constant0"].shape, (64, 16))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "mlp.xml")
+            fx_export.export(gm, [x], mesh_shape=MESH_SHAPE,
+                             mesh_dims=MESH_DIMS, path=path, placements={
+                                 "x_1": "S(0) R",
+                                 "_param_constant0": "R S(0)",
+                                 "_param_constant1": "R S(0)",
+                                 "_param_constant2": "R S(1)"})
+            p = subprocess.run(
+                ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                 "4", DTOPT, "run", "--check", path],
+                capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("check: ok", p.stdout)
+            out = os.path.join(tmp, "out")
+            subprocess.run([DTOPT, "run", "--backend=cpu", path,
+                            "--out=" + out], check=True,
+                           stdout=subprocess.DEVNULL)
+            import numpy as np
+            xs = np.fromfile(os.path.join(out, "rank0.1.bin"), "<f4")
+            got = np.fromfile(os.path.join(out, "rank0.0.bin"), "<f4")
+            want, _ = f(torch.from_numpy(xs.reshape(4, 16)))
+            self.assertLess(np.abs(got.reshape(4, 8) - want.detach().numpy())
+                            .max(), 1e-5)
+
 
 if __name__ == "__main__":
     args = sys.argv[1:]
