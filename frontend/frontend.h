@@ -28,6 +28,17 @@ int dt_read_memory(const char *buf, size_t len, const char *name,
 		   const struct dt_read_options *opt, struct dt_diag *d,
 		   struct dt_module **out);
 
+/* Format versions (docs/format.md): files say version="1" or "1.N" for
+ * N <= DT_FORMAT_MINOR, the newest minor this dtopt reads and writes. The
+ * writer writes the lowest version the graph needs, so graphs without
+ * newer features stay readable by older readers; the reader refuses a
+ * newer feature in a file of an older version. */
+#define DT_FORMAT_MINOR 1
+/* The minor version node n needs: 1 for a constant (get_attr); else 0.
+ * When nonzero and `what` is given, names the feature there. */
+int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
+			 char *what, size_t size);
+
 /* Write the module as format v1 to `path` ("-" = standard output),
  * atomically: a temporary file in the same directory renamed over `path`
  * only after everything was written. Constant data over 4 KiB goes to

@@ -48,7 +48,7 @@ struct reader {
 	xmlTextReaderPtr xr;
 	bool failed;
 	bool seen_node;
-	int minor;                      /* the file's format minor version */
+	int minor;                      /* the file's minor format version */
 	uint32_t topology_line;         /* of the <topology>, 0 = none yet */
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
@@ -387,20 +387,21 @@ static void read_root(struct reader *r, xmlNodePtr el)
 		return;
 	}
 	const char *version = attr(el, "version");
-	r->minor = -1;
-	for (int k = 0; version && k <= DT_FORMAT_MINOR; k++) {
-		char want[16] = "1";
-		if (k)
-			snprintf(want, sizeof want, "1.%d", k);
-		if (strcmp(version, want) == 0)
-			r->minor = k;
-	}
-	if (!version)
+	if (!version) {
 		error_at(r, line, "<dtopt-graph> needs a 'version' attribute");
-	else if (r->minor < 0)
-		error_at(r, line,
-			 "unsupported format version '%s' (this dtopt reads "
-			 "version 1 up to 1.%d)", version, DT_FORMAT_MINOR);
+	} else if (strcmp(version, "1") != 0) {
+		int64_t minor;
+		if (strncmp(version, "1.", 2) != 0 ||
+		    !parse_int(version + 2, &minor) || minor < 1 ||
+		    minor > DT_FORMAT_MINOR || version[2] == '+' ||
+		    version[2] == '-' || version[2] == ' ')
+			error_at(r, line,
+				 "unsupported format version '%s' (this dtopt "
+				 "reads versions 1 to 1.%d)",
+				 version, DT_FORMAT_MINOR);
+		else
+			r->minor = (int)minor;
+	}
 	const char *name = attr(el, "name");
 	r->m->name = dt_str_intern(r->m, name ? name : "");
 	const char *view = attr(el, "view");
@@ -658,10 +659,6 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 		if (!target)
 			error_at(r, line, "get_attr node '%s' needs a target "
 				 "(the attribute it reads)", name);
-		else if (r->minor < 1)
-			error_at(r, line, "node '%s': constants (op=\"get_attr\") "
-				 "need format version 1.1; the file says "
-				 "version=\"1\"", name);
 	} else if (strcmp(op, "call_function") == 0) {
 		p->init.kind = DT_NODE_CALL;
 		if (!target) {
@@ -1025,6 +1022,19 @@ static void node_end(struct reader *r)
 	if (p->init.kind == DT_NODE_CONSTANT && !finish_constant(r))
 		return;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
+	char what[200];
+	int minor = dt_format_node_minor(r->m, dt_node_get(r->m, id), what,
+					 sizeof what);
+	if (minor > r->minor) {
+		char have[16] = "1";
+		if (r->minor)
+			snprintf(have, sizeof have, "1.%d", r->minor);
+		error_at(r, p->init.line,
+			 "node '%s' uses %s, a format 1.%d feature, but the "
+			 "file says version=\"%s\" (write version=\"1.%d\")",
+			 dt_str_get(r->m, p->init.name), what, minor, have,
+			 minor);
+	}
 	for (uint32_t i = 0; i < p->metas.len; i++)
 		if (strcmp(dt_str_get(r->m, p->metas.data[i].key),
 			   DT_META_FUSED_FROM) == 0)

@@ -3,7 +3,6 @@
  * write, load, write gives identical bytes), and atomically to files. */
 #include "constant_data.h"
 #include "frontend.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -286,22 +285,27 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 	fputs("\"/>\n", out);
 }
 
-/* The lowest format minor version that holds every feature m uses. */
-static int format_minor(const struct dt_module *m)
+int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
+			 char *what, size_t size)
 {
-	int minor = 0;
-	dt_foreach_node(m, id) if (dt_node_get(m, id)->kind == DT_NODE_CONSTANT)
-		minor = 1;
-	DT_REQUIRE(minor <= DT_FORMAT_MINOR);
-	return minor;
+	(void)m;
+	if (n->kind == DT_NODE_CONSTANT) {
+		if (what)
+			snprintf(what, size, "a constant (op=\"get_attr\")");
+		return 1;
+	}
+	return 0;
 }
 
 /* The document; constants larger than DT_INLINE_MAX_BYTES refer to side
  * files in `dir` (written by the caller), all inline when dir is NULL. */
 static int write_xml(const struct dt_module *m, FILE *out, const char *dir)
 {
+	int minor = 0;
+	dt_foreach_node(m, id)
+		if (minor < DT_FORMAT_MINOR)
+			minor = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
-	int minor = format_minor(m);
 	if (minor)
 		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
 	else
