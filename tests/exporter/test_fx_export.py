@@ -627,6 +627,28 @@ class ConstantTests(unittest.TestCase):
                         capture_output=True, text=True)
                     self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
                     self.assertIn("check: ok", p.stdout)
+                    self.check_spmd(path, must=i == 0)
+
+    def check_spmd(self, path, must):
+        """The one program for every rank (dtopt opt -o OUT.xml) checks
+        against the global graph. Sharded constants need the SPMD local
+        shard of an R -> S(d) step: where this dtopt refuses it (`must`
+        false), the refusal must be that one, never another error."""
+        out = path[:-len(".xml")] + ".spmd.xml"
+        p = subprocess.run([DTOPT, "opt", path, "-o", out],
+                           capture_output=True, text=True)
+        if p.returncode != 0 and not must:
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("cannot lower for every rank at once (SPMD)",
+                          p.stderr)
+            return
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = subprocess.run(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4",
+             DTOPT, "run", "--check", "--reference", path, out],
+            capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("check: ok", p.stdout)
 
     @unittest.skipUnless(DTOPT_GIVEN and shutil.which("mpirun"),
                          "no dtopt binary or no mpirun")
