@@ -14,6 +14,10 @@
 /* Data up to this many bytes is written inline, larger data to a side
  * file (when the writer writes a file, not a stream). */
 #define DT_INLINE_MAX_BYTES 4096
+/* The most data an inline <data base64=...> may carry: libxml2 refuses
+ * attribute values over 10 MB (the reader does not set XML_PARSE_HUGE,
+ * whose limits guard it), and this much data is 8 MiB of base64. */
+#define DT_INLINE_LIMIT_BYTES (6u << 20)
 
 /* Write n bytes as canonical base64 (RFC 4648 alphabet, '=' padding, no
  * line breaks). Returns false on a stream error. */

@@ -97,7 +97,13 @@ static void libxml_error(void *ud, xmlErrorPtr e)
 		}
 		return;
 	}
-	error_at(r, line, "malformed XML: %s", msg);
+	/* libxml2's words for an attribute value over its 10 MB limit. */
+	bool huge = strstr(msg, "Huge input lookup") ||
+		    strstr(msg, "AttValue length too long");
+	error_at(r, line, "malformed XML: %s%s", msg,
+		 huge ? " (a value over 10 MB: constant data this large "
+			"belongs in a side file, <data file=...>)"
+		      : "");
 }
 
 /* Report a held-back schema violation (see struct reader). */

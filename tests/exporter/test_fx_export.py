@@ -575,6 +575,10 @@ class ConstantTests(unittest.TestCase):
                                    inline_max=1 << 20)
             with open(path2) as f:
                 self.assertNotIn("file=", f.read())
+            with self.assertRaises(fx_export.ExportError):
+                self.export(tmp, {}, name="no.xml",
+                            inline_max=fx_export.INLINE_LIMIT_BYTES + 1)
+            self.assertNotIn("no.xml", os.listdir(tmp))
 
     def test_bfloat16_and_bool_bytes(self):
         t = torch.tensor([1.0, -2.5, 3.0e38], dtype=torch.bfloat16)
