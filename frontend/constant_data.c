@@ -154,8 +154,8 @@ static bool read_all(int fd, unsigned char *dst, uint64_t n)
 	return true;
 }
 
-int dt_side_file_read(const char *dir, const char *name, unsigned char *dst,
-		      uint64_t size, uint32_t crc, char *err, size_t errlen)
+int dt_side_file_open(const char *dir, const char *name, uint64_t size,
+		      char *err, size_t errlen)
 {
 	size_t len = strlen(dir) + strlen(name) + 2;
 	char *path = dt_malloc(len);
@@ -180,7 +180,18 @@ int dt_side_file_read(const char *dir, const char *name, unsigned char *dst,
 				     (uint64_t)st.st_size < size
 					     ? "more (truncated?)"
 					     : "fewer");
-	else if (!read_all(fd, dst, size))
+	if (rc) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int dt_side_file_load(int fd, const char *name, unsigned char *dst,
+		      uint64_t size, uint32_t crc, char *err, size_t errlen)
+{
+	int rc = 0;
+	if (!read_all(fd, dst, size))
 		rc = dt_fail_message(err, errlen, "cannot read side file "
 				     "'%s': %s", name, strerror(errno));
 	else if (dt_crc32(dst, size) != crc)

@@ -14,6 +14,10 @@
 /* Data up to this many bytes is written inline, larger data to a side
  * file (when the writer writes a file, not a stream). */
 #define DT_INLINE_MAX_BYTES 4096
+/* The most data an inline <data base64=...> may carry: libxml2 refuses
+ * attribute values over 10 MB (the reader does not set XML_PARSE_HUGE,
+ * whose limits guard it), and this much data is 8 MiB of base64. */
+#define DT_INLINE_LIMIT_BYTES (6u << 20)
 
 /* Write n bytes as canonical base64 (RFC 4648 alphabet, '=' padding, no
  * line breaks). Returns false on a stream error. */
@@ -32,9 +36,14 @@ bool dt_side_path_ok(const char *name, char *err, size_t errlen);
  * than [A-Za-z0-9_-] become '_', at most 64) "-" its CRC-32 in 8 hex
  * digits ".bin"; content-addressed, so graphs in one folder never clash. */
 void dt_side_file_name(const char *node, uint32_t crc, char *buf, size_t n);
-/* Read side file `name` in folder `dir` into dst: it must hold exactly
- * `size` bytes with CRC-32 `crc`. Returns 0, or -1 with err set. */
-int dt_side_file_read(const char *dir, const char *name, unsigned char *dst,
+/* Open side file `name` in folder `dir`, which must be a regular file of
+ * exactly `size` bytes (checked before anything is allocated or read).
+ * Returns its descriptor for dt_side_file_load, or -1 with err set. */
+int dt_side_file_open(const char *dir, const char *name, uint64_t size,
+		      char *err, size_t errlen);
+/* Read the `size` bytes of the side file open on fd into dst and close
+ * it; they must have CRC-32 `crc`. Returns 0, or -1 with err set. */
+int dt_side_file_load(int fd, const char *name, unsigned char *dst,
 		      uint64_t size, uint32_t crc, char *err, size_t errlen);
 /* Write side file `name` in folder `dir` atomically (a temporary file
  * renamed over it). A file already there with these bytes is kept; one

@@ -48,7 +48,7 @@ struct reader {
 	xmlTextReaderPtr xr;
 	bool failed;
 	bool seen_node;
-	int minor;                      /* the file's format minor version */
+	int minor;                      /* the file's minor format version */
 	uint32_t topology_line;         /* of the <topology>, 0 = none yet */
 	struct pending_node node;
 	DT_VEC(int64_t) scratch;
@@ -97,7 +97,13 @@ static void libxml_error(void *ud, xmlErrorPtr e)
 		}
 		return;
 	}
-	error_at(r, line, "malformed XML: %s", msg);
+	/* libxml2's words for an attribute value over its 10 MB limit. */
+	bool huge = strstr(msg, "Huge input lookup") ||
+		    strstr(msg, "AttValue length too long");
+	error_at(r, line, "malformed XML: %s%s", msg,
+		 huge ? " (a value over 10 MB: constant data this large "
+			"belongs in a side file, <data file=...>)"
+		      : "");
 }
 
 /* Report a held-back schema violation (see struct reader). */
@@ -387,20 +393,21 @@ static void read_root(struct reader *r, xmlNodePtr el)
 		return;
 	}
 	const char *version = attr(el, "version");
-	r->minor = -1;
-	for (int k = 0; version && k <= DT_FORMAT_MINOR; k++) {
-		char want[16] = "1";
-		if (k)
-			snprintf(want, sizeof want, "1.%d", k);
-		if (strcmp(version, want) == 0)
-			r->minor = k;
-	}
-	if (!version)
+	if (!version) {
 		error_at(r, line, "<dtopt-graph> needs a 'version' attribute");
-	else if (r->minor < 0)
-		error_at(r, line,
-			 "unsupported format version '%s' (this dtopt reads "
-			 "version 1 up to 1.%d)", version, DT_FORMAT_MINOR);
+	} else if (strcmp(version, "1") != 0) {
+		int64_t minor;
+		if (strncmp(version, "1.", 2) != 0 ||
+		    !parse_int(version + 2, &minor) || minor < 1 ||
+		    minor > DT_FORMAT_MINOR || version[2] == '+' ||
+		    version[2] == '-' || version[2] == ' ')
+			error_at(r, line,
+				 "unsupported format version '%s' (this dtopt "
+				 "reads versions 1 to 1.%d)",
+				 version, DT_FORMAT_MINOR);
+		else
+			r->minor = (int)minor;
+	}
 	const char *name = attr(el, "name");
 	r->m->name = dt_str_intern(r->m, name ? name : "");
 	const char *view = attr(el, "view");
@@ -658,10 +665,6 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 		if (!target)
 			error_at(r, line, "get_attr node '%s' needs a target "
 				 "(the attribute it reads)", name);
-		else if (r->minor < 1)
-			error_at(r, line, "node '%s': constants (op=\"get_attr\") "
-				 "need format version 1.1; the file says "
-				 "version=\"1\"", name);
 	} else if (strcmp(op, "call_function") == 0) {
 		p->init.kind = DT_NODE_CALL;
 		if (!target) {
@@ -683,7 +686,8 @@ static void node_begin(struct reader *r, xmlNodePtr el)
 	}
 	if (p->init.kind != DT_NODE_CALL && target && strcmp(target, name) != 0)
 		p->init.target = dt_str_intern(r->m, target);
-	else if (p->init.kind == DT_NODE_CALL || p->init.kind == DT_NODE_CONSTANT)
+	else if (target && (p->init.kind == DT_NODE_CALL ||
+			    p->init.kind == DT_NODE_CONSTANT))
 		p->init.target = dt_str_intern(r->m, target);
 }
 
@@ -968,15 +972,22 @@ static bool finish_constant(struct reader *r)
 			 (unsigned long long)want);
 		return false;
 	}
-	unsigned char *bytes;
-	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
 	char dir[4096], err[4400];
 	dt_path_dir(r->m->file, dir, sizeof dir);
+	int fd = p->data_file ? dt_side_file_open(dir, p->data_file, want, err,
+						  sizeof err)
+			      : 0;
+	if (fd < 0) {
+		error_at(r, p->data_line, "node '%s': %s", node, err);
+		return false;
+	}
+	unsigned char *bytes;
+	p->init.constant = dt_module_new_constant(r->m, want, &bytes);
 	if (!p->data_file) {
 		if (want)
 			memcpy(bytes, p->data.data, want);
-	} else if (dt_side_file_read(dir, p->data_file, bytes, want,
-				     p->data_crc, err, sizeof err) != 0) {
+	} else if (dt_side_file_load(fd, p->data_file, bytes, want, p->data_crc,
+				     err, sizeof err) != 0) {
 		error_at(r, p->data_line, "node '%s': %s", node, err);
 		return false;
 	}
@@ -1020,7 +1031,7 @@ static void node_end(struct reader *r)
 	char what[200];
 	int minor = dt_format_node_minor(r->m, dt_node_get(r->m, id), what,
 					 sizeof what);
-	if (minor > r->minor && p->init.kind != DT_NODE_CONSTANT) {
+	if (minor > r->minor) {
 		char have[16] = "1";
 		if (r->minor)
 			snprintf(have, sizeof have, "1.%d", r->minor);

@@ -3,7 +3,6 @@
  * write, load, write gives identical bytes), and atomically to files. */
 #include "constant_data.h"
 #include "frontend.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -331,8 +330,8 @@ static int format_minor(const struct dt_module *m)
  * files in `dir` (written by the caller), all inline when dir is NULL. */
 static int write_xml(const struct dt_module *m, FILE *out, const char *dir)
 {
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	int minor = format_minor(m);
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	if (minor)
 		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
 	else
@@ -423,10 +422,35 @@ static int write_side_files(const struct dt_module *m, const char *path,
 	return DT_OK;
 }
 
+/* Whether all of m's data fits inline (for a target without a folder for
+ * side files); reports the first constant that does not. */
+static bool fits_inline(const struct dt_module *m, const char *path,
+			struct dt_diag *d)
+{
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *n = dt_node_get(m, id);
+		if (n->kind != DT_NODE_CONSTANT ||
+		    dt_node_constant(m, n)->size <= DT_INLINE_LIMIT_BYTES)
+			continue;
+		dt_diag_report(d, DT_ERROR, path, 0, NULL,
+			       "constant '%s' has %llu bytes, more than inline "
+			       "data may hold (%u); write to a file (-o "
+			       "FILE.xml), whose folder gets its side file",
+			       dt_str_get(m, n->name),
+			       (unsigned long long)dt_node_constant(m, n)->size,
+			       DT_INLINE_LIMIT_BYTES);
+		return false;
+	}
+	return true;
+}
+
 int dt_write_file(const struct dt_module *m, const char *path,
 		  struct dt_diag *d)
 {
 	if (strcmp(path, "-") == 0) {
+		if (!fits_inline(m, "<stdout>", d))
+			return DT_EIO;
 		int rc = dt_write_stream(m, stdout);
 		if (fflush(stdout) != 0 || rc != DT_OK) {
 			dt_diag_report(d, DT_ERROR, "<stdout>", 0, NULL,
@@ -439,6 +463,8 @@ int dt_write_file(const struct dt_module *m, const char *path,
 	bool exists = stat(path, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {
 		/* A device or pipe (/dev/null): nothing to replace atomically. */
+		if (!fits_inline(m, path, d))
+			return DT_EIO;
 		FILE *dev = fopen(path, "w");
 		int rc = dev ? write_xml(m, dev, NULL) : DT_EIO;
 		if (dev && fclose(dev) != 0)

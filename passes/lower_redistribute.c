@@ -12,8 +12,9 @@
  * - Placeholders get their shard's local shape (their <sharding> names it).
  * - Constants (get_attr) are inputs too: replicated (their pin, or R on
  *   the first mesh) they stay as they are; sharded, --rank R keeps the
- *   rank's slice of the data, and SPMD lowering replicates the constant
- *   and redistributes it to its pin (split_sharded_constants).
+ *   rank's slice of the data, and SPMD lowering (or a Partial pin)
+ *   replicates the constant and redistributes it to its pin
+ *   (split_sharded_constants).
  * - Each dtensor.redistribute becomes DTensor's plan for it (the planner of
  *   redistribute.h: greedy, or min-cost for shard orders and _S), merged
  *   onto declared flattened groups (semantics §4.4; --create-groups
@@ -287,6 +288,14 @@ static int lower_placeholder(struct dt_lower *l, uint32_t id)
 	return DT_OK;
 }
 
+static bool has_partial(const struct dt_placements *pl)
+{
+	for (int k = 0; k < pl->ndim; k++)
+		if (pl->p[k].kind == DT_PL_PARTIAL)
+			return true;
+	return false;
+}
+
 /* The rank's slice of constant `id`'s data (global tensor g), for its
  * lowered local tensor and sharding. */
 static void slice_constant(struct dt_lower *l, uint32_t id,
@@ -328,7 +337,8 @@ static void slice_constant(struct dt_lower *l, uint32_t id,
 
 /* A constant is lowered as a placeholder (one without a pin is replicated
  * on the first mesh); a sharded one keeps this rank's slice of its data
- * (only --rank R gets here: SPMD lowering split it first). */
+ * (only --rank R gets here, without Partial placements:
+ * split_sharded_constants took the others). */
 static int lower_constant(struct dt_lower *l, uint32_t id)
 {
 	struct dt_module *m = l->m;
@@ -348,30 +358,34 @@ static int lower_constant(struct dt_lower *l, uint32_t id)
 	}
 	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, id));
 	bool whole = replicated(&m->meshes.data[sh->mesh], &sh->placements);
+	bool partial = has_partial(&sh->placements);
 	int mesh = sh->mesh;
 	struct dt_tensor g = *dt_node_tensor(m, n, 0);
 	int64_t coord[DT_MAX_MESH_DIMS];
 	int rc = lower_placeholder(l, id);
 	if (rc != DT_OK || whole)
 		return rc;
-	DT_REQUIRE(l->rank >= 0);
+	DT_REQUIRE(l->rank >= 0 && !partial);
 	if (!dt_lower_coords(l, dt_node_get(m, id), mesh, coord))
 		return DT_EINPUT;
 	slice_constant(l, id, &g, coord);
 	return DT_OK;
 }
 
-/* SPMD lowering: each sharded constant becomes its replicated self and a
- * dtensor.redistribute to its pin, lowered like any other (a chunk step
- * per sharded mesh dim). Runs before the pass numbers the old nodes. */
-static void split_sharded_constants(struct dt_module *m)
+/* Each constant pinned to a Partial placement (and in SPMD lowering, each
+ * sharded one) becomes its replicated self and a dtensor.redistribute to
+ * its pin, lowered like any other (a partition step, or a chunk per
+ * sharded mesh dim): data given whole cannot be split into parts by
+ * slicing. Runs before the pass numbers the old nodes. */
+static void split_sharded_constants(struct dt_module *m, int rank)
 {
 	dt_str target = dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
 	dt_foreach_node(m, id) {
 		const struct dt_node *n = dt_node_get(m, id);
 		const struct dt_sharding *sh = dt_node_sharding(m, n);
 		if (n->kind != DT_NODE_CONSTANT || !sh ||
-		    replicated(&m->meshes.data[sh->mesh], &sh->placements))
+		    replicated(&m->meshes.data[sh->mesh], &sh->placements) ||
+		    (rank >= 0 && !has_partial(&sh->placements)))
 			continue;
 		struct dt_sharding pin = *sh, whole = {.mesh = sh->mesh};
 		whole.placements.ndim = sh->placements.ndim;
@@ -875,8 +889,7 @@ static int run_lower(struct dt_pass_ctx *ctx)
 			       "lowers one graph for every rank)", rank);
 		return DT_EINPUT;
 	}
-	if (rank < 0)
-		split_sharded_constants(m);
+	split_sharded_constants(m, rank);
 	struct dt_lower l = {
 		.ctx = ctx,
 		.m = m,

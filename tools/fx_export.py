@@ -66,6 +66,9 @@ FORMAT_VERSION_CONSTANTS = "1.1"
 MESH_NAME = "world"
 # Constant data up to this many bytes is written inline (as dtopt does).
 INLINE_MAX_BYTES = 4096
+# The most data an inline base64 attribute may carry (dtopt's reader, like
+# libxml2, refuses attribute values over 10 MB).
+INLINE_LIMIT_BYTES = 6 << 20
 # dtopt's dtypes (ir.h DT_DTYPES).
 _DATA_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
                 torch.int64, torch.int32, torch.int16, torch.int8,
@@ -404,6 +407,11 @@ def side_file_name(node_name, data):
 def _data_xml(node_name, data, folder, inline_max, side_files):
     """<data>: base64 inline, or a side file (queued in side_files) when
     over inline_max bytes and the XML goes to a folder."""
+    if folder is None and len(data) > INLINE_LIMIT_BYTES:
+        raise ExportError("constant %s has %d bytes, more than inline data "
+                          "may hold (%d); give a path, whose folder gets its "
+                          "side file" % (node_name, len(data),
+                                         INLINE_LIMIT_BYTES))
     if folder is None or len(data) <= inline_max:
         return "<data%s/>" % _attrs([("base64",
                                       base64.b64encode(data).decode())])
@@ -492,6 +500,9 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
     placements naming no placeholder.
     """
     shape, dims = _check_mesh(mesh_shape, mesh_dims)
+    if not 0 <= inline_max <= INLINE_LIMIT_BYTES:
+        raise ExportError("inline_max %d: want 0 to %d bytes"
+                          % (inline_max, INLINE_LIMIT_BYTES))
     placements = dict(placements or {})
     nodes = list(gm.graph.nodes)
     placeholder_names = {n.name for n in nodes

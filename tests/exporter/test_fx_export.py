@@ -591,6 +591,10 @@ class ConstantTests(unittest.TestCase):
                                    inline_max=1 << 20)
             with open(path2) as f:
                 self.assertNotIn("file=", f.read())
+            with self.assertRaises(fx_export.ExportError):
+                self.export(tmp, {}, name="no.xml",
+                            inline_max=fx_export.INLINE_LIMIT_BYTES + 1)
+            self.assertNotIn("no.xml", os.listdir(tmp))
 
     def test_bfloat16_and_bool_bytes(self):
         t = torch.tensor([1.0, -2.5, 3.0e38], dtype=torch.bfloat16)
@@ -643,6 +647,74 @@ class ConstantTests(unittest.TestCase):
                         capture_output=True, text=True)
                     self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
                     self.assertIn("check: ok", p.stdout)
+                    self.check_spmd(path, must=i == 0)
+
+    def check_spmd(self, path, must):
+        """The one program for every rank (dtopt opt -o OUT.xml) checks
+        against the global graph. Sharded constants need the SPMD local
+        shard of an R -> S(d) step: where this dtopt refuses it (`must`
+        false), the refusal must be that one, never another error."""
+        out = path[:-len(".xml")] + ".spmd.xml"
+        p = subprocess.run([DTOPT, "opt", path, "-o", out],
+                           capture_output=True, text=True)
+        if p.returncode != 0 and not must:
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("cannot lower for every rank at once (SPMD)",
+                          p.stderr)
+            return
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = subprocess.run(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4",
+             DTOPT, "run", "--check", "--reference", path, out],
+            capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("check: ok", p.stdout)
+
+    @unittest.skipUnless(DTOPT_GIVEN and shutil.which("mpirun"),
+                         "no dtopt binary or no mpirun")
+    def test_module_parameters_tensor_parallel(self):
+        """make_fx of a module reads its parameters and buffers with
+        get_attr: exported as constants, pinned Megatron-style (first
+        linear column-parallel, second row-parallel: a P(sum) result), the
+        graph checks on 2x2 and runs like eager."""
+        torch.manual_seed(1)
+        m = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 8))
+        m.register_buffer("scale", torch.linspace(0.5, 2, 8))
+
+        def f(x):
+            return m(x) * m.scale, x
+
+        x = torch.randn(4, 16)
+        gm = make_fx(f)(x)
+        consts = {n.name: getattr(gm, n.target)
+                  for n in gm.graph.nodes if n.op == "get_attr"}
+        self.assertEqual(len(consts), 5)
+        self.assertEqual(consts["_param_constant0"].shape, (64, 16))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "mlp.xml")
+            fx_export.export(gm, [x], mesh_shape=MESH_SHAPE,
+                             mesh_dims=MESH_DIMS, path=path, placements={
+                                 "x_1": "S(0) R",
+                                 "_param_constant0": "R S(0)",
+                                 "_param_constant1": "R S(0)",
+                                 "_param_constant2": "R S(1)"})
+            p = subprocess.run(
+                ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                 "4", DTOPT, "run", "--check", path],
+                capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("check: ok", p.stdout)
+            out = os.path.join(tmp, "out")
+            subprocess.run([DTOPT, "run", "--backend=cpu", path,
+                            "--out=" + out], check=True,
+                           stdout=subprocess.DEVNULL)
+            import numpy as np
+            xs = np.fromfile(os.path.join(out, "rank0.1.bin"), "<f4")
+            got = np.fromfile(os.path.join(out, "rank0.0.bin"), "<f4")
+            want, _ = f(torch.from_numpy(xs.reshape(4, 16)))
+            self.assertLess(np.abs(got.reshape(4, 8) - want.detach().numpy())
+                            .max(), 1e-5)
 
 
 if __name__ == "__main__":

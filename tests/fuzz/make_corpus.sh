@@ -25,6 +25,8 @@ done
 		 '<meta' '/>' 'version="1"' 'view="local"' 'view="global"' \
 		 'rank="' 'name="' 'shape="' 'dims="' 'devices="' 'mesh="' \
 		 'op="placeholder"' 'op="call_function"' 'op="output"' \
+		 'op="get_attr"' 'version="1.1"' '<data' 'base64="' 'file="' \
+		 'bytes="' 'crc32="' 'AAAA' '==' '../' \
 		 'target="' 'node="' 'nodes="' 'int="' 'ints="' 'float="' \
 		 'floats="' 'bool="true"' 'str="' 'dtype="' 'none="true"' \
 		 'stride="' 'offset="' 'placements="' 'order="' \

@@ -128,6 +128,15 @@ static void test_side_paths(void **state)
 	assert_string_equal(name, "/");
 }
 
+/* Open and load a side file as the reader does. */
+static int side_read(const char *dir, const char *name, unsigned char *dst,
+		     uint64_t size, uint32_t crc, char *err, size_t errlen)
+{
+	int fd = dt_side_file_open(dir, name, size, err, errlen);
+	return fd < 0 ? -1 : dt_side_file_load(fd, name, dst, size, crc, err,
+					       errlen);
+}
+
 static void test_side_files(void **state)
 {
 	(void)state;
@@ -138,27 +147,27 @@ static void test_side_files(void **state)
 	char err[512];
 	uint32_t crc = dt_crc32(data, 6);
 	assert_int_equal(dt_side_file_write(dir, "c.bin", data, 6, err, sizeof err), 0);
-	assert_int_equal(dt_side_file_read(dir, "c.bin", back, 6, crc, err, sizeof err), 0);
+	assert_int_equal(side_read(dir, "c.bin", back, 6, crc, err, sizeof err), 0);
 	assert_memory_equal(back, data, 6);
 	/* The same bytes again: kept. Other bytes: refused, file untouched. */
 	assert_int_equal(dt_side_file_write(dir, "c.bin", data, 6, err, sizeof err), 0);
 	assert_int_equal(dt_side_file_write(dir, "c.bin", other, 6, err, sizeof err), -1);
 	assert_non_null(strstr(err, "exists with other contents"));
-	assert_int_equal(dt_side_file_read(dir, "c.bin", back, 6, crc, err, sizeof err), 0);
+	assert_int_equal(side_read(dir, "c.bin", back, 6, crc, err, sizeof err), 0);
 	/* Wrong size either way, wrong checksum, missing file. */
-	assert_int_equal(dt_side_file_read(dir, "c.bin", back, 5, crc, err, sizeof err), -1);
+	assert_int_equal(side_read(dir, "c.bin", back, 5, crc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "has 6 bytes"));
-	assert_int_equal(dt_side_file_read(dir, "c.bin", back, 7, crc, err, sizeof err), -1);
+	assert_int_equal(side_read(dir, "c.bin", back, 7, crc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "truncated"));
-	assert_int_equal(dt_side_file_read(dir, "c.bin", back, 6, crc ^ 1, err, sizeof err), -1);
+	assert_int_equal(side_read(dir, "c.bin", back, 6, crc ^ 1, err, sizeof err), -1);
 	assert_non_null(strstr(err, "CRC-32"));
-	assert_int_equal(dt_side_file_read(dir, "none.bin", back, 6, crc, err, sizeof err), -1);
+	assert_int_equal(side_read(dir, "none.bin", back, 6, crc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "cannot open"));
 	/* A FIFO under the name is refused, not waited on. */
 	char path[128];
 	snprintf(path, sizeof path, "%s/fifo.bin", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_int_equal(dt_side_file_read(dir, "fifo.bin", back, 6, crc, err, sizeof err), -1);
+	assert_int_equal(side_read(dir, "fifo.bin", back, 6, crc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a regular file"));
 	unlink(path);
 	snprintf(path, sizeof path, "%s/c.bin", dir);
