@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* sharding_rules_ops.c: the rule families of the masking, index and loss
- * ops real models add (sharding_rules.def: triangle, index, mse_loss).
+ * ops real models add (sharding_rules.def: triangle, index — with gather,
+ * scatter_add and repeat —, mse_loss).
  * Rows follow the ops' math (semantics §6); test_rules_exec checks each
  * by execution.
  *
@@ -21,14 +22,76 @@ void dt_rule_triangle(struct dt_rule_fill *f)
 	dt_rule_partial_through_first(f, DT_OPS_ALL);
 }
 
+/* repeat(self, repeats): a dim repeated once keeps its shard (self is
+ * right-aligned with the result); tiles of a sharded dim would interleave
+ * shards. Copies: partials pass. */
+static void repeat_rows(struct dt_rule_fill *f)
+{
+	int64_t reps[DT_MAX_RANK];
+	int n = dt_rule_arg_ints(f, "repeats", reps, DT_MAX_RANK);
+	int rank = dt_rule_in(f, 0)->rank, lead = n - rank;
+	for (int j = 0; j < rank && lead >= 0; j++)
+		if (reps[j + lead] == 1)
+			dt_rule_shard_row(f, j + lead, j, 0);
+	dt_rule_partial_through_first(f, DT_OPS_ALL);
+}
+
+/* gather(self, dim, index) and scatter_add(self, dim, index, src): a dim
+ * other than `dim` shards self, index (and src) together where their sizes
+ * agree; gather shards index's `dim` against a replicated self;
+ * scatter_add adds each rank's slices of index and src along `dim` into
+ * its partial self (P(sum)). Selection and scattering commute with the
+ * reductions gather's P(any) and scatter_add's P(sum|avg) rows need. */
+static void gather_rows(struct dt_rule_fill *f)
+{
+	bool scatter = f->r->op == DT_OP_SCATTER_ADD;
+	const struct dt_rule_tensor *x = dt_rule_in(f, 0);
+	int index = dt_rule_input_of(f, "index"), src = dt_rule_input_of(f, "src");
+	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), x->rank);
+	if (dim < 0 || index < 0 || (scatter && src < 0))
+		return;
+	const struct dt_rule_tensor *ix = dt_rule_in(f, (uint32_t)index);
+	const struct dt_rule_tensor *sv = scatter ? dt_rule_in(f, (uint32_t)src) : ix;
+	if (ix->rank != x->rank || sv->rank != x->rank)
+		return;
+	for (int d = 0; d < x->rank; d++) {
+		bool along = d == dim, same = ix->shape[d] == sv->shape[d];
+		if (!along && (ix->shape[d] != x->shape[d] || !same))
+			continue;
+		if (along && scatter && !same)
+			continue;
+		struct dt_rule_entry *e = dt_rule_row_add(f, 0);
+		e[0] = along && scatter ? dt_rule_partial(DT_REDUCE_SUM) : dt_rule_shard(d);
+		*dt_rule_in_entry(f, e, 0) = along ? (scatter ? dt_rule_partial(DT_REDUCE_SUM)
+							       : (struct dt_rule_entry){DT_RULE_REPLICATE, 0, 0})
+						   : dt_rule_shard(d);
+		*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(d);
+		if (scatter)
+			*dt_rule_in_entry(f, e, (uint32_t)src) = dt_rule_shard(d);
+	}
+	if (scatter)
+		dt_rule_partial_rows(f, DT_OPS_SUM_AVG, 1ull | 1ull << src);
+	else
+		dt_rule_partial_through_first(f, DT_OPS_ALL);
+}
+
 /* index_select(self, dim, index): dims other than `dim` follow self (index
  * replicated); a sharded index selects a shard of the result's `dim`;
  * selection commutes with every reduction.
  * index_add(self, dim, index, source): dims other than `dim` follow self
  * and source; P(sum) <- self P(sum), index S*(0), source S*(dim) (each
- * rank adds its own slices); P(sum|avg) <- self P, index R, source P. */
+ * rank adds its own slices); P(sum|avg) <- self P, index R, source P.
+ * gather, scatter_add and repeat: above. */
 void dt_rule_index(struct dt_rule_fill *f)
 {
+	if (f->r->op == DT_OP_REPEAT) {
+		repeat_rows(f);
+		return;
+	}
+	if (f->r->op == DT_OP_GATHER || f->r->op == DT_OP_SCATTER_ADD) {
+		gather_rows(f);
+		return;
+	}
 	const struct dt_rule_tensor *x = dt_rule_in(f, 0);
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), x->rank);
 	int index = dt_rule_input_of(f, "index"), source = dt_rule_input_of(f, "source");

@@ -3,7 +3,8 @@
  * tril/triu (keep j - i <= k, or >= k, over the last two dims),
  * index_select (gather slices along a dim), index_add (scatter-add
  * alpha * source slices onto a copy of self) and repeat_interleave.Tensor
- * (each position i repeated repeats[i] times), as ATen's CPU kernels. */
+ * (each position i repeated repeats[i] times), gather, scatter_add and
+ * repeat (tiling), as ATen's CPU kernels. */
 #include "internal.h"
 
 #include <string.h>
@@ -157,6 +158,93 @@ static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *
 	return DT_OK;
 }
 
+/* Row-major offset of coordinates `at` in `shape`. */
+static int64_t offset_in(const int64_t *at, const int64_t *shape, int rank)
+{
+	int64_t off = 0;
+	for (int d = 0; d < rank; d++)
+		off = off * shape[d] + at[d];
+	return off;
+}
+
+/* The next coordinates of `shape` in row-major order. */
+static void step(int64_t *at, const int64_t *shape, int rank)
+{
+	for (int d = rank - 1; d >= 0; d--) {
+		if (++at[d] < shape[d])
+			return;
+		at[d] = 0;
+	}
+}
+
+/* gather: out[at] = self[at with dim <- index[at]]; scatter_add:
+ * out = self, out[at with dim <- index[at]] += src[at] over index's
+ * elements. */
+static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	bool scatter = c->op == DT_OP_SCATTER_ADD;
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 2);
+	const struct dt_rt_tensor *src = scatter ? dt_kernel_input(c, 3) : NULL;
+	int64_t dim = 0;
+	dt_cpu_int(c, 1, &dim);
+	dt_rt_wrap_dim(&dim, x->rank);
+	int rank = idx->rank;
+	int64_t n = dt_rt_numel(idx), size = x->rank ? x->shape[dim] : 1;
+	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *iv = dt_cpu_scratch(n);
+	double *sv = scatter ? dt_cpu_scratch(dt_rt_numel(src)) : NULL;
+	double *out = scatter ? xv : dt_cpu_scratch(n);
+	dt_cpu_read(x, xv);
+	dt_cpu_read(idx, iv);
+	if (scatter)
+		dt_cpu_read(src, sv);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
+	int rc = DT_OK;
+	for (int64_t e = 0; e < n && rc == DT_OK; e++, step(at, idx->shape, rank)) {
+		int64_t ix = (int64_t)iv[e];
+		if (ix < 0 || ix >= size) {
+			rc = dt_cpu_fail(b, c, "index %lld is out of bounds for dimension %lld with size %lld",
+					 (long long)ix, (long long)dim, (long long)size);
+			break;
+		}
+		memcpy(from, at, sizeof(from));
+		from[dim] = ix;
+		int64_t xo = x->rank ? offset_in(from, x->shape, x->rank) : 0;
+		if (scatter)
+			out[xo] = dt_round_to(t, out[xo] + sv[src->rank ? offset_in(at, src->shape, rank) : 0]);
+		else
+			out[e] = xv[xo];
+	}
+	if (rc == DT_OK)
+		dt_cpu_write(&c->outputs[0], out);
+	if (!scatter)
+		dt_free(out);
+	dt_free(xv);
+	dt_free(iv);
+	dt_free(sv);
+	return rc;
+}
+
+/* repeat: out[at] = self[at mod self's shape] (self right-aligned). */
+static int repeat(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *y = &c->outputs[0];
+	int64_t n = dt_rt_numel(y), lead = y->rank - x->rank;
+	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *out = dt_cpu_scratch(n);
+	dt_cpu_read(x, xv);
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK] = {0};
+	for (int64_t e = 0; e < n; e++, step(at, y->shape, y->rank)) {
+		for (int d = 0; d < x->rank; d++)
+			from[d] = at[d + lead] % x->shape[d];
+		out[e] = xv[offset_in(from, x->shape, x->rank)];
+	}
+	dt_cpu_write(y, out);
+	dt_free(xv);
+	dt_free(out);
+	return DT_OK;
+}
+
 int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	switch (c->op) {
@@ -169,6 +257,11 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 		return index_add(b, c);
 	case DT_OP_REPEAT_INTERLEAVE:
 		return repeat_interleave(b, c);
+	case DT_OP_GATHER:
+	case DT_OP_SCATTER_ADD:
+		return gather(b, c);
+	case DT_OP_REPEAT:
+		return repeat(c);
 	default:
 		dt_die(__FILE__, __LINE__, "no index kernel for %s", dt_op_get(c->op)->target);
 	}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* cuda_index.cu: kernels of the ops that address elements by index
- * (cpu_index.c's semantics): tril/triu, index_select, index_add (into
- * double accumulators) and repeat_interleave (one thread: the result's
- * positions follow a running sum of the repeats). See cuda_internal.h. */
+ * (cpu_index.c's semantics): tril/triu, index_select, index_add and
+ * scatter_add (into double accumulators), repeat_interleave (one thread:
+ * the result's positions follow a running sum of the repeats), gather and
+ * repeat. See cuda_internal.h. */
 #include "cuda_internal.h"
 
 #define THREADS 256
@@ -99,11 +100,86 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 		raise_error(p.err);
 }
 
+/* Coordinates of row-major element e of p.shape. */
+static __device__ void unravel(const dt_cu_index_op &p, int64_t e, int64_t *at)
+{
+	for (int d = p.rank - 1; d >= 0; d--) {
+		at[d] = e % p.shape[d];
+		e /= p.shape[d];
+	}
+}
+
+static __device__ int64_t ravel(const int64_t *at, const int64_t *shape,
+				int rank)
+{
+	int64_t off = 0;
+	for (int d = 0; d < rank; d++)
+		off = off * shape[d] + at[d];
+	return off;
+}
+
+/* gather and scatter_add over the index's elements. */
+static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		long long ix = ((const long long *)p.index)[e];
+		int64_t limit = p.rank ? p.self_shape[p.dim] : 1;
+		if (ix < 0 || ix >= limit) {
+			raise_error(p.err);
+			continue;
+		}
+		int64_t from = p.rank ? at[p.dim] : 0;
+		if (p.rank)
+			at[p.dim] = ix;
+		int64_t xo = ravel(at, p.self_shape, p.rank);
+		if (p.kind == DT_CU_GATHER) {
+			dt_cu_move(p.dst, e, p.src, xo, size);
+			continue;
+		}
+		if (p.rank)
+			at[p.dim] = from;
+		atomicAdd((double *)p.dst + xo,
+			  dt_cu_load(p.src, p.src_dtype,
+				     ravel(at, p.src_shape, p.rank)));
+	}
+}
+
+/* repeat: dst[at] = src[at mod self_shape], self right-aligned. */
+static __global__ void repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	int lead = p.rank - p.self_rank;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		for (int d = 0; d < p.self_rank; d++)
+			at[d] = at[d + lead] % p.self_shape[d];
+		dt_cu_move(p.dst, e, p.src, ravel(at, p.self_shape, p.self_rank),
+			   size);
+	}
+}
+
 extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 				   cudaStream_t s)
 {
 	bool tri = p->kind == DT_CU_TRIL || p->kind == DT_CU_TRIU;
 	int64_t n = p->outer * (tri ? p->size : p->n) * p->inner;
+	if (p->kind >= DT_CU_GATHER) {
+		n = 1;
+		for (int d = 0; d < p->rank; d++)
+			n *= p->shape[d];
+	}
 	switch (p->kind) {
 	case DT_CU_TRIL:
 	case DT_CU_TRIU:
@@ -117,6 +193,15 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 	case DT_CU_INDEX_ADD:
 		if (n > 0)
 			add_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_GATHER:
+	case DT_CU_SCATTER_ADD:
+		if (n > 0)
+			gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_REPEAT:
+		if (n > 0)
+			repeat_tile_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
 		break;
 	default:
 		repeat_kernel<<<1, 1, 0, s>>>(*p);

@@ -802,6 +802,9 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_INDEX_SELECT:
 	case DT_OP_INDEX_ADD:
 	case DT_OP_REPEAT_INTERLEAVE:
+	case DT_OP_GATHER:
+	case DT_OP_SCATTER_ADD:
+	case DT_OP_REPEAT:
 		return dt_cuda_index(ctx, c);
 	case DT_OP_EMPTY_LIKE:
 	case DT_OP_ZEROS_LIKE:
