@@ -84,6 +84,10 @@ int dt_shape_index_add(struct dt_shape_ctx *c)
 		return dt_shape_fail(c, "index_add_(): self (%s) and source (%s) must have the same scalar type",
 				     dt_dtype_name((enum dt_dtype)t.dtype),
 				     dt_dtype_name((enum dt_dtype)src.dtype));
+	struct dt_scalar alpha;
+	if (!dt_dtype_is_float((enum dt_dtype)t.dtype) && dt_shape_scalar(c, 4, &alpha) &&
+	    alpha.kind == DT_ARG_FLOAT)
+		return dt_shape_fail(c, "For integral input tensors, argument alpha must not be a floating point number.");
 	int64_t n = dt_tinfo_numel(&idx);
 	int64_t along = src.rank ? src.shape[src.rank > 1 ? dim : 0] : 1;
 	if (along != n)
