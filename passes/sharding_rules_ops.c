@@ -46,12 +46,14 @@ static void gather_rows(struct dt_rule_fill *f)
 {
 	bool scatter = f->r->op == DT_OP_SCATTER_ADD;
 	const struct dt_rule_tensor *x = dt_rule_in(f, 0);
-	int index = dt_rule_input_of(f, "index"), src = dt_rule_input_of(f, "src");
+	int index = dt_rule_input_of(f, "index"),
+	    src = dt_rule_input_of(f, "src");
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), x->rank);
 	if (dim < 0 || index < 0 || (scatter && src < 0))
 		return;
 	const struct dt_rule_tensor *ix = dt_rule_in(f, (uint32_t)index);
-	const struct dt_rule_tensor *sv = scatter ? dt_rule_in(f, (uint32_t)src) : ix;
+	const struct dt_rule_tensor *sv =
+	    scatter ? dt_rule_in(f, (uint32_t)src) : ix;
 	if (ix->rank != x->rank || sv->rank != x->rank)
 		return;
 	for (int d = 0; d < x->rank; d++) {
@@ -61,13 +63,17 @@ static void gather_rows(struct dt_rule_fill *f)
 		if (along && scatter && !same)
 			continue;
 		struct dt_rule_entry *e = dt_rule_row_add(f, 0);
-		e[0] = along && scatter ? dt_rule_partial(DT_REDUCE_SUM) : dt_rule_shard(d);
-		*dt_rule_in_entry(f, e, 0) = along ? (scatter ? dt_rule_partial(DT_REDUCE_SUM)
-							       : (struct dt_rule_entry){DT_RULE_REPLICATE, 0, 0})
-						   : dt_rule_shard(d);
+		e[0] = along && scatter ? dt_rule_partial(DT_REDUCE_SUM)
+					: dt_rule_shard(d);
+		*dt_rule_in_entry(f, e, 0) =
+		    along ? (scatter ? dt_rule_partial(DT_REDUCE_SUM)
+				     : (struct dt_rule_entry){DT_RULE_REPLICATE,
+							      0, 0})
+			  : dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(d);
 		if (scatter)
-			*dt_rule_in_entry(f, e, (uint32_t)src) = dt_rule_shard(d);
+			*dt_rule_in_entry(f, e, (uint32_t)src) =
+			    dt_rule_shard(d);
 	}
 	if (scatter)
 		dt_rule_partial_rows(f, DT_OPS_SUM_AVG, 1ull | 1ull << src);
@@ -94,7 +100,8 @@ void dt_rule_index(struct dt_rule_fill *f)
 	}
 	const struct dt_rule_tensor *x = dt_rule_in(f, 0);
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), x->rank);
-	int index = dt_rule_input_of(f, "index"), source = dt_rule_input_of(f, "source");
+	int index = dt_rule_input_of(f, "index"),
+	    source = dt_rule_input_of(f, "source");
 	bool add = f->r->op == DT_OP_INDEX_ADD;
 	if (dim < 0 || index < 0 || (add && source < 0))
 		return;
@@ -105,14 +112,16 @@ void dt_rule_index(struct dt_rule_fill *f)
 		e[0] = dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, 0) = dt_rule_shard(d);
 		if (add)
-			*dt_rule_in_entry(f, e, (uint32_t)source) = dt_rule_shard(d);
+			*dt_rule_in_entry(f, e, (uint32_t)source) =
+			    dt_rule_shard(d);
 	}
 	bool vector = dt_rule_in(f, (uint32_t)index)->rank == 1 && x->rank > 0;
 	if (!add) {
 		if (vector) {
 			struct dt_rule_entry *e = dt_rule_row_add(f, 0);
 			e[0] = dt_rule_shard(dim);
-			*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(0);
+			*dt_rule_in_entry(f, e, (uint32_t)index) =
+			    dt_rule_shard(0);
 		}
 		dt_rule_partial_through_first(f, DT_OPS_ALL);
 		return;
@@ -123,7 +132,8 @@ void dt_rule_index(struct dt_rule_fill *f)
 		e[0] = dt_rule_partial(DT_REDUCE_SUM);
 		*dt_rule_in_entry(f, e, 0) = dt_rule_partial(DT_REDUCE_SUM);
 		*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(0);
-		*dt_rule_in_entry(f, e, (uint32_t)source) = dt_rule_shard(src_dim);
+		*dt_rule_in_entry(f, e, (uint32_t)source) =
+		    dt_rule_shard(src_dim);
 	}
 	dt_rule_partial_rows(f, DT_OPS_SUM_AVG, 1ull | 1ull << source);
 }
@@ -153,7 +163,8 @@ void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v)
 			for (uint32_t i = 0; i < f->r->nin; i++) {
 				int j = dt_rule_aligned_dim(f, i, d);
 				if (j >= 0) {
-					*dt_rule_in_entry(f, e, i) = dt_rule_shard(j);
+					*dt_rule_in_entry(f, e, i) =
+					    dt_rule_shard(j);
 					any = true;
 				}
 			}
@@ -165,13 +176,16 @@ void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v)
 	}
 	if (f->r->nin != 2)
 		return;
-	const struct dt_rule_tensor *a = dt_rule_in(f, 0), *b = dt_rule_in(f, 1);
+	const struct dt_rule_tensor *a = dt_rule_in(f, 0),
+				    *b = dt_rule_in(f, 1);
 	int rank = a->rank > b->rank ? a->rank : b->rank;
 	for (int d = 0; d < rank; d++) {
 		int ja = d - (rank - a->rank), jb = d - (rank - b->rank);
-		int64_t sa = ja >= 0 ? a->shape[ja] : 1, sb = jb >= 0 ? b->shape[jb] : 1;
+		int64_t sa = ja >= 0 ? a->shape[ja] : 1,
+			sb = jb >= 0 ? b->shape[jb] : 1;
 		int64_t size = sa == 1 ? sb : sa;
-		struct dt_rule_entry *e = dt_rule_row_add(f, reduction == MSE_MEAN ? DT_ROW_EVEN : 0);
+		struct dt_rule_entry *e =
+		    dt_rule_row_add(f, reduction == MSE_MEAN ? DT_ROW_EVEN : 0);
 		e[0] = reduction == MSE_NONE  ? dt_rule_shard(d)
 		       : reduction == MSE_SUM ? dt_rule_partial(DT_REDUCE_SUM)
 					      : dt_rule_partial(DT_REDUCE_AVG);

@@ -61,15 +61,8 @@ struct slices {
 
 static struct slices slices_of(const struct dt_rt_tensor *t, int64_t dim)
 {
-	struct slices s = {1, 1, 1};
-	for (int d = 0; d < t->rank; d++) {
-		if (d < dim)
-			s.outer *= t->shape[d];
-		else if (d == dim)
-			s.size = t->shape[d];
-		else
-			s.inner *= t->shape[d];
-	}
+	struct slices s;
+	dt_rt_around(t, dim, &s.outer, &s.size, &s.inner);
 	return s;
 }
 

@@ -604,6 +604,32 @@ void dt_cpu_read_as(const struct dt_rt_tensor *t, const int64_t *shape,
 		dt_cpu_load_row(t, r.outer.off[0], r.step[0], r.len, dst + i * r.len);
 }
 
+int dt_rt_broadcast(const struct dt_rt_tensor *a, const struct dt_rt_tensor *b,
+		    int64_t *shape)
+{
+	int rank = a->rank > b->rank ? a->rank : b->rank;
+	for (int d = 0; d < rank; d++) {
+		int da = d - (rank - a->rank), db = d - (rank - b->rank);
+		int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
+		shape[d] = sa == 1 ? sb : sa;
+	}
+	return rank;
+}
+
+void dt_rt_around(const struct dt_rt_tensor *t, int64_t dim, int64_t *outer,
+		  int64_t *size, int64_t *inner)
+{
+	*outer = *size = *inner = 1;
+	for (int d = 0; d < t->rank; d++) {
+		if (d < dim)
+			*outer *= t->shape[d];
+		else if (d == dim)
+			*size = t->shape[d];
+		else
+			*inner *= t->shape[d];
+	}
+}
+
 void dt_cpu_read(const struct dt_rt_tensor *t, double *dst)
 {
 	dt_cpu_read_as(t, t->shape, t->rank, dst);

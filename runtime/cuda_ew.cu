@@ -243,7 +243,8 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 	case DT_CU_BXOR:
 		return (T)((long long)a ^ (long long)b);
 	case DT_CU_BNOT:
-		return p.compute == DT_CU_BOOL ? (T)(a == 0) : (T)~(long long)a;
+		return p.compute == DT_CU_BOOL ? (T)(a == 0)
+					       : (T) ~(long long)a;
 	case DT_CU_LAND:
 		return a != 0 && b != 0;
 	case DT_CU_LOR:

@@ -8,21 +8,6 @@
 
 #include <string.h>
 
-/* Geometry of t around dim (tril/triu: the last two dims). */
-static void around(const struct dt_rt_tensor *t, int64_t dim,
-		   struct dt_cu_index_op *p)
-{
-	p->outer = p->size = p->inner = 1;
-	for (int d = 0; d < t->rank; d++) {
-		if (d < dim)
-			p->outer *= t->shape[d];
-		else if (d == dim)
-			p->size = t->shape[d];
-		else
-			p->inner *= t->shape[d];
-	}
-}
-
 /* Where an op reads: its index and source parameters (-1: none) and
  * whether it adds into double accumulators holding self. */
 struct operands {
@@ -64,7 +49,7 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 	case DT_OP_TRIU:
 		p->kind = c->op == DT_OP_TRIL ? DT_CU_TRIL : DT_CU_TRIU;
 		dt_cpu_int(c, 1, &p->diagonal);
-		around(x, x->rank - 2, p);
+		dt_rt_around(x, x->rank - 2, &p->outer, &p->size, &p->inner);
 		return DT_OK;
 	case DT_OP_REPEAT_INTERLEAVE:
 		p->kind = DT_CU_REPEAT_INTERLEAVE;
@@ -72,9 +57,10 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		p->size = c->outputs[0].shape[0];
 		p->index = dt_cuda_ptr(in);
 		p->index_dtype = in->dtype;
-		return dt_cuda_status(ctx, c, &p->err,
-				      "the repeats are negative or do not sum to %lld",
-				      (long long)p->size);
+		return dt_cuda_status(
+		    ctx, c, &p->err,
+		    "the repeats are negative or do not sum to %lld",
+		    (long long)p->size);
 	case DT_OP_REPEAT:
 		p->kind = DT_CU_REPEAT;
 		p->rank = c->outputs[0].rank;
@@ -88,19 +74,23 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 	dt_cpu_int(c, 1, &dim);
 	dt_rt_wrap_dim(&dim, x->rank);
 	if (c->op == DT_OP_GATHER || c->op == DT_OP_SCATTER_ADD) {
-		p->kind = c->op == DT_OP_GATHER ? DT_CU_GATHER : DT_CU_SCATTER_ADD;
+		p->kind =
+		    c->op == DT_OP_GATHER ? DT_CU_GATHER : DT_CU_SCATTER_ADD;
 		p->rank = idx->rank;
 		p->dim = (int32_t)dim;
 		copy_shape(p->shape, idx, p->rank);
 		copy_shape(p->self_shape, x, p->rank);
 		if (c->op == DT_OP_SCATTER_ADD)
-			copy_shape(p->src_shape, dt_kernel_input(c, 3), p->rank);
-		return dt_cuda_status(ctx, c, &p->err,
-				      "an index is out of bounds for dimension %lld",
-				      (long long)dim);
+			copy_shape(p->src_shape, dt_kernel_input(c, 3),
+				   p->rank);
+		return dt_cuda_status(
+		    ctx, c, &p->err,
+		    "an index is out of bounds for dimension %lld",
+		    (long long)dim);
 	}
-	p->kind = c->op == DT_OP_INDEX_SELECT ? DT_CU_INDEX_SELECT : DT_CU_INDEX_ADD;
-	around(x, dim, p);
+	p->kind =
+	    c->op == DT_OP_INDEX_SELECT ? DT_CU_INDEX_SELECT : DT_CU_INDEX_ADD;
+	dt_rt_around(x, dim, &p->outer, &p->size, &p->inner);
 	p->n = dt_rt_numel(idx);
 	p->alpha = 1;
 	dt_cpu_number(c, 4, &p->alpha);
@@ -114,7 +104,8 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	struct operands o = operands_of(c->op);
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
-	const struct dt_rt_tensor *idx = o.index >= 0 ? dt_kernel_input(c, o.index) : NULL;
+	const struct dt_rt_tensor *idx =
+	    o.index >= 0 ? dt_kernel_input(c, o.index) : NULL;
 	const struct dt_rt_tensor *src = dt_kernel_input(c, o.source);
 	struct dt_rt_tensor *out = &c->outputs[0];
 	struct dt_rt_tensor in, ix, dst;
@@ -127,7 +118,8 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	/* index_add and scatter_add accumulate in double, from self */
 	if (rc == DT_OK && (o.accumulate || !dt_rt_is_contiguous(out)))
 		rc = dt_cuda_temp(ctx, c, out->shape, out->rank,
-				  o.accumulate ? DT_FLOAT64 : (enum dt_dtype)out->dtype,
+				  o.accumulate ? DT_FLOAT64
+					       : (enum dt_dtype)out->dtype,
 				  &dst, &hdst);
 	else if (rc == DT_OK)
 		dst = *out;

@@ -22,7 +22,7 @@ static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
 
 /* Index i of p.index wrapped into [0, size), or -1 when out of range. */
 static __device__ __forceinline__ long long index_at(const dt_cu_index_op &p,
-						    int64_t i)
+						     int64_t i)
 {
 	long long ix = p.index_dtype == DT_CU_I64
 			   ? ((const long long *)p.index)[i]
@@ -61,7 +61,8 @@ static __global__ void select_kernel(const __grid_constant__ dt_cu_index_op p)
 			raise_error(p.err);
 			continue;
 		}
-		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j, size);
+		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j,
+			   size);
 	}
 }
 
@@ -152,7 +153,8 @@ static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 }
 
 /* repeat: dst[at] = src[at mod self_shape], self right-aligned. */
-static __global__ void repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
+static __global__ void
+repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
 {
 	int size = dt_cu_size(p.dst_dtype);
 	int64_t n = 1;
@@ -165,8 +167,8 @@ static __global__ void repeat_tile_kernel(const __grid_constant__ dt_cu_index_op
 		unravel(p, e, at);
 		for (int d = 0; d < p.self_rank; d++)
 			at[d] = at[d + lead] % p.self_shape[d];
-		dt_cu_move(p.dst, e, p.src, ravel(at, p.self_shape, p.self_rank),
-			   size);
+		dt_cu_move(p.dst, e, p.src,
+			   ravel(at, p.self_shape, p.self_rank), size);
 	}
 }
 
@@ -201,7 +203,8 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 		break;
 	case DT_CU_REPEAT:
 		if (n > 0)
-			repeat_tile_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			repeat_tile_kernel<<<blocks_for(n), THREADS, 0, s>>>(
+			    *p);
 		break;
 	default:
 		repeat_kernel<<<1, 1, 0, s>>>(*p);

@@ -406,7 +406,8 @@ static void ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 		int64_t reduction = 1;
 		dt_cpu_int(c, 3, &reduction);
 		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
-		p->alpha = dt_round_to(compute, reduction == 1 ? 2.0 / (double)n : 2.0);
+		p->alpha = dt_round_to(compute,
+				       reduction == 1 ? 2.0 / (double)n : 2.0);
 		break;
 	}
 	case DT_OP_ADDCMUL:
@@ -517,25 +518,22 @@ static int mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	dt_cpu_int(c, 2, &reduction);
 	if (reduction == 0)
 		return elementwise(ctx, c);
-	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *y = dt_kernel_input(c, 1);
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0),
+				  *y = dt_kernel_input(c, 1);
 	int64_t shape[DT_MAX_RANK];
-	int rank = x->rank > y->rank ? x->rank : y->rank;
-	for (int d = 0; d < rank; d++) {
-		int dx = d - (rank - x->rank), dy = d - (rank - y->rank);
-		int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
-		shape[d] = sx == 1 ? sy : sx;
-	}
+	int rank = dt_rt_broadcast(x, y, shape);
 	struct dt_rt_tensor sq;
 	struct dt_buffer holder = {0};
-	int rc = dt_cuda_temp(ctx, c, shape, rank, (enum dt_dtype)c->outputs[0].dtype,
-			      &sq, &holder);
+	int rc = dt_cuda_temp(ctx, c, shape, rank,
+			      (enum dt_dtype)c->outputs[0].dtype, &sq, &holder);
 	if (rc == DT_OK) {
 		struct dt_kernel_call squares = *c;
 		squares.outputs = &sq;
 		rc = elementwise(ctx, &squares);
 	}
 	if (rc == DT_OK)
-		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq, &c->outputs[0]);
+		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq,
+					&c->outputs[0]);
 	dt_cuda_release(ctx, &holder);
 	return rc;
 }
