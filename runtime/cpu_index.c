@@ -29,8 +29,8 @@ static int triangle(const struct dt_kernel_call *c)
 	return DT_OK;
 }
 
-/* The int64 indices of `idx`, each in [0, n); reports the first that is
- * not (PyTorch's "index out of range in self"). */
+/* The int64 indices of `idx`, each in [0, n) (negative ones too are out
+ * of range, as in PyTorch); reports the first that is not. */
 static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
 			   const struct dt_rt_tensor *idx, int64_t n)
 {
@@ -40,15 +40,13 @@ static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
 	dt_cpu_read(idx, v);
 	for (int64_t i = 0; i < count; i++) {
 		ix[i] = (int64_t)v[i];
-		if (ix[i] < -n || ix[i] >= n) {
+		if (ix[i] < 0 || ix[i] >= n) {
 			dt_cpu_fail(b, c, "index %lld is out of range for a dim of size %lld",
 				    (long long)ix[i], (long long)n);
 			dt_free(v);
 			dt_free(ix);
 			return NULL;
 		}
-		if (ix[i] < 0)
-			ix[i] += n;
 	}
 	dt_free(v);
 	return ix;

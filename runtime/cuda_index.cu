@@ -20,16 +20,14 @@ static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
 		atomicCAS(e.status, 0, e.code);
 }
 
-/* Index i of p.index wrapped into [0, size), or -1 when out of range. */
+/* Index i of p.index, or -1 when out of [0, size) (negative too). */
 static __device__ __forceinline__ long long index_at(const dt_cu_index_op &p,
 						     int64_t i)
 {
 	long long ix = p.index_dtype == DT_CU_I64
 			   ? ((const long long *)p.index)[i]
 			   : ((const int *)p.index)[i];
-	if (ix < -p.size || ix >= p.size)
-		return -1;
-	return ix < 0 ? ix + p.size : ix;
+	return ix < 0 || ix >= p.size ? -1 : ix;
 }
 
 static __global__ void triangle_kernel(const __grid_constant__ dt_cu_index_op p)
