@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* shape_index.c: shape functions of the ops that address elements by
  * index: tril/triu (by row and column), index_select, index_add,
- * repeat_interleave.Tensor, gather, scatter_add and repeat. Their results are fresh contiguous tensors,
+ * repeat_interleave.Tensor, gather, scatter_add, repeat, flip and cumsum. Their results are fresh contiguous tensors,
  * as ATen's structured kernels allocate them (checked against torch 1.13). */
 #include "shape.h"
 
@@ -203,6 +203,50 @@ int dt_shape_repeat(struct dt_shape_ctx *c)
 	if (dt_shape_check_sizes(c, shape, n) != DT_OK)
 		return DT_EINPUT;
 	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, shape, n);
+	dt_shape_emit(c, &r);
+	return DT_OK;
+}
+
+/* flip(self, dims): empty_like(self) (dense strides kept); each dim once. */
+int dt_shape_flip(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t;
+	int64_t dims[DT_MAX_RANK];
+	int n;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK ||
+	    dt_shape_ints(c, 1, dims, DT_MAX_RANK, &n) != DT_OK)
+		return DT_EINPUT;
+	bool seen[DT_MAX_RANK] = {false};
+	for (int i = 0; i < n; i++) {
+		if (!dt_shape_wrap_dim(c, &dims[i], t.rank))
+			return DT_EINPUT;
+		if (t.rank && seen[dims[i]])
+			return dt_shape_fail(c, "dim %lld appears multiple times in the list of dims",
+					     (long long)dims[i]);
+		if (t.rank)
+			seen[dims[i]] = true;
+	}
+	dt_tinfo_like(&t, &t);
+	dt_shape_emit(c, &t);
+	return DT_OK;
+}
+
+/* cumsum(self, dim, dtype): contiguous; the dtype given, else integral
+ * and bool inputs accumulate in int64. */
+int dt_shape_cumsum(struct dt_shape_ctx *c)
+{
+	struct dt_tinfo t;
+	int64_t dim = 0;
+	enum dt_dtype dtype;
+	if (dt_shape_tensor(c, 0, &t) != DT_OK)
+		return DT_EINPUT;
+	dt_shape_int(c, 1, &dim);
+	if (!dt_shape_wrap_dim(c, &dim, t.rank))
+		return DT_EINPUT;
+	if (!dt_shape_dtype(c, 2, &dtype))
+		dtype = dt_dtype_is_float((enum dt_dtype)t.dtype) ? (enum dt_dtype)t.dtype
+								  : DT_INT64;
+	struct dt_tinfo r = contiguous(dtype, t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }

@@ -36,6 +36,30 @@ static void repeat_rows(struct dt_rule_fill *f)
 	dt_rule_partial_through_first(f, DT_OPS_ALL);
 }
 
+/* flip(self, dims) and cumsum(self, dim): a dim they do not run along
+ * keeps its shard; a flipped dim would also reverse the order of shards,
+ * a summed one carry across them. Partials pass through flip (a copy) and
+ * cumsum's sum and avg (linear). */
+static void along_rows(struct dt_rule_fill *f)
+{
+	int rank = dt_rule_in(f, 0)->rank;
+	bool along[DT_MAX_RANK] = {false};
+	int64_t dims[DT_MAX_RANK];
+	int n = dt_rule_arg_ints(f, f->r->op == DT_OP_FLIP ? "dims" : "dim",
+				 dims, DT_MAX_RANK);
+	for (int i = 0; i < n; i++) {
+		int d = dt_rule_wrap_dim(dims[i], rank);
+		if (d < 0)
+			return;
+		along[d] = true;
+	}
+	for (int d = 0; d < rank; d++)
+		if (!along[d])
+			dt_rule_shard_row(f, d, d, 0);
+	dt_rule_partial_through_first(
+	    f, f->r->op == DT_OP_FLIP ? DT_OPS_ALL : DT_OPS_SUM_AVG);
+}
+
 /* gather(self, dim, index) and scatter_add(self, dim, index, src): a dim
  * other than `dim` shards self, index (and src) together where their sizes
  * agree; gather shards index's `dim` against a replicated self;
@@ -87,11 +111,15 @@ static void gather_rows(struct dt_rule_fill *f)
  * index_add(self, dim, index, source): dims other than `dim` follow self
  * and source; P(sum) <- self P(sum), index S*(0), source S*(dim) (each
  * rank adds its own slices); P(sum|avg) <- self P, index R, source P.
- * gather, scatter_add and repeat: above. */
+ * gather, scatter_add, repeat, flip and cumsum: above. */
 void dt_rule_index(struct dt_rule_fill *f)
 {
 	if (f->r->op == DT_OP_REPEAT) {
 		repeat_rows(f);
+		return;
+	}
+	if (f->r->op == DT_OP_FLIP || f->r->op == DT_OP_CUMSUM) {
+		along_rows(f);
 		return;
 	}
 	if (f->r->op == DT_OP_GATHER || f->r->op == DT_OP_SCATTER_ADD) {

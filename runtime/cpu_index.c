@@ -3,8 +3,9 @@
  * tril/triu (keep j - i <= k, or >= k, over the last two dims),
  * index_select (gather slices along a dim), index_add (scatter-add
  * alpha * source slices onto a copy of self) and repeat_interleave.Tensor
- * (each position i repeated repeats[i] times), gather, scatter_add and
- * repeat (tiling), as ATen's CPU kernels. */
+ * (each position i repeated repeats[i] times), gather, scatter_add,
+ * repeat (tiling), flip and cumsum (a running sum along a dim, in double),
+ * as ATen's CPU kernels. */
 #include "internal.h"
 
 #include <string.h>
@@ -236,6 +237,55 @@ static int repeat(const struct dt_kernel_call *c)
 	return DT_OK;
 }
 
+/* flip: out[at] = self[at with the flipped dims reversed]. */
+static int flip(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	int64_t dims[DT_MAX_RANK];
+	bool flipped[DT_MAX_RANK] = {false};
+	int nd = dt_cpu_ints(c, 1, dims, DT_MAX_RANK);
+	for (int i = 0; i < nd; i++)
+		if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
+			flipped[dims[i]] = true;
+	int64_t n = dt_rt_numel(x);
+	double *xv = dt_cpu_scratch(n), *out = dt_cpu_scratch(n);
+	dt_cpu_read(x, xv);
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
+	for (int64_t e = 0; e < n; e++, step(at, x->shape, x->rank)) {
+		for (int d = 0; d < x->rank; d++)
+			from[d] = flipped[d] ? x->shape[d] - 1 - at[d] : at[d];
+		out[e] = xv[offset_in(from, x->shape, x->rank)];
+	}
+	dt_cpu_write(&c->outputs[0], out);
+	dt_free(xv);
+	dt_free(out);
+	return DT_OK;
+}
+
+static int cumsum(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	int64_t dim = 0, outer, size, inner;
+	dt_cpu_int(c, 1, &dim);
+	dt_rt_wrap_dim(&dim, x->rank);
+	dt_rt_around(x, dim, &outer, &size, &inner);
+	double *v = dt_cpu_scratch(dt_rt_numel(x));
+	dt_cpu_read(x, v);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			double acc = 0;
+			for (int64_t i = 0; i < size; i++) {
+				double *e = &v[(o * size + i) * inner + j];
+				acc += dt_round_to(t, *e);
+				*e = acc;
+			}
+		}
+	dt_cpu_write(&c->outputs[0], v);
+	dt_free(v);
+	return DT_OK;
+}
+
 int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	switch (c->op) {
@@ -253,6 +303,10 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 		return gather(b, c);
 	case DT_OP_REPEAT:
 		return repeat(c);
+	case DT_OP_FLIP:
+		return flip(c);
+	case DT_OP_CUMSUM:
+		return cumsum(c);
 	default:
 		dt_die(__FILE__, __LINE__, "no index kernel for %s", dt_op_get(c->op)->target);
 	}

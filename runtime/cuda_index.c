@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* cuda_index.c: the NCCL+CUDA backend's tril/triu, index_select,
- * index_add, repeat_interleave.Tensor, gather, scatter_add and repeat:
+ * index_add, repeat_interleave.Tensor, gather, scatter_add, repeat, flip
+ * and cumsum:
  * operands made contiguous, geometry as [outer, size, inner] or as shapes,
  * the kernels of cuda_index.cu, and a staged result where the output is
  * strided. Semantics follow cpu_index.c. */
@@ -61,6 +62,23 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		    ctx, c, &p->err,
 		    "the repeats are negative or do not sum to %lld",
 		    (long long)p->size);
+	case DT_OP_FLIP: {
+		int64_t dims[DT_MAX_RANK];
+		int nd = dt_cpu_ints(c, 1, dims, DT_MAX_RANK);
+		p->kind = DT_CU_FLIP;
+		p->rank = x->rank;
+		copy_shape(p->shape, x, x->rank);
+		for (int i = 0; i < nd; i++)
+			if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
+				p->flip_mask |= 1u << dims[i];
+		return DT_OK;
+	}
+	case DT_OP_CUMSUM:
+		p->kind = DT_CU_CUMSUM;
+		dt_cpu_int(c, 1, &dim);
+		dt_rt_wrap_dim(&dim, x->rank);
+		dt_rt_around(x, dim, &p->outer, &p->size, &p->inner);
+		return DT_OK;
 	case DT_OP_REPEAT:
 		p->kind = DT_CU_REPEAT;
 		p->rank = c->outputs[0].rank;

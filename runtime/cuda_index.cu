@@ -2,8 +2,9 @@
 /* cuda_index.cu: kernels of the ops that address elements by index
  * (cpu_index.c's semantics): tril/triu, index_select, index_add and
  * scatter_add (into double accumulators), repeat_interleave (one thread:
- * the result's positions follow a running sum of the repeats), gather and
- * repeat. See cuda_internal.h. */
+ * the result's positions follow a running sum of the repeats), gather,
+ * repeat, flip and cumsum (a thread per row, in double). See
+ * cuda_internal.h. */
 #include "cuda_internal.h"
 
 #define THREADS 256
@@ -170,12 +171,49 @@ repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
 	}
 }
 
+static __global__ void flip_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		for (int d = 0; d < p.rank; d++)
+			if ((p.flip_mask >> d) & 1)
+				at[d] = p.shape[d] - 1 - at[d];
+		dt_cu_move(p.dst, e, p.src, ravel(at, p.shape, p.rank), size);
+	}
+}
+
+/* cumsum: each element is first rounded to the result's dtype (stored and
+ * read back), then added to a double running sum. */
+static __global__ void cumsum_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	     r < p.outer * p.inner; r += (int64_t)gridDim.x * blockDim.x) {
+		int64_t o = r / p.inner, j = r % p.inner;
+		double acc = 0;
+		for (int64_t i = 0; i < p.size; i++) {
+			int64_t e = (o * p.size + i) * p.inner + j;
+			dt_cu_store(p.dst, p.dst_dtype, e,
+				    dt_cu_load(p.src, p.src_dtype, e));
+			acc += dt_cu_load(p.dst, p.dst_dtype, e);
+			dt_cu_store(p.dst, p.dst_dtype, e, acc);
+		}
+	}
+}
+
 extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 				   cudaStream_t s)
 {
 	bool tri = p->kind == DT_CU_TRIL || p->kind == DT_CU_TRIU;
 	int64_t n = p->outer * (tri ? p->size : p->n) * p->inner;
-	if (p->kind >= DT_CU_GATHER) {
+	if (p->kind == DT_CU_CUMSUM)
+		n = p->outer * p->inner;
+	else if (p->kind >= DT_CU_GATHER) {
 		n = 1;
 		for (int d = 0; d < p->rank; d++)
 			n *= p->shape[d];
@@ -198,6 +236,14 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 	case DT_CU_SCATTER_ADD:
 		if (n > 0)
 			gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_FLIP:
+		if (n > 0)
+			flip_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_CUMSUM:
+		if (n > 0 && p->size > 0)
+			cumsum_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_REPEAT:
 		if (n > 0)

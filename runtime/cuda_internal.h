@@ -242,7 +242,8 @@ struct dt_cu_nll_op {
  * scatter_add and repeat walk `shape` (rank dims: index's, or repeat's
  * result) and address self (`self_shape`) and scatter_add's src
  * (`src_shape`) by coordinates; scatter_add adds into double
- * accumulators of self's shape. */
+ * accumulators of self's shape. flip walks `shape`; cumsum sums [outer,
+ * size, inner] along size in double. */
 enum dt_cu_index_kind {
 	DT_CU_TRIL,
 	DT_CU_TRIU,
@@ -252,11 +253,14 @@ enum dt_cu_index_kind {
 	DT_CU_GATHER,
 	DT_CU_SCATTER_ADD,
 	DT_CU_REPEAT,
+	DT_CU_FLIP,
+	DT_CU_CUMSUM,
 };
 struct dt_cu_index_op {
 	int32_t kind;
 	int64_t outer, size, inner, n, diagonal;
 	int32_t rank, self_rank, dim;
+	uint32_t flip_mask; /* flip: bit d = dim d reversed */
 	int64_t shape[DT_CU_MAX_RANK], self_shape[DT_CU_MAX_RANK],
 	    src_shape[DT_CU_MAX_RANK];
 	double alpha;

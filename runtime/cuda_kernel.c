@@ -803,6 +803,8 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_GATHER:
 	case DT_OP_SCATTER_ADD:
 	case DT_OP_REPEAT:
+	case DT_OP_FLIP:
+	case DT_OP_CUMSUM:
 		return dt_cuda_index(ctx, c);
 	case DT_OP_EMPTY_LIKE:
 	case DT_OP_ZEROS_LIKE:

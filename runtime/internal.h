@@ -177,7 +177,8 @@ int dt_cpu_layer_norm(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_embedding(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_nll_loss(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c);
-/* tril/triu, index_select, index_add, repeat_interleave (cpu_index.c) */
+/* tril/triu, index_select, index_add, repeat_interleave, gather,
+ * scatter_add, repeat, flip, cumsum (cpu_index.c) */
 int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c);
