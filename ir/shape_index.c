@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* shape_index.c: shape functions of the ops that address elements by
  * index: tril/triu (by row and column), index_select, index_add,
- * repeat_interleave.Tensor, gather, scatter_add, repeat, flip and cumsum. Their results are fresh contiguous tensors,
- * as ATen's structured kernels allocate them (checked against torch 1.13). */
+ * repeat_interleave.Tensor, gather, scatter, repeat, flip and cumsum.
+ * Their results are fresh tensors laid out as ATen's structured kernels
+ * allocate them (checked against torch 1.13). */
 #include "shape.h"
 
 #include <string.h>
@@ -139,23 +140,28 @@ int dt_shape_repeat_interleave(struct dt_shape_ctx *c)
 }
 
 /* gather(self, dim, index) -> index's shape; scatter_add(self, dim, index,
- * src) -> self's. Index is int64 with self's number of dims, no larger
- * than self outside dim (and than src everywhere, for scatter_add). */
+ * src), scatter.src and scatter.value -> self's. Index is int64 with
+ * self's number of dims, no larger than self outside dim (and than src
+ * everywhere). */
 int dt_shape_gather(struct dt_shape_ctx *c)
 {
-	bool scatter = dt_shape_op(c) == DT_OP_SCATTER_ADD;
+	enum dt_op op = dt_shape_op(c);
+	bool scatter = op != DT_OP_GATHER, has_src = scatter && op != DT_OP_SCATTER_VALUE;
 	struct dt_tinfo t, idx, src;
 	int64_t dim = 0;
-	if (dt_shape_tensor(c, 0, &t) != DT_OK || dt_shape_tensor(c, 2, &idx) != DT_OK ||
-	    (scatter && dt_shape_tensor(c, 3, &src) != DT_OK))
+	if (dt_shape_tensor(c, 0, &t) != DT_OK || dt_shape_tensor(c, 2, &idx) != DT_OK)
 		return DT_EINPUT;
-	const char *who = scatter ? "scatter_add" : "gather";
+	if (has_src && dt_shape_tensor(c, 3, &src) != DT_OK)
+		return DT_EINPUT;
+	if (!has_src)
+		src = idx;
+	const char *who = scatter ? "scatter" : "gather";
 	dt_shape_int(c, 1, &dim);
 	if (!dt_shape_wrap_dim(c, &dim, t.rank))
 		return DT_EINPUT;
 	if (idx.dtype != DT_INT64)
 		return dt_shape_fail(c, "%s(): Expected dtype int64 for index", who);
-	if (scatter && src.dtype != t.dtype)
+	if (has_src && src.dtype != t.dtype)
 		return dt_shape_fail(c, "scatter(): Expected self.dtype to be equal to src.dtype");
 	int rank = t.rank ? t.rank : 1;
 	if ((idx.rank ? idx.rank : 1) != rank || (scatter && (src.rank ? src.rank : 1) != rank))

@@ -60,47 +60,53 @@ static void along_rows(struct dt_rule_fill *f)
 	    f, f->r->op == DT_OP_FLIP ? DT_OPS_ALL : DT_OPS_SUM_AVG);
 }
 
-/* gather(self, dim, index) and scatter_add(self, dim, index, src): a dim
- * other than `dim` shards self, index (and src) together where their sizes
- * agree; gather shards index's `dim` against a replicated self;
- * scatter_add adds each rank's slices of index and src along `dim` into
- * its partial self (P(sum)). Selection and scattering commute with the
- * reductions gather's P(any) and scatter_add's P(sum|avg) rows need. */
+/* gather(self, dim, index), scatter_add(self, dim, index, src) and
+ * scatter.src / scatter.value: a dim other than `dim` shards self, index
+ * (and src) together where their sizes agree; gather shards index's `dim`
+ * against a replicated self; scatter_add adds each rank's slices of index
+ * and src along `dim` into its partial self (P(sum)). Partials: gather
+ * selects (P(any)), scatter_add adds (P(sum|avg) of self and src), the
+ * other scatters write the same values on every rank (P(avg|max|min) of
+ * self). */
 static void gather_rows(struct dt_rule_fill *f)
 {
-	bool scatter = f->r->op == DT_OP_SCATTER_ADD;
+	enum dt_op op = f->r->op;
+	bool scatter = op != DT_OP_GATHER, add = op == DT_OP_SCATTER_ADD;
 	const struct dt_rule_tensor *x = dt_rule_in(f, 0);
 	int index = dt_rule_input_of(f, "index"),
 	    src = dt_rule_input_of(f, "src");
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), x->rank);
-	if (dim < 0 || index < 0 || (scatter && src < 0))
+	if (dim < 0 || index < 0 ||
+	    (op != DT_OP_SCATTER_VALUE && scatter && src < 0))
 		return;
 	const struct dt_rule_tensor *ix = dt_rule_in(f, (uint32_t)index);
 	const struct dt_rule_tensor *sv =
-	    scatter ? dt_rule_in(f, (uint32_t)src) : ix;
+	    src >= 0 ? dt_rule_in(f, (uint32_t)src) : ix;
 	if (ix->rank != x->rank || sv->rank != x->rank)
 		return;
 	for (int d = 0; d < x->rank; d++) {
 		bool along = d == dim, same = ix->shape[d] == sv->shape[d];
 		if (!along && (ix->shape[d] != x->shape[d] || !same))
 			continue;
-		if (along && scatter && !same)
+		if (along && (scatter ? !add || !same : false))
 			continue;
 		struct dt_rule_entry *e = dt_rule_row_add(f, 0);
-		e[0] = along && scatter ? dt_rule_partial(DT_REDUCE_SUM)
-					: dt_rule_shard(d);
+		e[0] = along && add ? dt_rule_partial(DT_REDUCE_SUM)
+				    : dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, 0) =
-		    along ? (scatter ? dt_rule_partial(DT_REDUCE_SUM)
-				     : (struct dt_rule_entry){DT_RULE_REPLICATE,
-							      0, 0})
+		    along ? (add ? dt_rule_partial(DT_REDUCE_SUM)
+				 : (struct dt_rule_entry){DT_RULE_REPLICATE, 0,
+							  0})
 			  : dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(d);
-		if (scatter)
+		if (src >= 0)
 			*dt_rule_in_entry(f, e, (uint32_t)src) =
 			    dt_rule_shard(d);
 	}
-	if (scatter)
+	if (add)
 		dt_rule_partial_rows(f, DT_OPS_SUM_AVG, 1ull | 1ull << src);
+	else if (scatter)
+		dt_rule_partial_through_first(f, DT_OPS_AVG_MAX_MIN);
 	else
 		dt_rule_partial_through_first(f, DT_OPS_ALL);
 }
@@ -111,7 +117,7 @@ static void gather_rows(struct dt_rule_fill *f)
  * index_add(self, dim, index, source): dims other than `dim` follow self
  * and source; P(sum) <- self P(sum), index S*(0), source S*(dim) (each
  * rank adds its own slices); P(sum|avg) <- self P, index R, source P.
- * gather, scatter_add, repeat, flip and cumsum: above. */
+ * gather, the scatters, repeat, flip and cumsum: above. */
 void dt_rule_index(struct dt_rule_fill *f)
 {
 	if (f->r->op == DT_OP_REPEAT) {
@@ -122,7 +128,8 @@ void dt_rule_index(struct dt_rule_fill *f)
 		along_rows(f);
 		return;
 	}
-	if (f->r->op == DT_OP_GATHER || f->r->op == DT_OP_SCATTER_ADD) {
+	if (f->r->op == DT_OP_GATHER || f->r->op == DT_OP_SCATTER_ADD ||
+	    f->r->op == DT_OP_SCATTER_SRC || f->r->op == DT_OP_SCATTER_VALUE) {
 		gather_rows(f);
 		return;
 	}

@@ -171,25 +171,28 @@ static void step(int64_t *at, const int64_t *shape, int rank)
 
 /* gather: out[at] = self[at with dim <- index[at]]; scatter_add:
  * out = self, out[at with dim <- index[at]] += src[at] over index's
- * elements. */
+ * elements; scatter.src and scatter.value assign src[at] or the value
+ * there instead (in index order: the last write wins). */
 static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
 {
-	bool scatter = c->op == DT_OP_SCATTER_ADD;
+	bool scatter = c->op != DT_OP_GATHER, add = c->op == DT_OP_SCATTER_ADD;
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 2);
-	const struct dt_rt_tensor *src = scatter ? dt_kernel_input(c, 3) : NULL;
+	const struct dt_rt_tensor *src = dt_kernel_input(c, 3); /* NULL: a value */
 	int64_t dim = 0;
 	dt_cpu_int(c, 1, &dim);
 	dt_rt_wrap_dim(&dim, x->rank);
 	int rank = idx->rank;
 	int64_t n = dt_rt_numel(idx), size = x->rank ? x->shape[dim] : 1;
 	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *iv = dt_cpu_scratch(n);
-	double *sv = scatter ? dt_cpu_scratch(dt_rt_numel(src)) : NULL;
-	double *out = scatter ? xv : dt_cpu_scratch(n);
+	double *sv = scatter && src ? dt_cpu_scratch(dt_rt_numel(src)) : NULL;
+	double *out = scatter ? xv : dt_cpu_scratch(n), value = 0;
 	dt_cpu_read(x, xv);
 	dt_cpu_read(idx, iv);
-	if (scatter)
+	if (sv)
 		dt_cpu_read(src, sv);
 	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	if (scatter && !src && dt_cpu_number(c, 3, &value))
+		value = dt_round_to(t, value);
 	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
 	int rc = DT_OK;
 	for (int64_t e = 0; e < n && rc == DT_OK; e++, step(at, idx->shape, rank)) {
@@ -202,8 +205,11 @@ static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
 		memcpy(from, at, sizeof(from));
 		from[dim] = ix;
 		int64_t xo = x->rank ? offset_in(from, x->shape, x->rank) : 0;
-		if (scatter)
-			out[xo] = dt_round_to(t, out[xo] + sv[src->rank ? offset_in(at, src->shape, rank) : 0]);
+		double s = sv ? sv[src->rank ? offset_in(at, src->shape, rank) : 0] : value;
+		if (add)
+			out[xo] = dt_round_to(t, out[xo] + s);
+		else if (scatter)
+			out[xo] = s;
 		else
 			out[e] = xv[xo];
 	}
@@ -300,6 +306,8 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 		return repeat_interleave(b, c);
 	case DT_OP_GATHER:
 	case DT_OP_SCATTER_ADD:
+	case DT_OP_SCATTER_SRC:
+	case DT_OP_SCATTER_VALUE:
 		return gather(b, c);
 	case DT_OP_REPEAT:
 		return repeat(c);

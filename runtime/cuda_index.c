@@ -9,11 +9,12 @@
 
 #include <string.h>
 
-/* Where an op reads: its index and source parameters (-1: none) and
- * whether it adds into double accumulators holding self. */
+/* Where an op reads: its index and source parameters (-1: none), whether
+ * it writes into a copy of self, and whether that copy is double
+ * accumulators (it adds). */
 struct operands {
 	int index, source;
-	bool accumulate;
+	bool from_self, accumulate;
 };
 
 static struct operands operands_of(enum dt_op op)
@@ -21,12 +22,16 @@ static struct operands operands_of(enum dt_op op)
 	switch (op) {
 	case DT_OP_INDEX_SELECT:
 	case DT_OP_GATHER:
-		return (struct operands){2, 0, false};
+		return (struct operands){2, 0, false, false};
 	case DT_OP_INDEX_ADD:
 	case DT_OP_SCATTER_ADD:
-		return (struct operands){2, 3, true};
-	default: /* tril, triu, repeat_interleave, repeat */
-		return (struct operands){-1, 0, false};
+		return (struct operands){2, 3, true, true};
+	case DT_OP_SCATTER_SRC:
+		return (struct operands){2, 3, true, false};
+	case DT_OP_SCATTER_VALUE:
+		return (struct operands){2, -1, true, false};
+	default: /* tril, triu, repeat_interleave, repeat, flip, cumsum */
+		return (struct operands){-1, 0, false, false};
 	}
 }
 
@@ -91,14 +96,21 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 	}
 	dt_cpu_int(c, 1, &dim);
 	dt_rt_wrap_dim(&dim, x->rank);
-	if (c->op == DT_OP_GATHER || c->op == DT_OP_SCATTER_ADD) {
-		p->kind =
-		    c->op == DT_OP_GATHER ? DT_CU_GATHER : DT_CU_SCATTER_ADD;
+	if (c->op == DT_OP_GATHER || c->op == DT_OP_SCATTER_ADD ||
+	    c->op == DT_OP_SCATTER_SRC || c->op == DT_OP_SCATTER_VALUE) {
+		p->kind = c->op == DT_OP_GATHER	       ? DT_CU_GATHER
+			  : c->op == DT_OP_SCATTER_ADD ? DT_CU_SCATTER_ADD
+			  : c->op == DT_OP_SCATTER_SRC ? DT_CU_SCATTER_SRC
+						       : DT_CU_SCATTER_VALUE;
+		if (c->op == DT_OP_SCATTER_VALUE &&
+		    dt_cpu_number(c, 3, &p->alpha))
+			p->alpha =
+			    dt_round_to((enum dt_dtype)x->dtype, p->alpha);
 		p->rank = idx->rank;
 		p->dim = (int32_t)dim;
 		copy_shape(p->shape, idx, p->rank);
 		copy_shape(p->self_shape, x, p->rank);
-		if (c->op == DT_OP_SCATTER_ADD)
+		if (c->op == DT_OP_SCATTER_ADD || c->op == DT_OP_SCATTER_SRC)
 			copy_shape(p->src_shape, dt_kernel_input(c, 3),
 				   p->rank);
 		return dt_cuda_status(
@@ -124,7 +136,8 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	const struct dt_rt_tensor *idx =
 	    o.index >= 0 ? dt_kernel_input(c, o.index) : NULL;
-	const struct dt_rt_tensor *src = dt_kernel_input(c, o.source);
+	const struct dt_rt_tensor *src =
+	    o.source >= 0 ? dt_kernel_input(c, o.source) : NULL;
 	struct dt_rt_tensor *out = &c->outputs[0];
 	struct dt_rt_tensor in, ix, dst;
 	struct dt_buffer hin = {0}, hix = {0}, hdst = {0};
@@ -133,7 +146,8 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	int rc = dt_cuda_contiguous(ctx, c, src, &in, &hin);
 	if (rc == DT_OK)
 		rc = dt_cuda_contiguous(ctx, c, idx, &ix, &hix);
-	/* index_add and scatter_add accumulate in double, from self */
+	/* index_add and scatter_add accumulate in double; they and the
+	 * scatters start from self */
 	if (rc == DT_OK && (o.accumulate || !dt_rt_is_contiguous(out)))
 		rc = dt_cuda_temp(ctx, c, out->shape, out->rank,
 				  o.accumulate ? DT_FLOAT64
@@ -141,7 +155,7 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 				  &dst, &hdst);
 	else if (rc == DT_OK)
 		dst = *out;
-	if (rc == DT_OK && o.accumulate)
+	if (rc == DT_OK && o.from_self)
 		rc = dt_cuda_copy(ctx, c, &dst, x);
 	if (rc == DT_OK)
 		rc = prepare(ctx, c, &p, &in, idx ? &ix : NULL);
@@ -150,7 +164,7 @@ int dt_cuda_index(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 			p.index = dt_cuda_ptr(&ix);
 			p.index_dtype = ix.dtype;
 		}
-		if (c->op != DT_OP_REPEAT_INTERLEAVE) {
+		if (src && c->op != DT_OP_REPEAT_INTERLEAVE) {
 			p.src = dt_cuda_ptr(&in);
 			p.src_dtype = in.dtype;
 		}

@@ -118,7 +118,9 @@ static __device__ int64_t ravel(const int64_t *at, const int64_t *shape,
 	return off;
 }
 
-/* gather and scatter_add over the index's elements. */
+/* gather and the scatters over the index's elements (scatter.src and
+ * .value: which of several writes to one element wins is unspecified, as
+ * in PyTorch). */
 static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 {
 	int size = dt_cu_size(p.dst_dtype);
@@ -143,11 +145,18 @@ static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 			dt_cu_move(p.dst, e, p.src, xo, size);
 			continue;
 		}
+		if (p.kind == DT_CU_SCATTER_VALUE) {
+			dt_cu_store(p.dst, p.dst_dtype, xo, p.alpha);
+			continue;
+		}
 		if (p.rank)
 			at[p.dim] = from;
-		atomicAdd((double *)p.dst + xo,
-			  dt_cu_load(p.src, p.src_dtype,
-				     ravel(at, p.src_shape, p.rank)));
+		int64_t so = ravel(at, p.src_shape, p.rank);
+		if (p.kind == DT_CU_SCATTER_SRC)
+			dt_cu_move(p.dst, xo, p.src, so, size);
+		else
+			atomicAdd((double *)p.dst + xo,
+				  dt_cu_load(p.src, p.src_dtype, so));
 	}
 }
 
@@ -234,6 +243,8 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 		break;
 	case DT_CU_GATHER:
 	case DT_CU_SCATTER_ADD:
+	case DT_CU_SCATTER_SRC:
+	case DT_CU_SCATTER_VALUE:
 		if (n > 0)
 			gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
 		break;

@@ -111,6 +111,7 @@ enum dt_cu_ew_op {
 	DT_CU_MSE,
 	DT_CU_MSE_BW, /* alpha * (a - b) * c */
 	DT_CU_SIGN,
+	DT_CU_REM, /* Python's %: the divisor's sign */
 };
 
 /* A deferred kernel error: the kernel stores `code` into *status (first
@@ -242,8 +243,9 @@ struct dt_cu_nll_op {
  * scatter_add and repeat walk `shape` (rank dims: index's, or repeat's
  * result) and address self (`self_shape`) and scatter_add's src
  * (`src_shape`) by coordinates; scatter_add adds into double
- * accumulators of self's shape. flip walks `shape`; cumsum sums [outer,
- * size, inner] along size in double. */
+ * accumulators of self's shape, scatter.src and scatter.value write into
+ * dst holding self (the value in `alpha`). flip walks `shape`; cumsum sums
+ * [outer, size, inner] along size in double. */
 enum dt_cu_index_kind {
 	DT_CU_TRIL,
 	DT_CU_TRIU,
@@ -252,6 +254,8 @@ enum dt_cu_index_kind {
 	DT_CU_REPEAT_INTERLEAVE,
 	DT_CU_GATHER,
 	DT_CU_SCATTER_ADD,
+	DT_CU_SCATTER_SRC,
+	DT_CU_SCATTER_VALUE,
 	DT_CU_REPEAT,
 	DT_CU_FLIP,
 	DT_CU_CUMSUM,

@@ -370,6 +370,8 @@ static const struct ew_def ew_defs[DT_NOPS] = {
     [DT_OP_FILL_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_FILL_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_SIGN] = EW1(DT_CU_SIGN),
+    [DT_OP_REMAINDER_TENSOR] = EW2(DT_CU_REM),
+    [DT_OP_REMAINDER_SCALAR] = EW2(DT_CU_REM),
     [DT_OP_SGN] = EW1(DT_CU_SIGN),
     [DT_OP_MASKED_FILL_INPLACE_SCALAR] =
 	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
@@ -494,8 +496,8 @@ static int elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 				p.cast |= 1u << k;
 		}
 	}
-	if (p.int_compute &&
-	    ((p.op == DT_CU_DIV && p.mode != 0) || p.op == DT_CU_POW)) {
+	if (p.int_compute && ((p.op == DT_CU_DIV && p.mode != 0) ||
+			      p.op == DT_CU_POW || p.op == DT_CU_REM)) {
 		const char *what =
 		    p.op == DT_CU_POW
 			? "Integers to negative integer powers are not allowed."
@@ -802,6 +804,8 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_REPEAT_INTERLEAVE:
 	case DT_OP_GATHER:
 	case DT_OP_SCATTER_ADD:
+	case DT_OP_SCATTER_SRC:
+	case DT_OP_SCATTER_VALUE:
 	case DT_OP_REPEAT:
 	case DT_OP_FLIP:
 	case DT_OP_CUMSUM:
