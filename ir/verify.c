@@ -247,8 +247,9 @@ static uint32_t first_input(struct verifier *v, uint32_t id)
 	return b.arg[0]->v.node;
 }
 
-/* Whether node id's value shares memory with its first input: a view, a
- * reshape (it aliases when strides allow) or a result of a view. */
+/* Whether node id's value may share memory with its first input: a view,
+ * a result of a view, or an op that returns its input's memory in
+ * PyTorch when it can (reshape, contiguous) or always (_unsafe_view). */
 static bool is_alias(struct verifier *v, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(v->m, id);
@@ -258,7 +259,8 @@ static bool is_alias(struct verifier *v, uint32_t id)
 		uint32_t src = first_input(v, id);
 		return src && is_alias(v, src);
 	}
-	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) || n->op == DT_OP_RESHAPE;
+	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) || n->op == DT_OP_RESHAPE ||
+	       n->op == DT_OP_CONTIGUOUS || n->op == DT_OP_UNSAFE_VIEW;
 }
 
 /* A value sharing memory with `w` (w itself or a view of it, transitively)
