@@ -133,6 +133,11 @@ static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *
 			dt_free(rv);
 			return dt_cpu_fail(b, c, "repeats can not be negative");
 		}
+		if (rv[i] > (double)(len - total)) {
+			dt_free(rv);
+			return dt_cpu_fail(b, c, "the repeats sum to more than the result's %lld elements",
+					   (long long)len);
+		}
 		total += (int64_t)rv[i];
 	}
 	if (total != len) {
