@@ -89,7 +89,7 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 		long long r = p.index_dtype == DT_CU_I64
 				  ? ((const long long *)p.index)[i]
 				  : ((const int *)p.index)[i];
-		if (r < 0 || at + r > p.size) {
+		if (r < 0 || r > p.size - at) {
 			raise_error(p.err);
 			return;
 		}
