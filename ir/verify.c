@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* verify.c: structural and metadata checks of a module (dt_verify). Every
- * problem is reported at its node's line; the graph is never changed. */
+/* verify.c: structural and metadata checks of a module (dt_verify), and
+ * that no in-place write can be observed. Every problem is reported at its
+ * node's line; the graph is never changed. */
 #include "ir.h"
 
 #include <string.h>
