@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* verify.c: structural and metadata checks of a module (dt_verify). Every
- * problem is reported at its node's line; the graph is never changed. */
+/* verify.c: structural and metadata checks of a module (dt_verify), and
+ * that no in-place write can be observed. Every problem is reported at its
+ * node's line; the graph is never changed. */
 #include "ir.h"
 
 #include <string.h>
@@ -274,28 +275,60 @@ static void check_collective_users(struct verifier *v)
 	dt_uses_fini(&u);
 }
 
-/* Whether node id's value may share memory with another value: a view,
- * a reshape (it aliases when strides allow), or a result of a view. */
-static bool aliases(struct verifier *v, uint32_t id)
+/* The value node id reads its memory from (argument 0), or 0. */
+static uint32_t first_input(struct verifier *v, uint32_t id)
 {
-	const struct dt_module *m = v->m;
-	const struct dt_node *n = dt_node_get(m, id);
+	struct dt_bound_args b;
+	const struct dt_node *n = dt_node_get(v->m, id);
+	if (dt_op_bind(v->m, n, &b, v->d) != DT_OK || !b.arg[0] ||
+	    b.arg[0]->kind != DT_ARG_NODE)
+		return 0;
+	return b.arg[0]->v.node;
+}
+
+/* Whether node id's value may share memory with its first input: a view,
+ * a result of a view, or an op that returns its input's memory in
+ * PyTorch when it can (reshape, contiguous) or always (_unsafe_view). */
+static bool is_alias(struct verifier *v, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(v->m, id);
 	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN)
-		return n->kind == DT_NODE_PLACEHOLDER;
+		return false;
 	if (n->op == DT_OP_GETITEM) {
-		struct dt_bound_args b;
-		if (dt_op_bind(m, n, &b, v->d) != DT_OK || !b.arg[0] ||
-		    b.arg[0]->kind != DT_ARG_NODE)
-			return true;
-		return aliases(v, b.arg[0]->v.node);
+		uint32_t src = first_input(v, id);
+		return src && is_alias(v, src);
 	}
-	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) || n->op == DT_OP_RESHAPE;
+	return dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) || n->op == DT_OP_RESHAPE ||
+	       n->op == DT_OP_CONTIGUOUS || n->op == DT_OP_UNSAFE_VIEW;
+}
+
+/* A value sharing memory with `w` (w itself or a view of it, transitively)
+ * that a node after position `at` reads, other than node `skip`; its
+ * reader in *reader. 0 when there is none. */
+static uint32_t read_after(struct verifier *v, const struct dt_uses *u,
+			   uint32_t w, uint32_t skip, uint32_t at,
+			   uint32_t *reader)
+{
+	for (uint32_t k = u->first[w]; k < u->first[w + 1]; k++) {
+		uint32_t user = u->list[k];
+		if (user == skip)
+			continue;
+		if (is_alias(v, user)) {
+			uint32_t found = read_after(v, u, user, skip, at, reader);
+			if (found)
+				return found;
+		} else if (v->position[user] > at) {
+			*reader = user;
+			return w;
+		}
+	}
+	return 0;
 }
 
 /* dtopt computes an in-place op (ops.def: DT_OPF_INPLACE) out of place,
- * which is PyTorch's result only when nothing observes the write: self is
- * not a graph input and aliases no other value, no view of it is taken,
- * and nothing reads it after the op. */
+ * which is PyTorch's result only when nothing observes the write: the
+ * memory self lives in (found through the views self comes from) is not a
+ * graph input, and no value in it is read after the op. */
 static void check_inplace(struct verifier *v)
 {
 	struct dt_uses u;
@@ -306,31 +339,27 @@ static void check_inplace(struct verifier *v)
 		if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
 		    !dt_op_has((enum dt_op)n->op, DT_OPF_INPLACE))
 			continue;
-		struct dt_bound_args b;
 		v->node = n;
-		if (dt_op_bind(v->m, n, &b, v->d) != DT_OK || !b.arg[0] ||
-		    b.arg[0]->kind != DT_ARG_NODE)
+		uint32_t self = first_input(v, id), base = self;
+		while (base && is_alias(v, base))
+			base = first_input(v, base);
+		if (!self || !base)
 			continue;
-		uint32_t self = b.arg[0]->v.node;
-		if (aliases(v, self)) {
-			bool input = dt_node_get(v->m, self)->kind == DT_NODE_PLACEHOLDER;
-			fail(v, "writes '%s' in place, which %s (dtopt runs in-place ops only where the write cannot be observed)",
-			     name_of(v, self),
-			     input ? "is a graph input" : "may share memory with another value (a view)");
+		if (dt_node_get(v->m, base)->kind == DT_NODE_PLACEHOLDER) {
+			if (base == self)
+				fail(v, "writes graph input '%s' in place (dtopt runs in-place ops only where the write cannot be observed)",
+				     name_of(v, self));
+			else
+				fail(v, "writes '%s' in place, a view of graph input '%s' (dtopt runs in-place ops only where the write cannot be observed)",
+				     name_of(v, self), name_of(v, base));
 			continue;
 		}
-		for (uint32_t k = u.first[self]; k < u.first[self + 1]; k++) {
-			uint32_t user = u.list[k];
-			const struct dt_node *un = dt_node_get(v->m, user);
-			bool view = un->kind == DT_NODE_CALL && un->op != DT_OP_UNKNOWN &&
-				    aliases(v, user);
-			if (user == id || (!view && v->position[user] < v->position[id]))
-				continue;
-			fail(v, "writes '%s' in place, and '%s' %s (dtopt runs in-place ops only where the write cannot be observed)",
-			     name_of(v, self), name_of(v, user),
-			     view ? "is a view of it" : "reads it afterwards");
-			break;
-		}
+		uint32_t reader = 0, seen = read_after(v, &u, base, id, v->position[id], &reader);
+		if (seen)
+			fail(v, "writes '%s' in place, and '%s' reads %s%s%s afterwards (dtopt runs in-place ops only where the write cannot be observed)",
+			     name_of(v, self), name_of(v, reader),
+			     seen == self ? "it" : "'", seen == self ? "" : name_of(v, seen),
+			     seen == self ? "" : "', which shares its memory,");
 	}
 	v->node = NULL;
 	dt_uses_fini(&u);

@@ -62,6 +62,19 @@ static double div_value(double a, double b, struct ew_ctx *e)
 	return a / b;
 }
 
+/* Python's %: the result takes the divisor's sign (c10's remainder). */
+static double rem_value(double a, double b, struct ew_ctx *e)
+{
+	if (e->int_compute && b == 0) {
+		e->bad = "ZeroDivisionError";
+		return 0;
+	}
+	double mod = fmod(a, b);
+	if (mod != 0 && (b < 0) != (mod < 0))
+		mod += b;
+	return mod;
+}
+
 static double pow_value(double a, double b, struct ew_ctx *e)
 {
 	if (e->int_compute && b < 0) {
@@ -120,6 +133,7 @@ EW(f_rsub, X1 - e->alpha * X0)
 EW(f_mul, X0 * X1)
 EW(f_div, div_value(X0, X1, e))
 EW(f_pow, pow_value(X0, X1, e))
+EW(f_rem, rem_value(X0, X1, e))
 EW(f_maximum, isnan(X0) || isnan(X1) ? NAN : X0 > X1 ? X0 : X1)
 EW(f_minimum, isnan(X0) || isnan(X1) ? NAN : X0 < X1 ? X0 : X1)
 EW(f_addcmul, X0 + e->alpha * X1 * X2)
@@ -272,6 +286,8 @@ static const struct ew_def defs[DT_NOPS] = {
 	[DT_OP_FILL_TENSOR] = {f_fill, 1, {1}, 0, EW_PLAIN},
 	[DT_OP_MSE_LOSS] = {f_mse, 2, {0, 1}, 0, EW_PLAIN},
 	[DT_OP_SIGN] = {f_sign, 1, {0}, 0, EW_PLAIN},
+	[DT_OP_REMAINDER_TENSOR] = {f_rem, 2, {0, 1}, 0, EW_PLAIN},
+	[DT_OP_REMAINDER_SCALAR] = {f_rem, 2, {0, 1}, 0, EW_PLAIN},
 	[DT_OP_SGN] = {f_sign, 1, {0}, 0, EW_PLAIN},
 	[DT_OP_MASKED_FILL_INPLACE_SCALAR] = {f_masked_fill, 3, {0, 1, 2}, 2, EW_PLAIN},
 	[DT_OP_MASKED_FILL_INPLACE_TENSOR] = {f_masked_fill, 3, {0, 1, 2}, 2, EW_PLAIN},

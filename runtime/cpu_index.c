@@ -3,7 +3,9 @@
  * tril/triu (keep j - i <= k, or >= k, over the last two dims),
  * index_select (gather slices along a dim), index_add (scatter-add
  * alpha * source slices onto a copy of self) and repeat_interleave.Tensor
- * (each position i repeated repeats[i] times), as ATen's CPU kernels. */
+ * (each position i repeated repeats[i] times), gather, scatter_add,
+ * repeat (tiling), flip and cumsum (a running sum along a dim, in double),
+ * as ATen's CPU kernels. */
 #include "internal.h"
 
 #include <string.h>
@@ -28,8 +30,8 @@ static int triangle(const struct dt_kernel_call *c)
 	return DT_OK;
 }
 
-/* The int64 indices of `idx`, each in [0, n); reports the first that is
- * not (PyTorch's "index out of range in self"). */
+/* The int64 indices of `idx`, each in [0, n) (negative ones too are out
+ * of range, as in PyTorch); reports the first that is not. */
 static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
 			   const struct dt_rt_tensor *idx, int64_t n)
 {
@@ -39,15 +41,13 @@ static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
 	dt_cpu_read(idx, v);
 	for (int64_t i = 0; i < count; i++) {
 		ix[i] = (int64_t)v[i];
-		if (ix[i] < -n || ix[i] >= n) {
+		if (ix[i] < 0 || ix[i] >= n) {
 			dt_cpu_fail(b, c, "index %lld is out of range for a dim of size %lld",
 				    (long long)ix[i], (long long)n);
 			dt_free(v);
 			dt_free(ix);
 			return NULL;
 		}
-		if (ix[i] < 0)
-			ix[i] += n;
 	}
 	dt_free(v);
 	return ix;
@@ -60,15 +60,8 @@ struct slices {
 
 static struct slices slices_of(const struct dt_rt_tensor *t, int64_t dim)
 {
-	struct slices s = {1, 1, 1};
-	for (int d = 0; d < t->rank; d++) {
-		if (d < dim)
-			s.outer *= t->shape[d];
-		else if (d == dim)
-			s.size = t->shape[d];
-		else
-			s.inner *= t->shape[d];
-	}
+	struct slices s;
+	dt_rt_around(t, dim, &s.outer, &s.size, &s.inner);
 	return s;
 }
 
@@ -140,6 +133,11 @@ static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *
 			dt_free(rv);
 			return dt_cpu_fail(b, c, "repeats can not be negative");
 		}
+		if (rv[i] > (double)(len - total)) {
+			dt_free(rv);
+			return dt_cpu_fail(b, c, "the repeats sum to more than the result's %lld elements",
+					   (long long)len);
+		}
 		total += (int64_t)rv[i];
 	}
 	if (total != len) {
@@ -157,6 +155,148 @@ static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *
 	return DT_OK;
 }
 
+/* Row-major offset of coordinates `at` in `shape`. */
+static int64_t offset_in(const int64_t *at, const int64_t *shape, int rank)
+{
+	int64_t off = 0;
+	for (int d = 0; d < rank; d++)
+		off = off * shape[d] + at[d];
+	return off;
+}
+
+/* The next coordinates of `shape` in row-major order. */
+static void step(int64_t *at, const int64_t *shape, int rank)
+{
+	for (int d = rank - 1; d >= 0; d--) {
+		if (++at[d] < shape[d])
+			return;
+		at[d] = 0;
+	}
+}
+
+/* gather: out[at] = self[at with dim <- index[at]]; scatter_add:
+ * out = self, out[at with dim <- index[at]] += src[at] over index's
+ * elements; scatter.src and scatter.value assign src[at] or the value
+ * there instead (in index order: the last write wins). */
+static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	bool scatter = c->op != DT_OP_GATHER, add = c->op == DT_OP_SCATTER_ADD;
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 2);
+	const struct dt_rt_tensor *src = dt_kernel_input(c, 3); /* NULL: a value */
+	int64_t dim = 0;
+	dt_cpu_int(c, 1, &dim);
+	dt_rt_wrap_dim(&dim, x->rank);
+	int rank = idx->rank;
+	int64_t n = dt_rt_numel(idx), size = x->rank ? x->shape[dim] : 1;
+	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *iv = dt_cpu_scratch(n);
+	double *sv = scatter && src ? dt_cpu_scratch(dt_rt_numel(src)) : NULL;
+	double *out = scatter ? xv : dt_cpu_scratch(n), value = 0;
+	dt_cpu_read(x, xv);
+	dt_cpu_read(idx, iv);
+	if (sv)
+		dt_cpu_read(src, sv);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	if (scatter && !src && dt_cpu_number(c, 3, &value))
+		value = dt_round_to(t, value);
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
+	int rc = DT_OK;
+	for (int64_t e = 0; e < n && rc == DT_OK; e++, step(at, idx->shape, rank)) {
+		int64_t ix = (int64_t)iv[e];
+		if (ix < 0 || ix >= size) {
+			rc = dt_cpu_fail(b, c, "index %lld is out of bounds for dimension %lld with size %lld",
+					 (long long)ix, (long long)dim, (long long)size);
+			break;
+		}
+		memcpy(from, at, sizeof(from));
+		from[dim] = ix;
+		int64_t xo = x->rank ? offset_in(from, x->shape, x->rank) : 0;
+		double s = sv ? sv[src->rank ? offset_in(at, src->shape, rank) : 0] : value;
+		if (add)
+			out[xo] = dt_round_to(t, out[xo] + s);
+		else if (scatter)
+			out[xo] = s;
+		else
+			out[e] = xv[xo];
+	}
+	if (rc == DT_OK)
+		dt_cpu_write(&c->outputs[0], out);
+	if (!scatter)
+		dt_free(out);
+	dt_free(xv);
+	dt_free(iv);
+	dt_free(sv);
+	return rc;
+}
+
+/* repeat: out[at] = self[at mod self's shape] (self right-aligned). */
+static int repeat(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *y = &c->outputs[0];
+	int64_t n = dt_rt_numel(y), lead = y->rank - x->rank;
+	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *out = dt_cpu_scratch(n);
+	dt_cpu_read(x, xv);
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK] = {0};
+	for (int64_t e = 0; e < n; e++, step(at, y->shape, y->rank)) {
+		for (int d = 0; d < x->rank; d++)
+			from[d] = at[d + lead] % x->shape[d];
+		out[e] = xv[offset_in(from, x->shape, x->rank)];
+	}
+	dt_cpu_write(y, out);
+	dt_free(xv);
+	dt_free(out);
+	return DT_OK;
+}
+
+/* flip: out[at] = self[at with the flipped dims reversed]. */
+static int flip(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	int64_t dims[DT_MAX_RANK];
+	bool flipped[DT_MAX_RANK] = {false};
+	int nd = dt_cpu_ints(c, 1, dims, DT_MAX_RANK);
+	for (int i = 0; i < nd; i++)
+		if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
+			flipped[dims[i]] = true;
+	int64_t n = dt_rt_numel(x);
+	double *xv = dt_cpu_scratch(n), *out = dt_cpu_scratch(n);
+	dt_cpu_read(x, xv);
+	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
+	for (int64_t e = 0; e < n; e++, step(at, x->shape, x->rank)) {
+		for (int d = 0; d < x->rank; d++)
+			from[d] = flipped[d] ? x->shape[d] - 1 - at[d] : at[d];
+		out[e] = xv[offset_in(from, x->shape, x->rank)];
+	}
+	dt_cpu_write(&c->outputs[0], out);
+	dt_free(xv);
+	dt_free(out);
+	return DT_OK;
+}
+
+static int cumsum(const struct dt_kernel_call *c)
+{
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
+	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
+	int64_t dim = 0, outer, size, inner;
+	dt_cpu_int(c, 1, &dim);
+	dt_rt_wrap_dim(&dim, x->rank);
+	dt_rt_around(x, dim, &outer, &size, &inner);
+	double *v = dt_cpu_scratch(dt_rt_numel(x));
+	dt_cpu_read(x, v);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			double acc = 0;
+			for (int64_t i = 0; i < size; i++) {
+				double *e = &v[(o * size + i) * inner + j];
+				acc += dt_round_to(t, *e);
+				*e = acc;
+			}
+		}
+	dt_cpu_write(&c->outputs[0], v);
+	dt_free(v);
+	return DT_OK;
+}
+
 int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	switch (c->op) {
@@ -169,6 +309,17 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 		return index_add(b, c);
 	case DT_OP_REPEAT_INTERLEAVE:
 		return repeat_interleave(b, c);
+	case DT_OP_GATHER:
+	case DT_OP_SCATTER_ADD:
+	case DT_OP_SCATTER_SRC:
+	case DT_OP_SCATTER_VALUE:
+		return gather(b, c);
+	case DT_OP_REPEAT:
+		return repeat(c);
+	case DT_OP_FLIP:
+		return flip(c);
+	case DT_OP_CUMSUM:
+		return cumsum(c);
 	default:
 		dt_die(__FILE__, __LINE__, "no index kernel for %s", dt_op_get(c->op)->target);
 	}

@@ -29,6 +29,13 @@ static const dt_cpu_kernel_fn kernels[DT_NOPS] = {
 	[DT_OP_INDEX_ADD] = dt_cpu_index,
 	[DT_OP_REPEAT_INTERLEAVE] = dt_cpu_index,
 	[DT_OP_LOCAL_SHARD] = dt_cpu_pad,
+	[DT_OP_GATHER] = dt_cpu_index,
+	[DT_OP_SCATTER_ADD] = dt_cpu_index,
+	[DT_OP_SCATTER_SRC] = dt_cpu_index,
+	[DT_OP_SCATTER_VALUE] = dt_cpu_index,
+	[DT_OP_REPEAT] = dt_cpu_index,
+	[DT_OP_FLIP] = dt_cpu_index,
+	[DT_OP_CUMSUM] = dt_cpu_index,
 	[DT_OP_ADD_TENSOR] = dt_cpu_elementwise,
 	[DT_OP_ADD_SCALAR] = dt_cpu_elementwise,
 	[DT_OP_SUB_TENSOR] = dt_cpu_elementwise,
@@ -109,6 +116,8 @@ static const dt_cpu_kernel_fn kernels[DT_NOPS] = {
 	[DT_OP_FILL_TENSOR] = dt_cpu_elementwise,
 	[DT_OP_MSE_LOSS_BACKWARD] = dt_cpu_elementwise,
 	[DT_OP_SIGN] = dt_cpu_elementwise,
+	[DT_OP_REMAINDER_TENSOR] = dt_cpu_elementwise,
+	[DT_OP_REMAINDER_SCALAR] = dt_cpu_elementwise,
 	[DT_OP_SGN] = dt_cpu_elementwise,
 	[DT_OP_MASKED_FILL_INPLACE_SCALAR] = dt_cpu_elementwise,
 	[DT_OP_MASKED_FILL_INPLACE_TENSOR] = dt_cpu_elementwise,
@@ -600,6 +609,32 @@ void dt_cpu_read_as(const struct dt_rt_tensor *t, const int64_t *shape,
 	dt_cpu_rows_init(&r, shape, rank, &t, 1);
 	for (int64_t i = 0; i < r.count; i++, dt_cpu_iter_next(&r.outer))
 		dt_cpu_load_row(t, r.outer.off[0], r.step[0], r.len, dst + i * r.len);
+}
+
+int dt_rt_broadcast(const struct dt_rt_tensor *a, const struct dt_rt_tensor *b,
+		    int64_t *shape)
+{
+	int rank = a->rank > b->rank ? a->rank : b->rank;
+	for (int d = 0; d < rank; d++) {
+		int da = d - (rank - a->rank), db = d - (rank - b->rank);
+		int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
+		shape[d] = sa == 1 ? sb : sa;
+	}
+	return rank;
+}
+
+void dt_rt_around(const struct dt_rt_tensor *t, int64_t dim, int64_t *outer,
+		  int64_t *size, int64_t *inner)
+{
+	*outer = *size = *inner = 1;
+	for (int d = 0; d < t->rank; d++) {
+		if (d < dim)
+			*outer *= t->shape[d];
+		else if (d == dim)
+			*size = t->shape[d];
+		else
+			*inner *= t->shape[d];
+	}
 }
 
 void dt_cpu_read(const struct dt_rt_tensor *t, double *dst)

@@ -232,12 +232,7 @@ int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c)
 		return dt_cpu_elementwise(b, c);
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *y = dt_kernel_input(c, 1);
 	int64_t shape[DT_MAX_RANK];
-	int rank = x->rank > y->rank ? x->rank : y->rank;
-	for (int d = 0; d < rank; d++) {
-		int dx = d - (rank - x->rank), dy = d - (rank - y->rank);
-		int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
-		shape[d] = sx == 1 ? sy : sx;
-	}
+	int rank = dt_rt_broadcast(x, y, shape);
 	int64_t n = dt_numel(shape, rank);
 	double *xv = dt_cpu_scratch(n), *yv = dt_cpu_scratch(n), sum = 0;
 	dt_cpu_read_as(x, shape, rank, xv);

@@ -243,7 +243,8 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 	case DT_CU_BXOR:
 		return (T)((long long)a ^ (long long)b);
 	case DT_CU_BNOT:
-		return p.compute == DT_CU_BOOL ? (T)(a == 0) : (T)~(long long)a;
+		return p.compute == DT_CU_BOOL ? (T)(a == 0)
+					       : (T) ~(long long)a;
 	case DT_CU_LAND:
 		return a != 0 && b != 0;
 	case DT_CU_LOR:
@@ -256,6 +257,16 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return (a - b) * (a - b);
 	case DT_CU_MSE_BW:
 		return (T)p.alpha * (a - b) * c;
+	case DT_CU_REM: {
+		if (p.int_compute && b == 0) {
+			raise_error(p.err);
+			return 0;
+		}
+		T mod = fmod(a, b);
+		if (mod != 0 && (b < 0) != (mod < 0))
+			mod += b;
+		return mod;
+	}
 	case DT_CU_SIGN:
 		return (T)(0 < a) - (T)(a < 0);
 	default:

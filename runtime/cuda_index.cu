@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* cuda_index.cu: kernels of the ops that address elements by index
- * (cpu_index.c's semantics): tril/triu, index_select, index_add (into
- * double accumulators) and repeat_interleave (one thread: the result's
- * positions follow a running sum of the repeats). See cuda_internal.h. */
+ * (cpu_index.c's semantics): tril/triu, index_select, index_add and
+ * scatter_add (into double accumulators), repeat_interleave (one thread:
+ * the result's positions follow a running sum of the repeats), gather,
+ * repeat, flip and cumsum (a thread per row, in double). See
+ * cuda_internal.h. */
 #include "cuda_internal.h"
 
 #define THREADS 256
@@ -19,16 +21,14 @@ static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
 		atomicCAS(e.status, 0, e.code);
 }
 
-/* Index i of p.index wrapped into [0, size), or -1 when out of range. */
+/* Index i of p.index, or -1 when out of [0, size) (negative too). */
 static __device__ __forceinline__ long long index_at(const dt_cu_index_op &p,
-						    int64_t i)
+						     int64_t i)
 {
 	long long ix = p.index_dtype == DT_CU_I64
 			   ? ((const long long *)p.index)[i]
 			   : ((const int *)p.index)[i];
-	if (ix < -p.size || ix >= p.size)
-		return -1;
-	return ix < 0 ? ix + p.size : ix;
+	return ix < 0 || ix >= p.size ? -1 : ix;
 }
 
 static __global__ void triangle_kernel(const __grid_constant__ dt_cu_index_op p)
@@ -60,7 +60,8 @@ static __global__ void select_kernel(const __grid_constant__ dt_cu_index_op p)
 			raise_error(p.err);
 			continue;
 		}
-		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j, size);
+		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j,
+			   size);
 	}
 }
 
@@ -88,7 +89,7 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 		long long r = p.index_dtype == DT_CU_I64
 				  ? ((const long long *)p.index)[i]
 				  : ((const int *)p.index)[i];
-		if (r < 0 || at + r > p.size) {
+		if (r < 0 || r > p.size - at) {
 			raise_error(p.err);
 			return;
 		}
@@ -99,11 +100,133 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 		raise_error(p.err);
 }
 
+/* Coordinates of row-major element e of p.shape. */
+static __device__ void unravel(const dt_cu_index_op &p, int64_t e, int64_t *at)
+{
+	for (int d = p.rank - 1; d >= 0; d--) {
+		at[d] = e % p.shape[d];
+		e /= p.shape[d];
+	}
+}
+
+static __device__ int64_t ravel(const int64_t *at, const int64_t *shape,
+				int rank)
+{
+	int64_t off = 0;
+	for (int d = 0; d < rank; d++)
+		off = off * shape[d] + at[d];
+	return off;
+}
+
+/* gather and the scatters over the index's elements (scatter.src and
+ * .value: which of several writes to one element wins is unspecified, as
+ * in PyTorch). */
+static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		long long ix = ((const long long *)p.index)[e];
+		int64_t limit = p.rank ? p.self_shape[p.dim] : 1;
+		if (ix < 0 || ix >= limit) {
+			raise_error(p.err);
+			continue;
+		}
+		int64_t from = p.rank ? at[p.dim] : 0;
+		if (p.rank)
+			at[p.dim] = ix;
+		int64_t xo = ravel(at, p.self_shape, p.rank);
+		if (p.kind == DT_CU_GATHER) {
+			dt_cu_move(p.dst, e, p.src, xo, size);
+			continue;
+		}
+		if (p.kind == DT_CU_SCATTER_VALUE) {
+			dt_cu_store(p.dst, p.dst_dtype, xo, p.alpha);
+			continue;
+		}
+		if (p.rank)
+			at[p.dim] = from;
+		int64_t so = ravel(at, p.src_shape, p.rank);
+		if (p.kind == DT_CU_SCATTER_SRC)
+			dt_cu_move(p.dst, xo, p.src, so, size);
+		else
+			atomicAdd((double *)p.dst + xo,
+				  dt_cu_load(p.src, p.src_dtype, so));
+	}
+}
+
+/* repeat: dst[at] = src[at mod self_shape], self right-aligned. */
+static __global__ void
+repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	int lead = p.rank - p.self_rank;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		for (int d = 0; d < p.self_rank; d++)
+			at[d] = at[d + lead] % p.self_shape[d];
+		dt_cu_move(p.dst, e, p.src,
+			   ravel(at, p.self_shape, p.self_rank), size);
+	}
+}
+
+static __global__ void flip_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	int size = dt_cu_size(p.dst_dtype);
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+	     e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t at[DT_CU_MAX_RANK];
+		unravel(p, e, at);
+		for (int d = 0; d < p.rank; d++)
+			if ((p.flip_mask >> d) & 1)
+				at[d] = p.shape[d] - 1 - at[d];
+		dt_cu_move(p.dst, e, p.src, ravel(at, p.shape, p.rank), size);
+	}
+}
+
+/* cumsum: each element is first rounded to the result's dtype (stored and
+ * read back), then added to a double running sum. */
+static __global__ void cumsum_kernel(const __grid_constant__ dt_cu_index_op p)
+{
+	for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	     r < p.outer * p.inner; r += (int64_t)gridDim.x * blockDim.x) {
+		int64_t o = r / p.inner, j = r % p.inner;
+		double acc = 0;
+		for (int64_t i = 0; i < p.size; i++) {
+			int64_t e = (o * p.size + i) * p.inner + j;
+			dt_cu_store(p.dst, p.dst_dtype, e,
+				    dt_cu_load(p.src, p.src_dtype, e));
+			acc += dt_cu_load(p.dst, p.dst_dtype, e);
+			dt_cu_store(p.dst, p.dst_dtype, e, acc);
+		}
+	}
+}
+
 extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 				   cudaStream_t s)
 {
 	bool tri = p->kind == DT_CU_TRIL || p->kind == DT_CU_TRIU;
 	int64_t n = p->outer * (tri ? p->size : p->n) * p->inner;
+	if (p->kind == DT_CU_CUMSUM)
+		n = p->outer * p->inner;
+	else if (p->kind >= DT_CU_GATHER) {
+		n = 1;
+		for (int d = 0; d < p->rank; d++)
+			n *= p->shape[d];
+	}
 	switch (p->kind) {
 	case DT_CU_TRIL:
 	case DT_CU_TRIU:
@@ -117,6 +240,26 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 	case DT_CU_INDEX_ADD:
 		if (n > 0)
 			add_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_GATHER:
+	case DT_CU_SCATTER_ADD:
+	case DT_CU_SCATTER_SRC:
+	case DT_CU_SCATTER_VALUE:
+		if (n > 0)
+			gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_FLIP:
+		if (n > 0)
+			flip_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_CUMSUM:
+		if (n > 0 && p->size > 0)
+			cumsum_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+		break;
+	case DT_CU_REPEAT:
+		if (n > 0)
+			repeat_tile_kernel<<<blocks_for(n), THREADS, 0, s>>>(
+			    *p);
 		break;
 	default:
 		repeat_kernel<<<1, 1, 0, s>>>(*p);

@@ -111,6 +111,7 @@ enum dt_cu_ew_op {
 	DT_CU_MSE,
 	DT_CU_MSE_BW, /* alpha * (a - b) * c */
 	DT_CU_SIGN,
+	DT_CU_REM, /* Python's %: the divisor's sign */
 };
 
 /* A deferred kernel error: the kernel stores `code` into *status (first
@@ -232,23 +233,40 @@ struct dt_cu_nll_op {
 	struct dt_cu_status err;
 };
 
-/* tril/triu, index_select, index_add and repeat_interleave on contiguous
- * operands (cuda_index.cu). `src` is viewed as [outer, size, inner]
- * (tril/triu: [batch, rows, cols], `diagonal` the k); index_select
- * writes dst [outer, n, inner] from src; index_add adds alpha * src
- * [outer, n, inner] into the double accumulators dst [outer, size,
- * inner]; repeat_interleave reads n repeats from `index` and writes
- * `size` positions into dst. */
+/* tril/triu, index_select, index_add, repeat_interleave, gather,
+ * scatter_add and repeat on contiguous operands (cuda_index.cu). `src` is
+ * viewed as [outer, size, inner] (tril/triu: [batch, rows, cols],
+ * `diagonal` the k); index_select writes dst [outer, n, inner] from src;
+ * index_add adds alpha * src [outer, n, inner] into the double
+ * accumulators dst [outer, size, inner]; repeat_interleave reads n
+ * repeats from `index` and writes `size` positions into dst. gather,
+ * scatter_add and repeat walk `shape` (rank dims: index's, or repeat's
+ * result) and address self (`self_shape`) and scatter_add's src
+ * (`src_shape`) by coordinates; scatter_add adds into double
+ * accumulators of self's shape, scatter.src and scatter.value write into
+ * dst holding self (the value in `alpha`). flip walks `shape`; cumsum sums
+ * [outer, size, inner] along size in double. */
 enum dt_cu_index_kind {
 	DT_CU_TRIL,
 	DT_CU_TRIU,
 	DT_CU_INDEX_SELECT,
 	DT_CU_INDEX_ADD,
 	DT_CU_REPEAT_INTERLEAVE,
+	DT_CU_GATHER,
+	DT_CU_SCATTER_ADD,
+	DT_CU_SCATTER_SRC,
+	DT_CU_SCATTER_VALUE,
+	DT_CU_REPEAT,
+	DT_CU_FLIP,
+	DT_CU_CUMSUM,
 };
 struct dt_cu_index_op {
 	int32_t kind;
 	int64_t outer, size, inner, n, diagonal;
+	int32_t rank, self_rank, dim;
+	uint32_t flip_mask; /* flip: bit d = dim d reversed */
+	int64_t shape[DT_CU_MAX_RANK], self_shape[DT_CU_MAX_RANK],
+	    src_shape[DT_CU_MAX_RANK];
 	double alpha;
 	const void *src, *index;
 	int32_t src_dtype, index_dtype;

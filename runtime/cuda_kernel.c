@@ -370,6 +370,8 @@ static const struct ew_def ew_defs[DT_NOPS] = {
     [DT_OP_FILL_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_FILL_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
     [DT_OP_SIGN] = EW1(DT_CU_SIGN),
+    [DT_OP_REMAINDER_TENSOR] = EW2(DT_CU_REM),
+    [DT_OP_REMAINDER_SCALAR] = EW2(DT_CU_REM),
     [DT_OP_SGN] = EW1(DT_CU_SIGN),
     [DT_OP_MASKED_FILL_INPLACE_SCALAR] =
 	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
@@ -406,7 +408,8 @@ static void ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 		int64_t reduction = 1;
 		dt_cpu_int(c, 3, &reduction);
 		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
-		p->alpha = dt_round_to(compute, reduction == 1 ? 2.0 / (double)n : 2.0);
+		p->alpha = dt_round_to(compute,
+				       reduction == 1 ? 2.0 / (double)n : 2.0);
 		break;
 	}
 	case DT_OP_ADDCMUL:
@@ -493,8 +496,8 @@ static int elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 				p.cast |= 1u << k;
 		}
 	}
-	if (p.int_compute &&
-	    ((p.op == DT_CU_DIV && p.mode != 0) || p.op == DT_CU_POW)) {
+	if (p.int_compute && ((p.op == DT_CU_DIV && p.mode != 0) ||
+			      p.op == DT_CU_POW || p.op == DT_CU_REM)) {
 		const char *what =
 		    p.op == DT_CU_POW
 			? "Integers to negative integer powers are not allowed."
@@ -517,25 +520,22 @@ static int mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	dt_cpu_int(c, 2, &reduction);
 	if (reduction == 0)
 		return elementwise(ctx, c);
-	const struct dt_rt_tensor *x = dt_kernel_input(c, 0), *y = dt_kernel_input(c, 1);
+	const struct dt_rt_tensor *x = dt_kernel_input(c, 0),
+				  *y = dt_kernel_input(c, 1);
 	int64_t shape[DT_MAX_RANK];
-	int rank = x->rank > y->rank ? x->rank : y->rank;
-	for (int d = 0; d < rank; d++) {
-		int dx = d - (rank - x->rank), dy = d - (rank - y->rank);
-		int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
-		shape[d] = sx == 1 ? sy : sx;
-	}
+	int rank = dt_rt_broadcast(x, y, shape);
 	struct dt_rt_tensor sq;
 	struct dt_buffer holder = {0};
-	int rc = dt_cuda_temp(ctx, c, shape, rank, (enum dt_dtype)c->outputs[0].dtype,
-			      &sq, &holder);
+	int rc = dt_cuda_temp(ctx, c, shape, rank,
+			      (enum dt_dtype)c->outputs[0].dtype, &sq, &holder);
 	if (rc == DT_OK) {
 		struct dt_kernel_call squares = *c;
 		squares.outputs = &sq;
 		rc = elementwise(ctx, &squares);
 	}
 	if (rc == DT_OK)
-		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq, &c->outputs[0]);
+		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq,
+					&c->outputs[0]);
 	dt_cuda_release(ctx, &holder);
 	return rc;
 }
@@ -803,6 +803,13 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_INDEX_SELECT:
 	case DT_OP_INDEX_ADD:
 	case DT_OP_REPEAT_INTERLEAVE:
+	case DT_OP_GATHER:
+	case DT_OP_SCATTER_ADD:
+	case DT_OP_SCATTER_SRC:
+	case DT_OP_SCATTER_VALUE:
+	case DT_OP_REPEAT:
+	case DT_OP_FLIP:
+	case DT_OP_CUMSUM:
 		return dt_cuda_index(ctx, c);
 	case DT_OP_EMPTY_LIKE:
 	case DT_OP_ZEROS_LIKE:

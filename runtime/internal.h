@@ -87,6 +87,14 @@ void dt_cpu_load_row(const struct dt_rt_tensor *t, int64_t off, int64_t step,
 void dt_cpu_store_row(struct dt_rt_tensor *t, int64_t off, int64_t step,
 		      int64_t n, const double *src);
 
+/* The broadcast shape of a and b (right-aligned; they must broadcast)
+ * into shape; returns its rank. */
+int dt_rt_broadcast(const struct dt_rt_tensor *a, const struct dt_rt_tensor *b,
+		    int64_t *shape);
+/* t's dims before `dim` (outer), at it (size) and after it (inner), as
+ * element counts (1 where there are none). */
+void dt_rt_around(const struct dt_rt_tensor *t, int64_t dim, int64_t *outer,
+		  int64_t *size, int64_t *inner);
 /* Every element of t in row-major order into dst (numel doubles). */
 void dt_cpu_read(const struct dt_rt_tensor *t, double *dst);
 /* The elements of t broadcast to `shape` (right-aligned), row-major. */
@@ -169,7 +177,8 @@ int dt_cpu_layer_norm(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_embedding(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_nll_loss(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c);
-/* tril/triu, index_select, index_add, repeat_interleave (cpu_index.c) */
+/* tril/triu, index_select, index_add, repeat_interleave, gather,
+ * scatter_add, repeat, flip, cumsum (cpu_index.c) */
 int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c);

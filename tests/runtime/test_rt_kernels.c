@@ -366,8 +366,8 @@ static void test_gelu_cat_pad(void **state)
 	expect(k.v[0], (const double[]){0.333984375}, 1, 0);
 }
 
-/* tril/triu, bitwise ops on negative integers, index ops with negative
- * and repeated indices, repeat_interleave, mse_loss, fill and sign. */
+/* tril/triu, bitwise ops on negative integers, index ops with repeated
+ * and out-of-range (negative) indices, repeat_interleave, mse_loss, fill and sign. */
 static void test_masks_index_loss(void **state)
 {
 	(void)state;
@@ -417,13 +417,21 @@ static void test_masks_index_loss(void **state)
 					    "<kwarg name=\"alpha\" int=\"2\"/>")
 				       OUT("y")), "y", ini, &k);
 	expect(k.v[0], (const double[]){7, 9, 1, 1, 13, 17}, 6, 0);
-	const double neg[] = {-1, 0};
-	const double *ins[] = {n9, neg};
+	const double sel[] = {2, 0};
+	const double *ins[] = {n9, sel};
 	run_node(&r, RT_GRAPH("local", PH("x", "float32", "2 3", "3 1") PH("i", "int64", "2", "1")
 				       CALL("y", "aten.index_select.default",
 					    "<arg node=\"x\"/><arg int=\"1\"/><arg node=\"i\"/>")
 				       OUT("y")), "y", ins, &k);
 	expect(k.v[0], (const double[]){3, 1, 6, 4}, 4, 0);
+	const double neg[] = {-1, 0};
+	const double *inn[] = {n9, neg};
+	run_node(&r, RT_GRAPH("local", PH("x", "float32", "2 3", "3 1") PH("i", "int64", "2", "1")
+				       CALL("y", "aten.index_select.default",
+					    "<arg node=\"x\"/><arg int=\"1\"/><arg node=\"i\"/>")
+				       OUT("y")), "y", inn, &k);
+	assert_int_equal(k.rc, DT_ERUNTIME);
+	assert_non_null(strstr(r.last, "index -1 is out of range"));
 	const double reps[] = {2, 0, 3};
 	const double *inr[] = {reps};
 	run_node(&r, RT_GRAPH("local", PH("r", "int64", "3", "1")

@@ -100,6 +100,16 @@ static void test_flags(void **state)
 	assert_true(dt_op_has(DT_OP_SUM_DIM, DT_OPF_REDUCTION));
 	assert_true(dt_op_has(DT_OP_FULL, DT_OPF_CREATION));
 	assert_true(dt_op_has(DT_OP_OUTPUT, DT_OPF_STRUCTURAL));
+	/* in-place targets are flagged (the verifier's check keys on it);
+	 * their out-of-place twins are not */
+	assert_int_equal(dt_op_lookup("aten.fill_.Scalar"), DT_OP_FILL_INPLACE_SCALAR);
+	assert_true(dt_op_has(DT_OP_FILL_INPLACE_SCALAR, DT_OPF_INPLACE));
+	assert_true(dt_op_has(DT_OP_SUB_INPLACE, DT_OPF_INPLACE));
+	assert_true(dt_op_has(DT_OP_MASKED_FILL_INPLACE_TENSOR, DT_OPF_INPLACE));
+	assert_false(dt_op_has(DT_OP_FILL_SCALAR, DT_OPF_INPLACE));
+	assert_false(dt_op_has(DT_OP_SUB_TENSOR, DT_OPF_INPLACE));
+	assert_int_equal(dt_op_lookup("aten.tril.default"), DT_OP_TRIL);
+	assert_int_equal(dt_op_lookup("aten.mse_loss_backward.default"), DT_OP_MSE_LOSS_BACKWARD);
 }
 
 /* ---- binding ---- */

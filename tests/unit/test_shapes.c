@@ -606,6 +606,20 @@ static void test_masks_index_inplace(void **state)
 	struct dt_arg ia[] = {a_node(tr), a_int(1), a_node(idx), a_node(ct)};
 	tg_fails(&g, tg_call(&g, "ia", "aten.index_add.default", ia, 4),
 		 "Number of indices (5) should be equal to source.size(dim): (8)");
+	uint32_t gi = tg_input(&g, "gi", DT_INT64, L(4, 2), L(2, 1), 0);
+	struct dt_arg ga[] = {a_node(tr), a_int(1), a_node(gi)};
+	tg_ok(&g, tg_call(&g, "ga", "aten.gather.default", ga, 3), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(4, 2), L(2, 1), 0);
+	struct dt_arg gb[] = {a_node(tr), a_int(0), a_node(i32)};
+	tg_fails(&g, tg_call(&g, "gb", "aten.gather.default", gb, 3), "Expected dtype int64 for index");
+	struct dt_arg sa[] = {a_node(tr), a_int(1), a_node(gi), a_node(gi)};
+	tg_fails(&g, tg_call(&g, "sa", "aten.scatter_add.default", sa, 4),
+		 "Expected self.dtype to be equal to src.dtype");
+	struct dt_arg rp[] = {a_node(tr), a_ints(&g, L(2, 1, 3))};
+	tg_ok(&g, tg_call(&g, "rp", "aten.repeat.default", rp, 2), &c);
+	check_tensor(&g, &c, 0, DT_FLOAT32, L(2, 4, 24), L(96, 24, 1), 0);
+	struct dt_arg rq[] = {a_node(tr), a_ints(&g, L(2))};
+	tg_fails(&g, tg_call(&g, "rq", "aten.repeat.default", rq, 2), "can not be smaller");
 	struct dt_arg ri[] = {a_node(idx), kw(&g, "output_size", a_int(9))};
 	tg_ok(&g, tg_call(&g, "ri", "aten.repeat_interleave.Tensor", ri, 2), &c);
 	check_tensor(&g, &c, 0, DT_INT64, L(9), L(1), 0);
