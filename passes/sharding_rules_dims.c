@@ -6,7 +6,8 @@
  * with their backward forms. sharding_rules.def says what each writes.
  *
  *   view([4, 6, 5] -> [24, 5]): S*(0) <- S*(0) (even, S only: dims 0 and 1
- *   merge), S*(1) <- S*(2), P(op) <- P(op)
+ *   merge), _S(0,4) <- S*(1) (S only: the inner dim, one chunk per row),
+ *   S*(1) <- S*(2), P(op) <- P(op)
  *
  * Time: O(rank · tensors) rows per node. */
 #include "sharding_rules_internal.h"
