@@ -96,7 +96,7 @@ def run_regress(args):
     failures = 0
     folder = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "regress")
-    for name in sorted(os.listdir(folder)):
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".xml")):
         path = os.path.join(folder, name)
         with open(path) as f:
             m = re.search(r'<mesh [^>]*shape="([0-9 ]+)"', f.read())
