@@ -225,7 +225,9 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 				before, line, "flat");
 		if (alike || dt_placements_equal(&u.flat, pl))
 			return from;
-		t = *dt_node_tensor(p->m, node(p, from), 0);
+		uint32_t ignored;
+		return new_redistribute(p, from, mesh, pl, before, line,
+					&ignored);
 	}
 	uint32_t id = new_node(p, from, p->redistribute_target, NULL, &t, mesh,
 			       pl, before, line, "redistribute");

@@ -365,24 +365,29 @@ uint64_t dt_shard_space_product(const struct dt_shard_space *s)
 bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
 			int rank, struct dt_shard_unflat *out)
 {
+	/* The first tensor dim split only by _S, all of one factor (a dim
+	 * that some S(d) also splits is a shard order, §2). */
 	int d = -1;
 	int64_t pieces = 0;
-	for (int m = 0; m < pl->ndim; m++) {
-		const struct dt_placement *p = &pl->p[m];
-		if (p->kind != DT_PL_STRIDED_SHARD)
-			continue;
-		if ((d >= 0 && (p->dim != d || p->split_factor != pieces)) ||
-		    p->split_factor < 2)
-			return false;
-		d = p->dim;
-		pieces = p->split_factor;
+	for (int e = 0; e < rank && d < 0; e++) {
+		bool plain = false, strided = false, one = true;
+		for (int m = 0; m < pl->ndim; m++) {
+			const struct dt_placement *p = &pl->p[m];
+			if (!dt_shard_is_sharding(p) || p->dim != e)
+				continue;
+			plain |= p->kind == DT_PL_SHARD;
+			if (p->kind != DT_PL_STRIDED_SHARD)
+				continue;
+			one &= !strided || p->split_factor == pieces;
+			strided = true;
+			pieces = p->split_factor;
+		}
+		if (strided && !plain && one && pieces >= 2)
+			d = e;
 	}
 	if (d < 0 || rank + 1 > DT_MAX_RANK || shape[d] % pieces != 0 ||
 	    !dt_placements_has_default_order(pl))
 		return false;
-	for (int m = 0; m < pl->ndim; m++)
-		if (pl->p[m].kind == DT_PL_SHARD && pl->p[m].dim == d)
-			return false;
 	*out = (struct dt_shard_unflat){.dim = d, .pieces = pieces,
 					.rank = rank + 1};
 	for (int k = 0, j = 0; k < rank; k++) {
@@ -396,7 +401,7 @@ bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
 	out->sharded = out->gathered = out->flat = *pl;
 	for (int m = 0; m < pl->ndim; m++) {
 		struct dt_placement *u = &out->sharded.p[m];
-		if (u->kind == DT_PL_STRIDED_SHARD) {
+		if (u->kind == DT_PL_STRIDED_SHARD && u->dim == d) {
 			*u = (struct dt_placement){.kind = DT_PL_SHARD,
 						   .dim = (int8_t)(d + 1)};
 			out->gathered.p[m] = out->flat.p[m] =

@@ -112,7 +112,10 @@ class Builder:
             for m in range(nd):
                 if m not in (a, b) and pl[m] == "S(%d)" % d:
                     pl[m] = "R"
-            order = "%d:%d,%d" % (d, b, a)
+            if r.random() < 0.5:
+                order = "%d:%d,%d" % (d, b, a)
+            else:  # the same data written as DTensor's _StridedShard
+                pl[a] = "_S(%d,%d)" % (d, self.mesh[b])
         return " ".join(pl), order
 
     def placeholder(self, shape):
@@ -298,6 +301,13 @@ class Builder:
             B, M, K = x.shape
             if r.random() < 0.5:
                 w = self.placeholder([B, K, n])
+                if r.random() < 0.4:
+                    c = self.placeholder(r.choice([[B, M, n], [n], [M, 1]]))
+                    return self.call("aten.baddbmm.default",
+                                     [("node", c.name), ("node", x.name),
+                                      ("node", w.name),
+                                      ("float", "0.5", "beta")],
+                                     [B, M, n], contiguous([B, M, n]))
                 return self.call("aten.bmm.default",
                                  [("node", x.name), ("node", w.name)],
                                  [B, M, n], contiguous([B, M, n]))
