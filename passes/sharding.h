@@ -327,8 +327,9 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
 
 /* A value whose tensor dim d is split, on every mesh dim sharding it, as
  * _S(d,P) with P >= 2 (the pieces of a view that merged a sharded inner
- * dim behind outer dims of product P, semantics §6.1) is no shard order,
- * so the planner cannot move it. Read with dim d split into (P, len/P) it
+ * dim behind outer dims of product P, semantics §6.1; no S(d) beside
+ * them) is no shard order, so the planner cannot move it (other dims may
+ * hold anything, a shard-order _S included; the first such d is taken). Read with dim d split into (P, len/P) it
  * is a plain shard of dim d+1: it moves through that view (shard-prop
  * inserts it; the search prices it). */
 struct dt_shard_unflat {
