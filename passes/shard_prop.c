@@ -139,25 +139,28 @@ static dt_str fresh_name(struct prop *p, const char *base)
 	}
 }
 
-/* A dtensor.redistribute of value `from` to (mesh, pl), linked before
- * node `before` (or after `from` when `before` is NONE). */
-static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
-				 const struct dt_placements *pl,
-				 uint32_t before, uint32_t line)
+/* A node of `target` reading `from` (and `more`, when not NULL) with
+ * result metadata `t` at (mesh, pl), named after `from` with `suffix`,
+ * linked before node `before` (or after `from` when `before` is NONE). */
+static uint32_t new_node(struct prop *p, uint32_t from, dt_str target,
+			 const struct dt_arg *more, const struct dt_tensor *t,
+			 uint16_t mesh, const struct dt_placements *pl,
+			 uint32_t before, uint32_t line, const char *suffix)
 {
 	char base[256];
-	snprintf(base, sizeof base, "%s_redistribute", name_of(p, from));
-	struct dt_arg arg = {.kind = DT_ARG_NODE, .v.node = from};
-	struct dt_tensor t = *dt_node_tensor(p->m, node(p, from), 0);
+	snprintf(base, sizeof base, "%s_%s", name_of(p, from), suffix);
+	struct dt_arg args[2] = {{.kind = DT_ARG_NODE, .v.node = from}};
+	if (more)
+		args[1] = *more;
 	struct dt_sharding s = {.mesh = mesh, .placements = *pl};
 	struct dt_node_init init = {
 	    .kind = DT_NODE_CALL,
 	    .name = fresh_name(p, base),
-	    .target = p->redistribute_target,
+	    .target = target,
 	    .line = line,
-	    .args = &arg,
-	    .nargs = 1,
-	    .tensors = &t,
+	    .args = args,
+	    .nargs = more ? 2 : 1,
+	    .tensors = t,
 	    .ntensors = 1,
 	    .sharding = &s,
 	};
@@ -170,6 +173,69 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 		dt_graph_append(p->m, id);
 	struct value v = {mesh, *pl};
 	record(p, id, &v, 1);
+	return id;
+}
+
+/* aten.view(from, shape) at (mesh, pl): splitting or merging back the dim
+ * of a value dt_shard_unflatten reads, which view() always serves. */
+static uint32_t new_view(struct prop *p, uint32_t from, const int64_t *shape,
+			 int rank, uint16_t mesh, const struct dt_placements *pl,
+			 uint32_t before, uint32_t line, const char *suffix)
+{
+	struct dt_tensor t = *dt_node_tensor(p->m, node(p, from), 0);
+	int in_rank;
+	const int64_t *in_shape = dt_ints_get(p->m, t.shape, &in_rank);
+	const int64_t *in_stride = dt_ints_get(p->m, t.stride, NULL);
+	int64_t stride[DT_MAX_RANK];
+	DT_REQUIRE(dt_view_strides(in_shape, in_stride, in_rank, shape, rank,
+				   stride));
+	t.shape = dt_ints_intern(p->m, shape, (size_t)rank);
+	t.stride = dt_ints_intern(p->m, stride, (size_t)rank);
+	struct dt_arg size = {.kind = DT_ARG_INTS, .len = (uint32_t)rank,
+			      .v.ints = t.shape};
+	dt_str target = dt_str_intern(p->m, dt_op_get(DT_OP_VIEW)->target);
+	return new_node(p, from, target, &size, &t, mesh, pl, before, line,
+			suffix);
+}
+
+/* A dtensor.redistribute of value `from` to (mesh, pl), linked before
+ * node `before` (or after `from` when `before` is NONE). A value that is
+ * no shard order (dt_shard_unflatten: the pieces of a merged inner dim)
+ * is first viewed with that dim split, gathered there and viewed back.
+ * Returns the last node; *first is the first one made. */
+static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
+				 const struct dt_placements *pl,
+				 uint32_t before, uint32_t line, uint32_t *first)
+{
+	const struct value *v = value_of(p, from, 0);
+	struct dt_tensor t = *dt_node_tensor(p->m, node(p, from), 0);
+	int rank;
+	int64_t shape[DT_MAX_RANK];
+	const int64_t *g = dt_ints_get(p->m, t.shape, &rank);
+	memcpy(shape, g, sizeof(int64_t) * (size_t)rank);
+	struct dt_shard_unflat u, w;
+	*first = NONE;
+	if (v && dt_shard_unflatten(&v->pl, shape, rank, &u)) {
+		uint32_t a = new_view(p, from, u.shape, u.rank, mesh,
+				      &u.sharded, before, line, "unflat");
+		bool alike =
+		    dt_shard_unflatten_alike(&u, pl, shape, rank, &w);
+		uint32_t b =
+		    new_redistribute(p, a, mesh, alike ? &w.sharded : &u.gathered,
+				     before, line, first);
+		*first = a;
+		from = new_view(p, b, shape, rank, mesh, alike ? pl : &u.flat,
+				before, line, "flat");
+		if (alike || dt_placements_equal(&u.flat, pl))
+			return from;
+		uint32_t ignored;
+		return new_redistribute(p, from, mesh, pl, before, line,
+					&ignored);
+	}
+	uint32_t id = new_node(p, from, p->redistribute_target, NULL, &t, mesh,
+			       pl, before, line, "redistribute");
+	if (*first == NONE)
+		*first = id;
 	return id;
 }
 
@@ -187,8 +253,9 @@ static uint32_t redistribution(struct prop *p, uint32_t from, uint16_t mesh,
 		    dt_placements_equal(&p->redists.data[r].pl, pl))
 			return p->redists.data[r].node;
 	*made = true;
-	uint32_t id =
-	    new_redistribute(p, from, mesh, pl, user, node(p, user)->line);
+	uint32_t first;
+	uint32_t id = new_redistribute(p, from, mesh, pl, user,
+				       node(p, user)->line, &first);
 	struct redist r = {from, id, p->redist_head.data[from], mesh, *pl};
 	p->redist_head.data[from] = dt_vec_push(&p->redists, r);
 	return id;
@@ -248,10 +315,11 @@ static void move_inputs(struct prop *p, uint32_t id, uint16_t mesh,
 static void redistribute_to_pin(struct prop *p, uint32_t id, uint16_t mesh,
 				const struct dt_placements *pin)
 {
-	uint32_t r =
-	    new_redistribute(p, id, mesh, pin, NONE, node(p, id)->line);
+	uint32_t first;
+	uint32_t r = new_redistribute(p, id, mesh, pin, NONE, node(p, id)->line,
+				      &first);
 	dt_module_replace_uses(p->m, id, r);
-	struct dt_node *rn = node(p, r);
+	struct dt_node *rn = node(p, first);
 	p->m->args.data[rn->args].v.node = id; /* its own input stays */
 }
 

@@ -38,12 +38,16 @@ enum dt_rule_kind {
 	DT_RULE_PARTIAL,   /* P(op) */
 	DT_RULE_SHARD,     /* S*(d): any sharding kind of tensor dim d (S, or
 			      a _S(d,sf) whose sf the inputs carry) */
+	DT_RULE_STRIDED,   /* exactly _S(d,split), or S(d) when split is 1:
+			      a view that merges a sharded inner dim into
+			      its outer ones, or splits such a dim back out */
 };
 
 struct dt_rule_entry {
 	uint8_t kind;   /* enum dt_rule_kind */
 	uint8_t reduce; /* enum dt_reduce_op, for P */
-	int8_t dim;     /* tensor dim, for S* */
+	int8_t dim;     /* tensor dim, for S* and _S */
+	int32_t split;  /* split factor, for DT_RULE_STRIDED */
 };
 
 enum dt_rule_row_flag {
@@ -57,6 +61,11 @@ enum dt_rule_row_flag {
 	DT_ROW_NO_UNIT = 1 << 3,  /* only where no rank holds exactly one of a
 				     dim the row shards (squeeze.default
 				     drops local dims of length 1) */
+	DT_ROW_STRIDED = 1 << 4,  /* only where every mesh dim sharding a dim
+				     the row shards uses this same row: its
+				     split factors count pieces of the global
+				     dim, which another row's shards would
+				     cut differently */
 };
 
 /* One tensor of a node: an output (a result of the node) or an input (a
@@ -315,6 +324,32 @@ void dt_shard_watch_fini(struct dt_shard_watch *w);
  * and topology) and, when `watch` is not NULL, record what the node it
  * names saw before its inputs moved. Returns the pass's status. */
 int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
+
+/* A value whose tensor dim d is split, on every mesh dim sharding it, as
+ * _S(d,P) with P >= 2 (the pieces of a view that merged a sharded inner
+ * dim behind outer dims of product P, semantics §6.1; no S(d) beside
+ * them) is no shard order, so the planner cannot move it (other dims may
+ * hold anything, a shard-order _S included; the first such d is taken). Read with dim d split into (P, len/P) it
+ * is a plain shard of dim d+1: it moves through that view (shard-prop
+ * inserts it; the search prices it). */
+struct dt_shard_unflat {
+	int dim;                       /* d */
+	int64_t pieces;                /* P */
+	int rank;                      /* of the unflattened tensor */
+	int64_t shape[DT_MAX_RANK];    /* unflattened */
+	struct dt_placements sharded;  /* the placements, unflattened */
+	struct dt_placements gathered; /* unflattened, those mesh dims R */
+	struct dt_placements flat;     /* the placements, those mesh dims R */
+};
+/* Whether `pl` on a tensor of shape[0..rank) is such a value; fills *out. */
+bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
+			int rank, struct dt_shard_unflat *out);
+/* Whether `pl` is such a value too, with u's dim and pieces (then the two
+ * move into each other through the unflattened view); fills *out. */
+bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
+			      const struct dt_placements *pl,
+			      const int64_t *shape, int rank,
+			      struct dt_shard_unflat *out);
 
 /* Plan cost in µs of moving input `i` from its current placements to
  * `target` (default shard order), cached; INFINITY when no redistribution

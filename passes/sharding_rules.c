@@ -93,6 +93,11 @@ struct dt_rule_entry dt_rule_shard(int d)
 {
 	return (struct dt_rule_entry){.kind = DT_RULE_SHARD, .dim = (int8_t)d};
 }
+struct dt_rule_entry dt_rule_strided(int d, int64_t split)
+{
+	return (struct dt_rule_entry){.kind = DT_RULE_STRIDED, .dim = (int8_t)d,
+				      .split = (int32_t)split};
+}
 struct dt_rule_entry dt_rule_partial(int op)
 {
 	return (struct dt_rule_entry){.kind = DT_RULE_PARTIAL,
@@ -418,7 +423,7 @@ static struct dt_rule_entry follow(const struct dt_rule_fill *f, int i, int d)
 {
 	int j = i < 0 ? -1 : dt_rule_aligned_dim(f, (uint32_t)i, d);
 	return j >= 0 ? dt_rule_shard(j)
-		      : (struct dt_rule_entry){DT_RULE_REPLICATE, 0, 0};
+		      : (struct dt_rule_entry){.kind = DT_RULE_REPLICATE};
 }
 
 /* The matrix-product rows over inputs a (…, M, K) and b (…, K, N) with
@@ -532,6 +537,13 @@ static void discard(void *ud, const struct dt_diag_entry *e)
 	(void)e;
 }
 
+static bool entry_equal(const struct dt_rule_entry *a,
+			const struct dt_rule_entry *b)
+{
+	return a->kind == b->kind && a->reduce == b->reduce &&
+	       a->dim == b->dim && a->split == b->split;
+}
+
 /* Drop rows equal to an earlier one or to the all-replicate row. */
 static void dedupe(struct dt_rules *r)
 {
@@ -542,9 +554,11 @@ static void dedupe(struct dt_rules *r)
 		bool replicate = true, seen = false;
 		for (uint32_t k = 0; k < w; k++)
 			replicate &= e[i * w + k].kind == DT_RULE_REPLICATE;
-		for (uint32_t j = 0; j < kept && !seen; j++)
-			seen = memcmp(&e[j * w], &e[i * w], bytes) == 0 &&
-			       r->flags.data[j] == r->flags.data[i];
+		for (uint32_t j = 0; j < kept && !seen; j++) {
+			seen = r->flags.data[j] == r->flags.data[i];
+			for (uint32_t k = 0; k < w && seen; k++)
+				seen = entry_equal(&e[j * w + k], &e[i * w + k]);
+		}
 		if (replicate || seen)
 			continue;
 		memmove(&e[kept * w], &e[i * w], bytes);
@@ -688,6 +702,10 @@ int dt_rule_entry_print(const struct dt_rule_entry *e, char *buf, size_t n)
 				dt_reduce_name((enum dt_reduce_op)e->reduce));
 	case DT_RULE_SHARD:
 		return snprintf(buf, n, "S*(%d)", e->dim);
+	case DT_RULE_STRIDED:
+		if (e->split > 1)
+			return snprintf(buf, n, "_S(%d,%d)", e->dim, (int)e->split);
+		return snprintf(buf, n, "S(%d)", e->dim);
 	}
 	return snprintf(buf, n, "?");
 }

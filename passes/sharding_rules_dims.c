@@ -6,7 +6,8 @@
  * with their backward forms. sharding_rules.def says what each writes.
  *
  *   view([4, 6, 5] -> [24, 5]): S*(0) <- S*(0) (even, S only: dims 0 and 1
- *   merge), S*(1) <- S*(2), P(op) <- P(op)
+ *   merge), _S(0,4) <- S*(1) (S only: the inner dim, one chunk per row),
+ *   S*(1) <- S*(2), P(op) <- P(op)
  *
  * Time: O(rank · tensors) rows per node. */
 #include "sharding_rules_internal.h"
@@ -23,6 +24,37 @@ static int next_dim(const int64_t *shape, int rank, int d)
 	while (d < rank && shape[d] == 1)
 		d++;
 	return d;
+}
+
+/* The rows of a block that merges dims [first, end) of the input into
+ * output dim `other` (merge) or splits input dim `other` into dims
+ * [first, end) of the output: a sharded inner dim behind outer dims of
+ * product P is _S(other, P) of the merged dim (the rank's chunk of every
+ * outer index, in order), and back. Only a dim with no larger-than-one dim
+ * inside it may be uneven: a chunk of an inner dim covers whole rows of the
+ * dims inside it only when it is even. */
+static void strided_rows(struct dt_rule_fill *f, const int64_t *shape, int first,
+			 int end, int other, bool merge)
+{
+	int64_t outer = shape[first];
+	for (int d = first + 1; d < end; d++) {
+		if (shape[d] == 1)
+			continue;
+		bool inner = next_dim(shape, end, d + 1) < end;
+		uint8_t flags = DT_ROW_STRIDED | (inner ? DT_ROW_EVEN : 0);
+		struct dt_rule_entry *e =
+		    dt_rule_row_add(f, flags | (merge ? DT_ROW_PLAIN : 0));
+		if (merge) {
+			e[0] = dt_rule_strided(other, outer);
+			*dt_rule_in_entry(f, e, 0) = dt_rule_shard(d);
+		} else {
+			/* S(d) itself: a placeholder would take the input's
+			 * _S kind. */
+			e[0] = dt_rule_strided(d, 1);
+			*dt_rule_in_entry(f, e, 0) = dt_rule_strided(other, outer);
+		}
+		outer *= shape[d];
+	}
 }
 
 /* The shard rows of a view: blocks of dims with equal products. */
@@ -55,6 +87,11 @@ static void view_blocks(struct dt_rule_fill *f)
 		dt_rule_shard_row(
 		    f, first_b, first_a,
 		    na == 1 && nb == 1 ? 0 : DT_ROW_EVEN | DT_ROW_PLAIN);
+		if (nb == 1 && na > 1)
+			strided_rows(f, in->shape, first_a, ia + 1, first_b, true);
+		if (na == 1 && nb > 1)
+			strided_rows(f, out->shape, first_b, ib + 1, first_a,
+				     false);
 		ia = next_dim(in->shape, in->rank, ia + 1);
 		ib = next_dim(out->shape, out->rank, ib + 1);
 	}

@@ -44,6 +44,8 @@ const struct dt_rule_tensor *dt_rule_in(const struct dt_rule_fill *f, uint32_t i
 /* The entries S*(d) and P(op). */
 struct dt_rule_entry dt_rule_shard(int d);
 struct dt_rule_entry dt_rule_partial(int op);
+/* The entry _S(d,split), S(d) when split is 1 (a fixed kind). */
+struct dt_rule_entry dt_rule_strided(int d, int64_t split);
 /* A new row, every entry R; the pointer is valid until the next row. */
 struct dt_rule_entry *dt_rule_row_add(struct dt_rule_fill *f, uint8_t flags);
 /* Drop the row just added. */

@@ -95,8 +95,8 @@ static void gather_rows(struct dt_rule_fill *f)
 				    : dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, 0) =
 		    along ? (add ? dt_rule_partial(DT_REDUCE_SUM)
-				 : (struct dt_rule_entry){DT_RULE_REPLICATE, 0,
-							  0})
+				 : (struct dt_rule_entry){
+					   .kind = DT_RULE_REPLICATE})
 			  : dt_rule_shard(d);
 		*dt_rule_in_entry(f, e, (uint32_t)index) = dt_rule_shard(d);
 		if (src >= 0)

@@ -72,6 +72,11 @@ static struct dt_placement fill_entry(const struct dt_rule_entry *e, int32_t sf)
 		p.dim = e->dim;
 		p.split_factor = sf;
 		break;
+	case DT_RULE_STRIDED:
+		p.kind = e->split > 1 ? DT_PL_STRIDED_SHARD : DT_PL_SHARD;
+		p.dim = e->dim;
+		p.split_factor = e->split > 1 ? e->split : 0;
+		break;
 	}
 	return p;
 }
@@ -357,13 +362,96 @@ uint64_t dt_shard_space_product(const struct dt_shard_space *s)
 /* ------------------------------------------------------------------ */
 /* Costs. */
 
+bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
+			int rank, struct dt_shard_unflat *out)
+{
+	/* The first tensor dim split only by _S, all of one factor (a dim
+	 * that some S(d) also splits is a shard order, §2). */
+	int d = -1;
+	int64_t pieces = 0;
+	for (int e = 0; e < rank && d < 0; e++) {
+		bool plain = false, strided = false, one = true;
+		for (int m = 0; m < pl->ndim; m++) {
+			const struct dt_placement *p = &pl->p[m];
+			if (!dt_shard_is_sharding(p) || p->dim != e)
+				continue;
+			plain |= p->kind == DT_PL_SHARD;
+			if (p->kind != DT_PL_STRIDED_SHARD)
+				continue;
+			one &= !strided || p->split_factor == pieces;
+			strided = true;
+			pieces = p->split_factor;
+		}
+		if (strided && !plain && one && pieces >= 2)
+			d = e;
+	}
+	if (d < 0 || rank + 1 > DT_MAX_RANK || shape[d] % pieces != 0 ||
+	    !dt_placements_has_default_order(pl))
+		return false;
+	*out = (struct dt_shard_unflat){.dim = d, .pieces = pieces,
+					.rank = rank + 1};
+	for (int k = 0, j = 0; k < rank; k++) {
+		if (k == d) {
+			out->shape[j++] = pieces;
+			out->shape[j++] = shape[k] / pieces;
+		} else {
+			out->shape[j++] = shape[k];
+		}
+	}
+	out->sharded = out->gathered = out->flat = *pl;
+	for (int m = 0; m < pl->ndim; m++) {
+		struct dt_placement *u = &out->sharded.p[m];
+		if (u->kind == DT_PL_STRIDED_SHARD && u->dim == d) {
+			*u = (struct dt_placement){.kind = DT_PL_SHARD,
+						   .dim = (int8_t)(d + 1)};
+			out->gathered.p[m] = out->flat.p[m] =
+			    (struct dt_placement){.kind = DT_PL_REPLICATE};
+		} else if (dt_shard_is_sharding(u) && u->dim > d) {
+			u->dim++;
+			out->gathered.p[m].dim++;
+		}
+	}
+	dt_placements_default_order(&out->sharded);
+	dt_placements_default_order(&out->gathered);
+	dt_placements_default_order(&out->flat);
+	return true;
+}
+
+bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
+			      const struct dt_placements *pl,
+			      const int64_t *shape, int rank,
+			      struct dt_shard_unflat *out)
+{
+	return dt_shard_unflatten(pl, shape, rank, out) && out->dim == u->dim &&
+	       out->pieces == u->pieces;
+}
+
 /* What moving tensor t from src to dst costs (µs), INFINITY when no plan
- * gets there. */
+ * gets there. A source that is no shard order (dt_shard_unflatten) first
+ * gathers its pieces' dim through the unflattening view. */
 static double move_cost(const struct dt_shard_space *s,
 			const struct dt_rule_tensor *t,
 			const struct dt_placements *src,
 			const struct dt_placements *dst)
 {
+	struct dt_shard_unflat u, w;
+	if (dt_shard_unflatten(src, t->shape, t->rank, &u)) {
+		struct dt_rule_tensor wide = *t;
+		wide.rank = (uint8_t)u.rank;
+		memcpy(wide.shape, u.shape, sizeof u.shape);
+		if (dt_shard_unflatten_alike(&u, dst, t->shape, t->rank, &w))
+			return move_cost(s, &wide, &u.sharded, &w.sharded);
+		/* A shard never becomes partial (semantics §3), not even
+		 * through the gathered value. */
+		for (int m = 0; m < src->ndim; m++)
+			if (dt_shard_is_sharding(&src->p[m]) &&
+			    dst->p[m].kind == DT_PL_PARTIAL)
+				return INFINITY;
+		double gather = move_cost(s, &wide, &u.sharded, &u.gathered);
+		return dt_placements_equal(&u.flat, dst)
+			   ? gather
+			   : gather + move_cost(s, t, &u.flat, dst);
+	}
 	struct dt_redist_request req = {
 	    .mesh = &s->mesh,
 	    .topology = &s->topology,
@@ -580,13 +668,20 @@ bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 		for (int d = 0; d < ten->rank; d++) {
 			int64_t shards = 1;
 			uint8_t flags = 0;
+			bool one_origin = true;
+			uint32_t origin = NO_ORIGIN;
 			for (int m = 0; m < ndim; m++) {
 				if (!dt_shard_is_sharding(&pl[t].p[m]) ||
 				    pl[t].p[m].dim != d)
 					continue;
 				shards *= s->mesh.shape[m];
 				flags |= s->row_flags.data[rows[m]];
+				uint32_t o = s->row_origin.data[rows[m]];
+				one_origin &= origin == NO_ORIGIN || o == origin;
+				origin = o;
 			}
+			if ((flags & DT_ROW_STRIDED) && !one_origin)
+				return false;
 			if (shards == 1)
 				continue;
 			if (ten->shape[d] < shards)

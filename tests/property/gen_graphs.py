@@ -112,7 +112,10 @@ class Builder:
             for m in range(nd):
                 if m not in (a, b) and pl[m] == "S(%d)" % d:
                     pl[m] = "R"
-            order = "%d:%d,%d" % (d, b, a)
+            if r.random() < 0.5:
+                order = "%d:%d,%d" % (d, b, a)
+            else:  # the same data written as DTensor's _StridedShard
+                pl[a] = "_S(%d,%d)" % (d, self.mesh[b])
         return " ".join(pl), order
 
     def placeholder(self, shape):
@@ -298,6 +301,13 @@ class Builder:
             B, M, K = x.shape
             if r.random() < 0.5:
                 w = self.placeholder([B, K, n])
+                if r.random() < 0.4:
+                    c = self.placeholder(r.choice([[B, M, n], [n], [M, 1]]))
+                    return self.call("aten.baddbmm.default",
+                                     [("node", c.name), ("node", x.name),
+                                      ("node", w.name),
+                                      ("float", "0.5", "beta")],
+                                     [B, M, n], contiguous([B, M, n]))
                 return self.call("aten.bmm.default",
                                  [("node", x.name), ("node", w.name)],
                                  [B, M, n], contiguous([B, M, n]))
@@ -326,8 +336,78 @@ class Builder:
                              contiguous([B, M, n]))
         return None
 
+    def flat3(self, x, target):
+        """x (B, H, A, C) as (B*H, A, C): expand then _reshape_alias, as
+        make_fx writes a batched matmul's operand."""
+        B, H, A, C = x.shape
+        size = "%d %d %d %d" % (B, H, A, C)
+        ex = self.call("aten.expand.default", [("node", x.name),
+                                                ("ints", size)],
+                       x.shape, x.stride)
+        vs = view_strides(x.shape, x.stride, [B * H, A, C])
+        flat = "%d %d %d" % (B * H, A, C)
+        if vs is None:
+            c = self.call("aten.clone.default",
+                          [("node", ex.name),
+                           ("str", "torch.contiguous_format",
+                            "memory_format")], x.shape, contiguous(x.shape))
+            return self.call("aten._unsafe_view.default",
+                             [("node", c.name), ("ints", flat)],
+                             [B * H, A, C], contiguous([B * H, A, C]))
+        return self.call(target, [("node", ex.name), ("ints", flat)]
+                         + ([("ints", " ".join(map(str, vs)))]
+                            if target.endswith("_reshape_alias.default")
+                            else []), [B * H, A, C], vs)
+
+    def attention(self):
+        """Per-head attention as make_fx traces it: (B,T,H,D) inputs
+        transposed to heads, flattened to (B*H, ...), bmm, softmax, bmm,
+        split back and merged to (B, T, H*D)."""
+        r = self.rng
+        B, T, H, D = (r.choice([1, 2, 3]), r.choice([2, 3, 4]),
+                      r.choice([2, 3, 4]), r.choice([2, 3]))
+        q, k, v = (self.placeholder([B, T, H, D]) for _ in range(3))
+        qt, kt, vt = (self.transpose_dims(x, 1, 2) for x in (q, k, v))
+        ktt = self.transpose_dims(kt, 2, 3)
+        alias = "aten._reshape_alias.default"
+        s = self.call("aten.bmm.default",
+                      [("node", self.flat3(qt, alias).name),
+                       ("node", self.flat3(ktt, alias).name)],
+                      [B * H, T, T], contiguous([B * H, T, T]))
+        s = self.call("aten._unsafe_view.default",
+                      [("node", s.name), ("ints", "%d %d %d %d"
+                                           % (B, H, T, T))],
+                      [B, H, T, T], contiguous([B, H, T, T]))
+        a = self.call("aten._softmax.default", [("node", s.name),
+                                                ("int", "-1"),
+                                                ("bool", "false")],
+                      [B, H, T, T], contiguous([B, H, T, T]))
+        o = self.call("aten.bmm.default",
+                      [("node", self.flat3(a, alias).name),
+                       ("node", self.flat3(vt, "aten.view.default").name)],
+                      [B * H, T, D], contiguous([B * H, T, D]))
+        o = self.call("aten._unsafe_view.default",
+                      [("node", o.name), ("ints", "%d %d %d %d"
+                                           % (B, H, T, D))],
+                      [B, H, T, D], contiguous([B, H, T, D]))
+        o = self.transpose_dims(o, 1, 2)
+        o = self.call("aten.reshape.default",
+                      [("node", o.name), ("ints", "%d %d %d"
+                                           % (B, T, H * D))], [B, T, H * D])
+        self.outputs.append(o.name)
+
+    def transpose_dims(self, x, a, b):
+        sh, st = list(x.shape), list(x.stride)
+        sh[a], sh[b], st[a], st[b] = sh[b], sh[a], st[b], st[a]
+        return self.call("aten.transpose.int",
+                         [("node", x.name), ("int", str(a)), ("int", str(b))],
+                         sh, st)
+
     def chain(self):
         r = self.rng
+        if r.random() < 0.2:
+            self.attention()
+            return
         x = self.placeholder(self.rand_shape())
         steps = [self.ew_unary, self.ew_scalar, self.ew_binary, self.reduce,
                  self.softmax, self.transpose, self.permute, self.unsqueeze,
@@ -359,7 +439,10 @@ def graph(seed, mesh, i):
     return b
 
 
-def arg_xml(kind, value):
+def arg_xml(kind, value, name=None):
+    if name:
+        return "<kwarg name=%s %s=%s/>" % (quoteattr(name), kind,
+                                          quoteattr(value))
     return "<arg %s=%s/>" % (kind, quoteattr(value))
 
 
@@ -383,7 +466,7 @@ def write(builders, mesh, name):
             out.append('  </node>')
         for nm, target, args in b.nodes:
             out.append('  <node name="%s" op="call_function" target="%s">'
-                       % (nm, target) + "".join(arg_xml(k, v) for k, v in args)
+                       % (nm, target) + "".join(arg_xml(*a) for a in args)
                        + "</node>")
         outputs += b.outputs
     out.append('  <node name="output" op="output"><arg nodes="%s"/></node>'

@@ -10,7 +10,8 @@ run of the global graph. The property: every graph checks. A failing file
 is split graph by graph to name the failures; each failing graph is kept
 as WORKDIR/fail-SEED-MESH-gI.xml with the command that reproduces it, and
 the run exits 1. The regression graphs under regress/ (make_fx traces that
-gave wrong numbers) run the same way.
+gave wrong numbers, a plan the property test found) run the same way, and
+those named *.nocomm.xml must lower to a program without collectives.
 
     usage: run_property.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
                            [--seed S] [--per-mesh N] [--mesh 2x2 ...]
@@ -95,7 +96,7 @@ def run_regress(args):
     failures = 0
     folder = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "regress")
-    for name in sorted(os.listdir(folder)):
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".xml")):
         path = os.path.join(folder, name)
         with open(path) as f:
             m = re.search(r'<mesh [^>]*shape="([0-9 ]+)"', f.read())
@@ -104,7 +105,24 @@ def run_regress(args):
         if not ok:
             failures += 1
             print("FAIL regression %s:\n%s" % (path, errors_of(out)))
+        if ".nocomm." in name:
+            failures += has_collectives(args, path)
     return failures
+
+
+def has_collectives(args, path):
+    """1 (reported) when the program of a *.nocomm.xml graph communicates:
+    per-head attention under tp needs no collective (semantics §6.1)."""
+    p = subprocess.run([args.dtopt, "opt", path, "-o", "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    found = re.findall(r'target="(_c10d_functional\.[a-z_]+)', p.stdout)
+    if p.returncode == 0 and not found:
+        return 0
+    print("FAIL regression %s: the program should need no collective, "
+          "it has %s" % (path, ", ".join(sorted(set(found))) or
+                         p.stdout[-400:]))
+    return 1
 
 
 def main():

@@ -686,6 +686,10 @@ static void fill_row(const struct dt_rules *r, uint32_t row, int32_t sf,
 			pl[t].kind = sf ? DT_PL_STRIDED_SHARD : DT_PL_SHARD;
 			pl[t].dim = e[t].dim;
 			pl[t].split_factor = sf;
+		} else if (e[t].kind == DT_RULE_STRIDED) {
+			pl[t].kind = e[t].split > 1 ? DT_PL_STRIDED_SHARD : DT_PL_SHARD;
+			pl[t].dim = e[t].dim;
+			pl[t].split_factor = e[t].split > 1 ? e[t].split : 0;
 		}
 	}
 }
@@ -786,7 +790,8 @@ struct planted {
 static void test_wrong_rows_fail(void **state)
 {
 	(void)state;
-#define RE(k, op, d) {DT_RULE_##k, DT_REDUCE_##op, d}
+#define RE(k, op, d) {DT_RULE_##k, DT_REDUCE_##op, d, 0}
+#define RS(d, sf) {DT_RULE_STRIDED, 0, d, sf}
 	static const struct planted planted[] = {
 		/* relu is not linear */
 		{"relu", {RE(PARTIAL, SUM, 0), RE(PARTIAL, SUM, 0)}},
@@ -804,12 +809,17 @@ static void test_wrong_rows_fail(void **state)
 		{"view_heads", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 1)}},
 		/* _reshape_alias: the same, whatever strides it states */
 		{"reshape_alias", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 1)}},
+		/* an inner dim merged behind 4 rows is 4 pieces, not 2 */
+		{"view_merge", {RS(0, 2), RE(SHARD, SUM, 1)}},
+		/* splitting a strided shard: its pieces are the outer dim */
+		{"view_unheads", {RS(1, 1), RS(0, 3)}},
 		/* cat along its own dim */
 		{"cat", {RE(SHARD, SUM, 0), RE(SHARD, SUM, 0), RE(SHARD, SUM, 0)}},
 		/* ones are not a partial sum */
 		{"ones_like", {RE(PARTIAL, SUM, 0), RE(PARTIAL, SUM, 0)}},
 	};
 #undef RE
+#undef RS
 	for (size_t k = 0; k < sizeof planted / sizeof planted[0]; k++) {
 		const struct rcase *c = NULL;
 		for (int ci = 0; ci < NCASES; ci++)
