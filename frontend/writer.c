@@ -256,7 +256,7 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
 			 char *what, size_t size)
 {
-	if (n->op == DT_OP_LOCAL_SHARD) {
+	if (n->kind == DT_NODE_CALL && dt_op_is_spmd((enum dt_op)n->op)) {
 		if (what)
 			snprintf(what, size, "op %s", dt_op_get(n->op)->target);
 		return 1;

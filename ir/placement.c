@@ -659,3 +659,14 @@ bool dt_shard_even(const struct dt_mesh *mesh, const struct dt_placements *pl,
 	}
 	return true;
 }
+
+int dt_placements_block_dim(const struct dt_placements *coarse,
+			    const struct dt_placements *fine, int tdim)
+{
+	int sc[DT_MAX_MESH_DIMS], sf[DT_MAX_MESH_DIMS];
+	int nc = shard_sequence(coarse, tdim, sc), nf = shard_sequence(fine, tdim, sf);
+	if (nf != nc + 1 || memcmp(sc, sf, (size_t)nc * sizeof *sc) != 0 ||
+	    fine->p[sf[nc]].kind != DT_PL_SHARD)
+		return -1;
+	return sf[nc];
+}

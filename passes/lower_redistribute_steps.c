@@ -21,6 +21,13 @@
  *   chunk R->S(d)          narrow(d, this rank's chunk) (no communication);
  *                          SPMD: dt.local_shard(x, mesh, before, after,
  *                          global shape), which narrows at run time
+ *
+ * In an SPMD program (no --rank) an uneven step (`even` false: some
+ * rank's piece is short) works on pieces padded to the largest
+ * (semantics §7): all_gather, then a static narrow, or dt.pack_blocks
+ * where padding lies between the members' valid rows on some rank; before
+ * a reduce_scatter a static pad, or dt.unpack_blocks; all_to_all does
+ * both (unpack the target dim, pack the source dim).
  *   partition R->P(op)     div by `divisor` (sum), else nothing
  *
  * Emitted nodes are named after the redistribute node ("r.all_gather",
@@ -75,10 +82,8 @@ static dt_str new_name(struct dt_lower *l, const char *suffix)
 	return s;
 }
 
-/* A call of `op` before l->before with its metadata inferred; 0 after a
- * report (an internal inconsistency: the steps are planned to fit). */
-static uint32_t emit(struct dt_lower *l, enum dt_op op, const char *suffix,
-		     const struct dt_arg *args, uint32_t nargs)
+uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		       const struct dt_arg *args, uint32_t nargs)
 {
 	struct dt_module *m = l->m;
 	if (!l->target[op].id)
@@ -120,7 +125,7 @@ static uint32_t emit_pad(struct dt_lower *l, uint32_t x, int dim,
 	int npad = 2 * (rank - dim);
 	pad[npad - 1] = amount;
 	struct dt_arg a[2] = {arg_node(x), arg_ints(l->m, pad, npad)};
-	return emit(l, DT_OP_CONSTANT_PAD_ND, "pad", a, 2);
+	return dt_lower_emit(l, DT_OP_CONSTANT_PAD_ND, "pad", a, 2);
 }
 
 static uint32_t emit_narrow(struct dt_lower *l, uint32_t x, int dim,
@@ -128,7 +133,7 @@ static uint32_t emit_narrow(struct dt_lower *l, uint32_t x, int dim,
 {
 	struct dt_arg a[4] = {arg_node(x), arg_int(dim), arg_int(start),
 			      arg_int(length)};
-	return emit(l, DT_OP_NARROW, "narrow", a, 4);
+	return dt_lower_emit(l, DT_OP_NARROW, "narrow", a, 4);
 }
 
 /* chunk(x, n, from) then cat(chunks, to): functional collectives' way of
@@ -146,7 +151,7 @@ static uint32_t emit_move(struct dt_lower *l, uint32_t x, int64_t n,
 		return 0;
 	}
 	struct dt_arg a[3] = {arg_node(x), arg_int(n), arg_int(from)};
-	uint32_t chunk = emit(l, DT_OP_CHUNK, "chunk", a, 3);
+	uint32_t chunk = dt_lower_emit(l, DT_OP_CHUNK, "chunk", a, 3);
 	if (!chunk)
 		return 0;
 	uint32_t pieces[DT_MAX_RESULTS];
@@ -159,14 +164,14 @@ static uint32_t emit_move(struct dt_lower *l, uint32_t x, int64_t n,
 		snprintf(suffix, sizeof suffix, "%s_%lld", chunk_name,
 			 (long long)k);
 		struct dt_arg g[2] = {arg_node(chunk), arg_int(k)};
-		if (!(pieces[k] = emit(l, DT_OP_GETITEM, suffix, g, 2)))
+		if (!(pieces[k] = dt_lower_emit(l, DT_OP_GETITEM, suffix, g, 2)))
 			return 0;
 	}
 	struct dt_arg c[2] = {
 		{.kind = DT_ARG_NODES, .len = (uint32_t)n,
 		 .v.first = dt_module_add_refs(m, pieces, (uint32_t)n)},
 		arg_int(to)};
-	return emit(l, DT_OP_CAT, "cat", c, 2);
+	return dt_lower_emit(l, DT_OP_CAT, "cat", c, 2);
 }
 
 static uint32_t emit_wait(struct dt_lower *l, uint32_t coll)
@@ -174,13 +179,13 @@ static uint32_t emit_wait(struct dt_lower *l, uint32_t coll)
 	if (!coll)
 		return 0;
 	struct dt_arg a = arg_node(coll);
-	return emit(l, DT_OP_WAIT, "wait", &a, 1);
+	return dt_lower_emit(l, DT_OP_WAIT, "wait", &a, 1);
 }
 
 static uint32_t emit_div(struct dt_lower *l, uint32_t x, int64_t divisor)
 {
 	struct dt_arg a[2] = {arg_node(x), arg_int(divisor)};
-	return emit(l, DT_OP_DIV_SCALAR, "div", a, 2);
+	return dt_lower_emit(l, DT_OP_DIV_SCALAR, "div", a, 2);
 }
 
 /* ------------------------------------------------------------------ */
@@ -218,7 +223,7 @@ static uint32_t step_all_gather(struct dt_lower *l, const struct step_ctx *k,
 		return 0;
 	struct dt_arg a[3] = {arg_node(v), arg_int(k->n),
 			      arg_group(k)};
-	if (!(v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
+	if (!(v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
 		return 0;
 	if (d != 0 && !(v = emit_move(l, v, k->n, 0, d)))
 		return 0;
@@ -233,7 +238,7 @@ static uint32_t step_all_reduce(struct dt_lower *l, const struct step_ctx *k,
 	struct dt_arg a[3] = {arg_node(x),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_group(k)};
-	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_REDUCE, "all_reduce", a, 3));
+	uint32_t v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_REDUCE, "all_reduce", a, 3));
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	return v;
@@ -252,7 +257,7 @@ static uint32_t step_reduce_scatter(struct dt_lower *l,
 	struct dt_arg a[4] = {arg_node(v),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_int(k->n), arg_group(k)};
-	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	v = emit_wait(l, dt_lower_emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	if (v && k->out[d] != c)
@@ -282,7 +287,7 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
 				 arg_ints(l->m, splits, (int)n),
 				 arg_group(k)};
-	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
 	if (v && a != 0)
 		v = emit_move(l, v, n, 0, a);
 	if (v && n * ca != la)
@@ -292,17 +297,49 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	return v;
 }
 
-/* Placements text and order text ("" when default) of pl. */
-static void placements_args(struct dt_lower *l, const struct dt_mesh *me,
-			    const struct dt_placements *pl, struct dt_arg *text,
-			    struct dt_arg *order)
+/* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
+ * global shape, [dim,] and the orders (left out when default). Returns
+ * the count. */
+static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
+			  const struct dt_placements *a,
+			  const struct dt_placements *b, const int64_t *g,
+			  int rank, int dim, struct dt_arg *args)
 {
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	const struct dt_placements *pl[2] = {a, b};
 	char buf[320];
-	dt_placements_print(pl, buf, sizeof buf);
-	*text = arg_str(l->m, buf);
-	dt_placements_print_order(pl, me, &l->m->strings, buf, sizeof buf);
-	*order = buf[0] ? arg_str(l->m, buf)
-			: (struct dt_arg){.kind = DT_ARG_NONE};
+	uint32_t n = 0, last = 0;
+	args[n++] = arg_node(x);
+	args[n++] = (struct dt_arg){.kind = DT_ARG_STR, .v.s = me->name};
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print(pl[i], buf, sizeof buf);
+		args[n++] = arg_str(l->m, buf);
+	}
+	args[n++] = arg_ints(l->m, g, rank);
+	if (dim >= 0)
+		args[n++] = arg_int(dim);
+	last = n;
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print_order(pl[i], me, &l->m->strings, buf,
+					  sizeof buf);
+		args[n++] = buf[0] ? arg_str(l->m, buf)
+				   : (struct dt_arg){.kind = DT_ARG_NONE};
+		if (buf[0])
+			last = n;
+	}
+	return last;
+}
+
+uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
+			    uint32_t x, const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, int dim)
+{
+	struct dt_arg args[8];
+	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, args);
+	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
+			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
+	return dt_lower_emit(l, op, suffix, args, n);
 }
 
 /* R -> S(d): this rank's torch.chunk piece. For one rank a narrow; for
@@ -317,14 +354,131 @@ static uint32_t step_chunk(struct dt_lower *l, const struct step_ctx *k,
 		dt_chunk(k->logical[d], k->n, coord[md], &start, &length);
 		return emit_narrow(l, x, d, start, length);
 	}
+	return dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, k->mesh, x,
+				  &k->s->before, &k->s->after, k->plan->shape,
+				  k->plan->rank, -1);
+}
+
+/* The uneven collectives of an SPMD program (semantics §7): every rank's
+ * piece is padded to the largest, `block` rows of tensor dim d, so a
+ * gather leaves the members' valid rows at block offsets, and a scatter
+ * needs each member's rows at its block. The blocks are compact when on
+ * every rank each member's rows start at its block (its coarse shard has
+ * at most one nonempty chunk, or chunks of exactly `block` rows): then a
+ * static narrow or pad moves them; else dt.pack_blocks / dt.unpack_blocks
+ * do at run time. */
+static bool compact(struct dt_lower *l, const struct step_ctx *k,
+		    const struct dt_placements *coarse, int d, int64_t block)
+{
 	const struct dt_mesh *me = &l->m->meshes.data[k->mesh];
-	struct dt_arg a[7] = {arg_node(x), {.kind = DT_ARG_STR, .v.s = me->name}};
-	placements_args(l, me, &k->s->before, &a[2], &a[5]);
-	placements_args(l, me, &k->s->after, &a[3], &a[6]);
-	a[4] = arg_ints(l->m, k->plan->shape, k->plan->rank);
-	uint32_t nargs = a[6].kind != DT_ARG_NONE ? 7
-			 : a[5].kind != DT_ARG_NONE ? 6 : 5;
-	return emit(l, DT_OP_LOCAL_SHARD, "local_shard", a, nargs);
+	int64_t coord[DT_MAX_MESH_DIMS];
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_mesh_coords(me, pos, coord);
+		int64_t len = dt_shard_length(coarse, me->shape, coord, d,
+					      k->plan->shape[d]);
+		int64_t c = ceil_div(len, k->n);
+		if (len > c && c != block)
+			return false;
+	}
+	return true;
+}
+
+/* The padded shapes before and after step k. */
+static void padded(struct dt_lower *l, const struct step_ctx *k, int64_t *pb,
+		   int64_t *pa)
+{
+	dt_lower_local_shape(l, k->mesh, &k->s->before, k->plan->shape,
+			     k->plan->rank, pb);
+	dt_lower_local_shape(l, k->mesh, &k->s->after, k->plan->shape,
+			     k->plan->rank, pa);
+}
+
+/* The blocks of x (dim d, `block` rows each) into x's coarse shard, of
+ * `size` rows. */
+static uint32_t pack(struct dt_lower *l, const struct step_ctx *k,
+		     uint32_t x, const struct dt_placements *coarse,
+		     const struct dt_placements *fine, int d, int64_t block,
+		     int64_t size)
+{
+	if (!compact(l, k, coarse, d, block))
+		return dt_lower_emit_spmd(l, DT_OP_PACK_BLOCKS, k->mesh, x,
+					  coarse, fine, k->plan->shape,
+					  k->plan->rank, d);
+	return size == k->n * block ? x : emit_narrow(l, x, d, 0, size);
+}
+
+/* x's coarse shard (dim d, `size` rows) into blocks of `block` rows. */
+static uint32_t unpack(struct dt_lower *l, const struct step_ctx *k,
+		       uint32_t x, const struct dt_placements *coarse,
+		       const struct dt_placements *fine, int d, int64_t block,
+		       int64_t size)
+{
+	if (!compact(l, k, coarse, d, block))
+		return dt_lower_emit_spmd(l, DT_OP_UNPACK_BLOCKS, k->mesh, x,
+					  coarse, fine, k->plan->shape,
+					  k->plan->rank, d);
+	return size == k->n * block ? x : emit_pad(l, x, d, k->n * block - size);
+}
+
+static uint32_t spmd_all_gather(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int d = k->s->src_dim;
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	struct dt_arg a[3] = {arg_node(x), arg_int(k->n), arg_group(k)};
+	uint32_t v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
+	if (v && d != 0)
+		v = emit_move(l, v, k->n, 0, d);
+	return v ? pack(l, k, v, &k->s->after, &k->s->before, d, pb[d], pa[d])
+		 : 0;
+}
+
+static uint32_t spmd_reduce_scatter(struct dt_lower *l,
+				    const struct step_ctx *k, uint32_t x)
+{
+	int d = k->s->dst_dim;
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	uint32_t v = unpack(l, k, x, &k->s->before, &k->s->after, d, pa[d],
+			    pb[d]);
+	if (v && d != 0)
+		v = emit_move(l, v, k->n, d, 0);
+	if (!v)
+		return 0;
+	struct dt_arg a[4] = {arg_node(v),
+			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
+			      arg_int(k->n), arg_group(k)};
+	v = emit_wait(l, dt_lower_emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	if (v && k->s->divisor > 1)
+		v = emit_div(l, v, k->s->divisor);
+	return v;
+}
+
+static uint32_t spmd_all_to_all(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int a = k->s->src_dim, b = k->s->dst_dim;
+	int64_t n = k->n, shape[DT_MAX_RANK], splits[DT_MAX_RESULTS * 16];
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	uint32_t v = unpack(l, k, x, &k->s->before, &k->s->after, b, pa[b],
+			    pb[b]);
+	if (v && b != 0)
+		v = emit_move(l, v, n, b, 0);
+	if (!v || n > DT_MAX_RESULTS * 16)
+		return 0;
+	shape_of(l->m, v, shape);
+	for (int64_t i = 0; i < n; i++)
+		splits[i] = shape[0] / n;
+	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
+				 arg_ints(l->m, splits, (int)n),
+				 arg_group(k)};
+	v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	if (v && a != 0)
+		v = emit_move(l, v, n, 0, a);
+	return v ? pack(l, k, v, &k->s->after, &k->s->before, a, pb[a], pa[a])
+		 : 0;
 }
 
 /* Emit step `s` on value x; returns the node of its result (x itself for
@@ -340,6 +494,23 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
 	dt_redist_local_shape(plan, &s->after, coord, k.out);
 	dt_redist_step_logical_shape(plan, s, coord, k.logical);
+	/* Uneven steps of an SPMD program: pieces padded to the largest. */
+	if (l->rank < 0 && !s->even) {
+		if (s->ndims != 1) {
+			dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file,
+				       l->line, NULL, "internal error: "
+				       "redistribute '%s' merged an uneven "
+				       "step", l->base);
+			return 0;
+		}
+		switch (s->kind) {
+		case DT_REDIST_ALL_GATHER: return spmd_all_gather(l, &k, x);
+		case DT_REDIST_REDUCE_SCATTER:
+			return spmd_reduce_scatter(l, &k, x);
+		case DT_REDIST_ALL_TO_ALL: return spmd_all_to_all(l, &k, x);
+		default: break;
+		}
+	}
 	switch (s->kind) {
 	case DT_REDIST_ALL_GATHER: return step_all_gather(l, &k, x);
 	case DT_REDIST_ALL_REDUCE: return step_all_reduce(l, &k, x);
@@ -577,13 +748,10 @@ int dt_lower_redistribute(struct dt_lower *l, uint32_t id)
 			status = DT_EINPUT;
 			break;
 		}
-		status = dt_lower_spmd_check(l, dt_node_get(m, id), name, i + 1,
-					     dt_redist_kind_name(s->kind),
-					     src.mesh, &s->after, plan.shape,
-					     plan.rank);
 		if (next != v) {
 			int64_t want[DT_MAX_RANK], got[DT_MAX_RANK];
-			dt_redist_local_shape(&plan, &s->after, coord, want);
+			dt_lower_local_shape(l, src.mesh, &s->after, plan.shape,
+					     plan.rank, want);
 			shape_of(m, next, got);
 			if (memcmp(want, got, (size_t)plan.rank * sizeof *want)) {
 				char w[160], h[160], p[160];

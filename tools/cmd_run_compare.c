@@ -326,24 +326,35 @@ static void reduce_partial(struct dt_runner *c, const struct dt_module *m,
 }
 
 /* Per tensor dim d, the global indices of the reference that the rank at
- * mesh coordinates `coord` holds (all of them without a sharding); false
- * when they do not give the local shape. idx[d] is dt_malloc'ed. */
-static bool shard_index_maps(const struct dt_sharding *sh,
+ * mesh coordinates `coord` holds (all of them without a sharding), n[d]
+ * of them; false when they do not give the local shape (exactly, or as
+ * the leading part of an SPMD graph's padded shape, semantics §7).
+ * idx[d] is dt_malloc'ed. */
+static bool shard_index_maps(const struct dt_module *m,
+			     const struct dt_sharding *sh,
 			     const struct dt_mesh *mesh, const int64_t *coord,
 			     const struct dt_rt_tensor *loc,
-			     const struct dt_rt_tensor *ref, int64_t **idx)
+			     const struct dt_rt_tensor *ref, int64_t **idx,
+			     int64_t *n)
 {
 	bool fits = true;
+	int64_t padded[DT_MAX_RANK];
+	if (sh && m->rank < 0)
+		dt_shard_shape(mesh, &sh->placements, -1, ref->shape, ref->rank,
+			       padded);
 	for (int d = 0; d < ref->rank; d++) {
-		int64_t len = ref->shape[d], n = len;
+		int64_t len = ref->shape[d];
+		n[d] = len;
 		idx[d] = dt_malloc((size_t)(len + 1) * sizeof(int64_t));
 		if (sh)
 			dt_shard_indices(&sh->placements, mesh->shape, coord,
-					 d, len, idx[d], &n);
+					 d, len, idx[d], &n[d]);
 		else
 			for (int64_t k = 0; k < len; k++)
 				idx[d][k] = k;
-		fits = fits && n == loc->shape[d];
+		fits = fits && (n[d] == loc->shape[d] ||
+				(sh && m->rank < 0 && n[d] < loc->shape[d] &&
+				 loc->shape[d] == padded[d]));
 	}
 	return fits;
 }
@@ -387,21 +398,26 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 		return;
 	}
 	int64_t coord[DT_MAX_MESH_DIMS] = {0}, *idx[DT_MAX_RANK];
-	int64_t stride[DT_MAX_RANK], at[DT_MAX_RANK] = {0};
+	int64_t stride[DT_MAX_RANK], lstride[DT_MAX_RANK], at[DT_MAX_RANK] = {0};
+	int64_t n[DT_MAX_RANK]; /* the valid (unpadded) extent of loc */
 	if (mesh)
 		dt_mesh_coords(mesh, pos, coord);
 	dt_contiguous_strides(ref->shape, ref->rank, stride);
-	bool fits = shard_index_maps(sh, mesh, coord, loc, ref, idx);
+	dt_contiguous_strides(loc->shape, loc->rank, lstride);
+	bool fits = shard_index_maps(m, sh, mesh, coord, loc, ref, idx, n);
 	st[ST_SHAPE] += !fits;
 	double *rv = dt_cli_values(ref);
-	int64_t count = fits ? dt_rt_numel(loc) : 0;
+	int64_t count = fits ? 1 : 0;
+	for (int d = 0; d < ref->rank; d++)
+		count *= n[d];
 	for (int64_t k = 0; k < count; k++) {
-		int64_t off = 0;
-		for (int d = 0; d < ref->rank; d++)
+		int64_t off = 0, loff = 0;
+		for (int d = 0; d < ref->rank; d++) {
 			off += idx[d][at[d]] * stride[d];
-		compare_element(st, (enum dt_dtype)loc->dtype, lv[k], rv[off]);
-		for (int d = ref->rank - 1;
-		     d >= 0 && ++at[d] == loc->shape[d]; d--)
+			loff += at[d] * lstride[d];
+		}
+		compare_element(st, (enum dt_dtype)loc->dtype, lv[loff], rv[off]);
+		for (int d = ref->rank - 1; d >= 0 && ++at[d] == n[d]; d--)
 			at[d] = 0;
 	}
 	for (int d = 0; d < ref->rank; d++)

@@ -15,18 +15,22 @@ every result an output) and then:
   2. lowers it for every rank (-o 'low.{rank}.xml') and runs
      mpirun -np N dtopt run --backend mpi --check --reference G 'low.{rank}.xml';
   3. runs mpirun -np N dtopt run --backend mpi --check G (each rank lowers
-     for itself with fuse-collectives, cancel-views and dce after).
-Both runs must pass on every output: bitwise for data movement, close for
+     for itself with fuse-collectives, cancel-views and dce after);
+  4. lowers it for every rank at once (no --rank: one SPMD program,
+     semantics §7, uneven shards padded), asserts it has no rank= and the
+     collectives of the per-rank graph, and runs
+     mpirun -np N dtopt run --backend mpi --check --reference G spmd.xml.
+The runs must pass on every output: bitwise for data movement, close for
 outputs that went through a reduction (Partial sources or targets).
-An end-to-end case (an MLP with tensor parallelism, FSDP + TP; graphs
-written by hand beside this script) runs
+An end-to-end case (an MLP with tensor parallelism, FSDP + TP, an uneven
+MLP; graphs written by hand beside this script) runs
 dtopt opt -p lower-redistribute,fuse-collectives,cancel-views,dce to per-rank
-graphs and checks them the same two ways, counting their collectives; the
-even ones also as one SPMD graph.
+graphs and checks them the same two ways, counting their collectives, and
+as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
-uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4. Exit 0 when the
-case passed, 1 otherwise."""
+uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2.
+Exit 0 when the case passed, 1 otherwise."""
 import argparse
 import os
 import re
@@ -74,13 +78,13 @@ def one_dim():
             ("s1_s0_%d" % rows, s, "S(1)", "S(0)", {A2A: 1}),
             ("r_psum_%d" % rows, s, "R", "P(sum)", {}),
         ]
-    return {"mesh": [4], "dims": ["w"], "reds": reds, "spmd": False}
+    return {"mesh": [4], "dims": ["w"], "reds": reds}
 
 
 def zero_size():
     """2 rows on 4 ranks: ranks 2 and 3 hold nothing."""
     s = (2, 8)
-    return {"mesh": [4], "dims": ["w"], "spmd": False, "reds": [
+    return {"mesh": [4], "dims": ["w"], "reds": [
         ("z_s0_r", s, "S(0)", "R", {AG: 1}),
         ("z_r_s0", s, "R", "S(0)", {}),
         ("z_psum_s0", s, "P(sum)", "S(0)", {RS: 1}),
@@ -145,7 +149,7 @@ def uneven_2x3():
     """(Psum,Psum)->(S0,S0) of 4 rows on (2,3): per-rank pads and narrows;
     the two reduce-scatters stay separate (uneven) despite group "A B"."""
     return {"mesh": [2, 3], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:uneven"], "reds": [
         ("u_pp_s0s0", (4, 5), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
         ("u_s0s0_rr", (4, 5), "S(0) S(0)", "R R", {AG: 2}),
         ("u_s0s1_s1s0", (4, 5), "S(0) S(1)", "S(1) S(0)", {"total": 2}),
@@ -153,18 +157,24 @@ def uneven_2x3():
 
 
 def uneven_5x3():
-    """S0S0->RR of a (5,3) tensor on 2x2 with group "A B": not merged."""
+    """S0S0->RR of a (5,3) tensor on 2x2 with group "A B": not merged; and
+    its reverse, PP->S0S0 and S0S1->S0S0 (nested uneven levels: as one SPMD
+    program, padding lies between the members' rows: pack and unpack)."""
     return {"mesh": [2, 2], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:uneven"], "reds": [
         ("u53", (5, 3), "S(0) S(0)", "R R", {AG: 2}),
         ("e83", (8, 3), "S(0) S(0)", "R R", {AG: 1}),
+        ("u53_rr_s0s0", (5, 3), "R R", "S(0) S(0)", {}),
+        ("u53_pp_s0s0", (5, 3), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
+        ("u55_s0s1_s0s0", (5, 5), "S(0) S(1)", "S(0) S(0)", None),
+        ("u55_s0s0_s0s1", (5, 5), "S(0) S(0)", "S(0) S(1)", None),
     ]}
 
 
 def order():
     """A non-default shard order and a _S (the min-cost plan)."""
     return {"mesh": [4, 2], "dims": ["A", "B"],
-            "warn": ["redistribute:no_group", "redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:no_group", "redistribute:uneven"], "reds": [
         ("o_rr", (8, 4), "S(0) S(0)", "R R", {AG: 2}, {"src_order": "0:B,A"}),
         ("o_default", (8, 4), "S(0) S(0)", "S(0) S(0)", None,
          {"src_order": "0:B,A"}),
@@ -199,11 +209,14 @@ TABLES = {"one-dim": one_dim, "zero-size": zero_size, "table-2d": table_2d,
           "uneven-5x3": uneven_5x3, "order": order, "partial": partial}
 
 # End-to-end graphs beside this script: (file, ranks, collectives of rank 0
-# after lower-redistribute,fuse-collectives,cancel-views,dce, SPMD-able).
-E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, True),
-       "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, True),
-       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, True),
-       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, True)}
+# after lower-redistribute,fuse-collectives,cancel-views,dce, outputs, the
+# outputs summed in another order than the reference's: close, not bitwise).
+E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, ["out", "a"], set()),
+       "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, ["out", "a"], set()),
+       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, ["out", "a"], set()),
+       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, ["out", "a"], set()),
+       "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 2, AG: 2},
+                          ["out", "a", "s_r"], {"out", "s_r"})}
 
 
 def strides(shape):
@@ -362,11 +375,8 @@ def case_table(r, name, spec):
     check_table(out, labels, reduced)
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "g.xml"], np=np)
     check_table(out, labels, reduced)
-    if spec.get("spmd", True):
-        check_spmd(r, "g.xml", "lower-redistribute", np, labels, reduced,
-                   counts, labels)
-    else:
-        refuse_spmd(r, "g.xml", "lower-redistribute")
+    check_spmd(r, "g.xml", "lower-redistribute", np, labels, reduced, counts,
+               labels)
 
 
 def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
@@ -386,31 +396,21 @@ def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
     check_table(out, names, reduced)
 
 
-def refuse_spmd(r, src, pipeline):
-    _, err = r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"], expect=1)
-    if "lower per rank instead" not in err:
-        raise Failure("SPMD lowering must say to lower per rank:\n" + err)
-
-
 def case_e2e(r, name):
-    file, np, want, spmd = E2E[name]
+    file, np, want, names, reduced = E2E[name]
     src = os.path.join(HERE, file)
     pipeline = "lower-redistribute,fuse-collectives,cancel-views,dce"
     r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "low.{rank}.xml"])
     for k in range(np):
         r.run([r.dtopt, "verify", "low.%d.xml" % k])
     check_counts(collectives(os.path.join(r.workdir, "low.0.xml")), want, file)
-    names = ["out", "a"]
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
                     src, "low.{rank}.xml"], np=np)
-    check_table(out, names, set())
+    check_table(out, names, reduced)
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", src], np=np)
-    check_table(out, names, set())
-    if spmd:
-        check_spmd(r, src, pipeline, np, names, set(),
-                   collectives(os.path.join(r.workdir, "low.0.xml")))
-    else:
-        refuse_spmd(r, src, pipeline)
+    check_table(out, names, reduced)
+    check_spmd(r, src, pipeline, np, names, reduced,
+               collectives(os.path.join(r.workdir, "low.0.xml")))
 
 
 def main():

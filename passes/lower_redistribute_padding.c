@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/* lower_redistribute_padding.c: compute nodes on padded values in the
+ * SPMD programs of `lower-redistribute` (semantics §7). An unevenly
+ * sharded value is the largest shard of any rank, the rank's own shard
+ * in the leading part of each dim and unspecified padding after it. An op
+ * that maps each element of a padded dim to the same position of its
+ * result (elementwise ops, dim moves, reductions and contractions over
+ * other dims, softmax and layer norm over other dims) keeps padding in
+ * padding. A sum over a padded dim (sum, the contraction of mm / bmm /
+ * addmm / baddbmm) would add padding into valid results: its input gets
+ * the padding zeroed first, by a dt.local_shard from its placements to
+ * themselves, which writes zeros there:
+ *
+ *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
+ *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)', [8, 13])
+ *      h.local_shard.2 = dt.local_shard(w, ...)
+ *      h = aten.mm(h.local_shard, h.local_shard.2)
+ *
+ * Every other op reading across a padded dim (mean, max, softmax or layer
+ * norm over it, views that merge or split it, cat, indexing, losses, …) is
+ * refused, naming the node and input, with the advice to lower per rank.
+ * O(args · mesh size) per node. */
+#include "lower_redistribute_internal.h"
+
+#include <string.h>
+
+/* Bit d set for each tensor dim of node x's value that holds padding on
+ * some rank (its local size exceeds that rank's shard). */
+static unsigned padded_dims(const struct dt_module *m, uint32_t x)
+{
+	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, x));
+	if (!sh || !sh->has_global_shape)
+		return 0;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	const struct dt_mesh *me = &m->meshes.data[sh->mesh];
+	int64_t max[DT_MAX_RANK], here[DT_MAX_RANK];
+	dt_shard_shape(me, &sh->placements, -1, g, rank, max);
+	unsigned bits = 0;
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_shard_shape(me, &sh->placements, pos, g, rank, here);
+		for (int d = 0; d < rank; d++)
+			if (here[d] < max[d])
+				bits |= 1u << d;
+	}
+	return bits;
+}
+
+enum use {
+	CONFINED, /* padding stays in padding */
+	SUMMED,   /* summed over a padded dim: zero the padding first */
+	REFUSED,  /* would read padding into valid results */
+};
+
+/* Bits of the dims named by int or int[] parameter p of a rank-`rank`
+ * input; all dims when it is absent or none (a full reduction). */
+static unsigned dims_param(const struct dt_bound_args *b,
+			   const struct dt_module *m, int p, int rank)
+{
+	const struct dt_arg *a = b->arg[p];
+	unsigned all = rank >= 32 ? ~0u : (1u << rank) - 1, bits = 0;
+	int n = 1;
+	const int64_t *v = NULL;
+	if (!a || a->kind == DT_ARG_NONE)
+		return all;
+	if (a->kind == DT_ARG_INT)
+		v = &a->v.i;
+	else if (a->kind == DT_ARG_INTS)
+		v = dt_ints_get(m, a->v.ints, &n);
+	else
+		return all;
+	if (n == 0)
+		return all; /* amax(dim=[]) and sum.dim_IntList([]) reduce all */
+	for (int i = 0; i < n; i++) {
+		int64_t d = v[i] < 0 ? v[i] + rank : v[i];
+		if (d >= 0 && d < rank)
+			bits |= 1u << d;
+	}
+	return bits;
+}
+
+/* Bits of the last k of `rank` dims. */
+static unsigned last_dims(int k, int rank)
+{
+	unsigned bits = 0;
+	for (int d = rank - k; d < rank; d++)
+		if (d >= 0)
+			bits |= 1u << d;
+	return bits;
+}
+
+/* How node n (op `op`, bound args b) reads the padded dims `bits` of its
+ * parameter p, a tensor of rank `rank`. */
+static enum use reads(const struct dt_module *m, enum dt_op op,
+		      const struct dt_bound_args *b, int p, unsigned bits,
+		      int rank)
+{
+	unsigned across = 0; /* dims read across */
+	bool sums = false;
+	const struct dt_arg *ns;
+	if (dt_op_has(op, DT_OPF_ELEMENTWISE))
+		return CONFINED;
+	switch (op) {
+	case DT_OP_PERMUTE: case DT_OP_TRANSPOSE: case DT_OP_T:
+	case DT_OP_UNSQUEEZE: case DT_OP_ALIAS: case DT_OP_DETACH:
+	case DT_OP_CLONE: case DT_OP_CONTIGUOUS: case DT_OP_LIFT_FRESH_COPY:
+	case DT_OP_CONVERT_ELEMENT_TYPE: case DT_OP_TO_COPY: case DT_OP_GETITEM:
+		return CONFINED;
+	case DT_OP_SUM: case DT_OP_SUM_DIM:
+		sums = true;
+		/* fall through */
+	case DT_OP_MEAN: case DT_OP_MEAN_DIM: case DT_OP_AMAX: case DT_OP_AMIN:
+	case DT_OP_MAX: case DT_OP_MIN: case DT_OP_MAX_DIM: case DT_OP_MIN_DIM:
+	case DT_OP_ARGMAX: case DT_OP_ARGMIN: case DT_OP_LOGSUMEXP:
+	case DT_OP_VAR_CORRECTION: case DT_OP_VAR_MEAN_CORRECTION:
+	case DT_OP_VAR_MEAN_DIM:
+		across = op == DT_OP_SUM || op == DT_OP_MEAN ||
+				 op == DT_OP_MAX || op == DT_OP_MIN
+			 ? last_dims(rank, rank) /* all */
+			 : dims_param(b, m, 1, rank);
+		break;
+	case DT_OP_MM: case DT_OP_ADDMM:
+		p -= op == DT_OP_ADDMM;
+		across = p < 0 ? 0 : p == 0 ? 1u << 1 : 1u << 0;
+		sums = true;
+		break;
+	case DT_OP_BMM: case DT_OP_BADDBMM:
+		p -= op == DT_OP_BADDBMM;
+		across = p < 0 ? 0 : p == 0 ? 1u << 2 : 1u << 1;
+		sums = true;
+		break;
+	case DT_OP_SOFTMAX: case DT_OP_LOG_SOFTMAX:
+		across = dims_param(b, m, 1, rank);
+		break;
+	case DT_OP_SOFTMAX_BACKWARD: case DT_OP_LOG_SOFTMAX_BACKWARD:
+		across = dims_param(b, m, 2, rank);
+		break;
+	case DT_OP_NATIVE_LAYER_NORM: case DT_OP_NATIVE_LAYER_NORM_BACKWARD:
+		ns = b->arg[op == DT_OP_NATIVE_LAYER_NORM ? 1 : 2];
+		across = last_dims(ns && ns->kind == DT_ARG_INTS ? (int)ns->len
+								 : rank, rank);
+		break;
+	case DT_OP_SQUEEZE: case DT_OP_SQUEEZE_DIM: case DT_OP_SQUEEZE_DIMS:
+	default:
+		return REFUSED;
+	}
+	if (!(across & bits))
+		return CONFINED;
+	return sums ? SUMMED : REFUSED;
+}
+
+struct input {
+	int p;          /* parameter */
+	uint32_t arg;   /* index in m->args of its node arg */
+	uint32_t node;  /* the local value */
+	unsigned bits;  /* its padded dims */
+};
+
+static int refuse(struct dt_lower *l, uint32_t id, const char *name,
+		  const struct input *in)
+{
+	struct dt_module *m = l->m;
+	const struct dt_sharding *sh =
+		dt_node_sharding(m, dt_node_get(m, in->node));
+	char p[160], g[160];
+	int rank, d = 0;
+	const int64_t *gs = dt_ints_get(m, sh->global_shape, &rank);
+	size_t at = 0;
+	for (int i = 0; i < rank && at < sizeof g; i++)
+		at += (size_t)snprintf(g + at, sizeof g - at, "%s%lld",
+				       i ? ", " : "[", (long long)gs[i]);
+	if (at < sizeof g)
+		snprintf(g + at, sizeof g - at, "]");
+	while (!(in->bits & (1u << d)))
+		d++;
+	dt_placements_print(&sh->placements, p, sizeof p);
+	const struct dt_node *n = dt_node_get(m, id);
+	dt_node_error(l->ctx->diag, m, n,
+		      "cannot lower %s for every rank at once (SPMD): its "
+		      "input '%s' (%s shards of %s) is padded in dim %d on "
+		      "some ranks (an SPMD program pads uneven shards to the "
+		      "largest), and %s reads across that dim; lower per rank "
+		      "instead (dtopt opt --rank R, or -o 'OUT.{rank}.xml')",
+		      name, dt_str_get(m, dt_node_get(m, in->node)->name), p,
+		      g, d, dt_op_get((enum dt_op)n->op)->target);
+	return DT_EINPUT;
+}
+
+int dt_lower_padding(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	struct dt_bound_args b;
+	if (dt_op_bind(m, n, &b, l->ctx->diag) != DT_OK)
+		return DT_EINPUT;
+	struct input in[DT_MAX_PARAMS];
+	int nin = 0;
+	char name[256];
+	dt_lower_copy_name(m, id, name, sizeof name);
+	for (int p = 0; p < b.nparams; p++) {
+		const struct dt_arg *a = b.arg[p];
+		if (!a || (a->kind != DT_ARG_NODE && a->kind != DT_ARG_NODES))
+			continue;
+		if (a->kind == DT_ARG_NODES) { /* cat, stack: along any dim */
+			for (uint32_t i = 0; i < a->len; i++) {
+				uint32_t x = m->refs.data[a->v.first + i];
+				struct input one = {p, 0, x, padded_dims(m, x)};
+				if (one.bits)
+					return refuse(l, id, name, &one);
+			}
+			continue;
+		}
+		struct input one = {p, (uint32_t)(a - m->args.data), a->v.node,
+				    padded_dims(m, a->v.node)};
+		if (!one.bits)
+			continue;
+		int rank;
+		dt_ints_get(m, dt_node_tensor(m, dt_node_get(m, one.node), 0)->shape,
+			    &rank);
+		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, rank);
+		if (u == REFUSED)
+			return refuse(l, id, name, &one);
+		if (u == SUMMED)
+			in[nin++] = one;
+	}
+	l->before = id;
+	l->base = name;
+	l->line = n->line;
+	for (int i = 0; i < nin; i++) {
+		const struct dt_sharding sh =
+			*dt_node_sharding(m, dt_node_get(m, in[i].node));
+		int rank;
+		int64_t g[DT_MAX_RANK];
+		const int64_t *gs = dt_ints_get(m, sh.global_shape, &rank);
+		memcpy(g, gs, (size_t)rank * sizeof *g);
+		uint32_t z = dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, sh.mesh,
+						in[i].node, &sh.placements,
+						&sh.placements, g, rank, -1);
+		if (!z)
+			return DT_EINPUT;
+		dt_node_get(m, z)->sharding = dt_lower_add_sharding(
+			l, sh.mesh, &sh.placements, g, rank);
+		m->args.data[in[i].arg].v.node = z;
+	}
+	return DT_OK;
+}
