@@ -22,9 +22,8 @@
  *                          SPMD: dt.local_shard(x, mesh, before, after,
  *                          global shape), which narrows at run time
  *
- * In an SPMD program (no --rank) an uneven step (`even` false: some
- * rank's piece is short) works on pieces padded to the largest
- * (semantics §7): all_gather, then a static narrow, or dt.pack_blocks
+ * In an SPMD program (no --rank) a collective works on pieces padded to
+ * the largest (semantics §7): all_gather, then a static narrow, or dt.pack_blocks
  * where padding lies between the members' valid rows on some rank; before
  * a reduce_scatter a static pad, or dt.unpack_blocks; all_to_all does
  * both (unpack the target dim, pack the source dim).
@@ -494,15 +493,10 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
 	dt_redist_local_shape(plan, &s->after, coord, k.out);
 	dt_redist_step_logical_shape(plan, s, coord, k.logical);
-	/* Uneven steps of an SPMD program: pieces padded to the largest. */
-	if (l->rank < 0 && !s->even) {
-		if (s->ndims != 1) {
-			dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file,
-				       l->line, NULL, "internal error: "
-				       "redistribute '%s' merged an uneven "
-				       "step", l->base);
-			return 0;
-		}
+	/* The collectives of an SPMD program work on pieces padded to the
+	 * largest; `even` (every instance splits evenly) does not make the
+	 * pieces of different instances the same length. */
+	if (l->rank < 0 && s->ndims == 1) {
 		switch (s->kind) {
 		case DT_REDIST_ALL_GATHER: return spmd_all_gather(l, &k, x);
 		case DT_REDIST_REDUCE_SCATTER:
@@ -510,6 +504,20 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 		case DT_REDIST_ALL_TO_ALL: return spmd_all_to_all(l, &k, x);
 		default: break;
 		}
+	}
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	/* all_reduce sums padding into padding; merged gathers and scatters
+	 * need every piece full */
+	if (l->rank < 0 && s->ndims > 1 && s->kind != DT_REDIST_ALL_REDUCE &&
+	    (!dt_shard_even(me, &s->before, plan->shape, plan->rank) ||
+	     !dt_shard_even(me, &s->after, plan->shape, plan->rank))) {
+		dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file, l->line, NULL,
+			       "cannot lower for every rank at once (SPMD): "
+			       "redistribute '%s' merges %s steps over %d mesh "
+			       "dims of uneven shards; lower per rank instead "
+			       "(dtopt opt --rank R, or -o 'OUT.{rank}.xml')",
+			       l->base, dt_redist_kind_name(s->kind), s->ndims);
+		return 0;
 	}
 	switch (s->kind) {
 	case DT_REDIST_ALL_GATHER: return step_all_gather(l, &k, x);

@@ -29,7 +29,7 @@ graphs and checks them the same two ways, counting their collectives, and
 as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
-uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2.
+uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2.
 Exit 0 when the case passed, 1 otherwise."""
 import argparse
 import os
@@ -171,6 +171,20 @@ def uneven_5x3():
     ]}
 
 
+def uneven_3x2():
+    """10 rows on (3,2): 4 4 2 on A, then each piece split in 2 on B, evenly
+    within every group of B but not across them (2 and 1 rows): as one SPMD
+    program B's pieces are padded to 2 rows, so a gather over B leaves
+    padding between the rows of the third group."""
+    return {"mesh": [3, 2], "dims": ["A", "B"], "warn": ["redistribute:uneven"],
+            "reds": [
+        ("u10_s0s0_rr", (10, 4), "S(0) S(0)", "R R", {AG: 2}),
+        ("u10_pp_s0s0", (10, 4), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
+        ("u10_s0s0_s0s1", (10, 4), "S(0) S(0)", "S(0) S(1)", {A2A: 1}),
+        ("u10_s0s1_s0s0", (10, 4), "S(0) S(1)", "S(0) S(0)", {A2A: 1}),
+    ]}
+
+
 def order():
     """A non-default shard order and a _S (the min-cost plan)."""
     return {"mesh": [4, 2], "dims": ["A", "B"],
@@ -206,6 +220,7 @@ def partial():
 TABLES = {"one-dim": one_dim, "zero-size": zero_size, "table-2d": table_2d,
           "table-3d": table_3d, "merge-4x2": merge_4x2,
           "merge-2x2x2": merge_2x2x2, "uneven-2x3": uneven_2x3,
+          "uneven-3x2": uneven_3x2,
           "uneven-5x3": uneven_5x3, "order": order, "partial": partial}
 
 # End-to-end graphs beside this script: (file, ranks, collectives of rank 0
