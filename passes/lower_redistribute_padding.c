@@ -34,6 +34,8 @@ static unsigned padded_dims(const struct dt_module *m, uint32_t x)
 	int rank;
 	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
 	const struct dt_mesh *me = &m->meshes.data[sh->mesh];
+	if (dt_shard_even(me, &sh->placements, g, rank))
+		return 0;
 	int64_t max[DT_MAX_RANK], here[DT_MAX_RANK];
 	dt_shard_shape(me, &sh->placements, -1, g, rank, max);
 	unsigned bits = 0;
