@@ -5,8 +5,8 @@
  * in the leading part of each dim and unspecified padding after it. An op
  * that maps each element of a padded dim to the same position of its
  * result (elementwise ops, dim moves, reductions and contractions over
- * other dims, softmax and layer norm over other dims) keeps padding in
- * padding. A sum over a padded dim (sum, the contraction of mm / bmm /
+ * other dims, softmax and layer norm over other dims, views and expands
+ * that keep the padded dim whole) keeps padding in padding. A sum over a padded dim (sum, the contraction of mm / bmm /
  * addmm / baddbmm) would add padding into valid results: its input gets
  * the padding zeroed first, by a dt.local_shard from its placements to
  * themselves, which writes zeros there:
@@ -17,7 +17,8 @@
  *      h = aten.mm(h.local_shard, h.local_shard.2)
  *
  * Every other op reading across a padded dim (mean, max, softmax or layer
- * norm over it, views that merge or split it, cat, indexing, losses, …) is
+ * norm over it, views that merge or split it, squeeze, cat, indexing,
+ * losses, …) is
  * refused, naming the node and input, with the advice to lower per rank.
  * O(args · mesh size) per node. */
 #include "lower_redistribute_internal.h"
@@ -91,11 +92,42 @@ static unsigned last_dims(int k, int rank)
 	return bits;
 }
 
+/* Whether a view or expand of a tensor of local shape in[0..rank) to the
+ * local sizes of parameter 1 keeps each padded dim (bits) whole, at the
+ * same place in row-major order: an output dim of the same size after
+ * the same number of elements, so element i of the dim stays element i.
+ * A padded dim of size 1 is not kept (expand and squeeze would repeat or
+ * drop a rank's empty shard). */
+static bool keeps_padded(const struct dt_module *m,
+			 const struct dt_bound_args *b, const int64_t *in,
+			 int rank, unsigned bits)
+{
+	const struct dt_arg *a = b->arg[1];
+	int nout;
+	if (!a || a->kind != DT_ARG_INTS)
+		return false;
+	const int64_t *out = dt_ints_get(m, a->v.ints, &nout);
+	int64_t before_in = 1;
+	for (int d = 0; d < rank; before_in *= in[d], d++) {
+		if (!(bits & (1u << d)))
+			continue;
+		bool kept = false;
+		int64_t before_out = 1;
+		for (int e = 0; e < nout && before_out <= before_in && !kept;
+		     before_out *= out[e], e++)
+			kept = before_out == before_in && out[e] == in[d] &&
+			       in[d] > 1;
+		if (!kept)
+			return false;
+	}
+	return true;
+}
+
 /* How node n (op `op`, bound args b) reads the padded dims `bits` of its
- * parameter p, a tensor of rank `rank`. */
+ * parameter p, a tensor of local shape shape[0..rank). */
 static enum use reads(const struct dt_module *m, enum dt_op op,
 		      const struct dt_bound_args *b, int p, unsigned bits,
-		      int rank)
+		      const int64_t *shape, int rank)
 {
 	unsigned across = 0; /* dims read across */
 	bool sums = false;
@@ -142,7 +174,10 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		across = last_dims(ns && ns->kind == DT_ARG_INTS ? (int)ns->len
 								 : rank, rank);
 		break;
-	case DT_OP_SQUEEZE: case DT_OP_SQUEEZE_DIM: case DT_OP_SQUEEZE_DIMS:
+	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
+	case DT_OP_EXPAND:
+		return p == 0 && keeps_padded(m, b, shape, rank, bits) ? CONFINED
+								     : REFUSED;
 	default:
 		return REFUSED;
 	}
@@ -217,9 +252,11 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id)
 		if (!one.bits)
 			continue;
 		int rank;
-		dt_ints_get(m, dt_node_tensor(m, dt_node_get(m, one.node), 0)->shape,
-			    &rank);
-		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, rank);
+		const int64_t *shape = dt_ints_get(
+			m, dt_node_tensor(m, dt_node_get(m, one.node), 0)->shape,
+			&rank);
+		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, shape,
+				   rank);
 		if (u == REFUSED)
 			return refuse(l, id, name, &one);
 		if (u == SUMMED)
