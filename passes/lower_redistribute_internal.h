@@ -67,13 +67,14 @@ void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
  * metadata inferred; 0 after a report. */
 uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
 		       const struct dt_arg *args, uint32_t nargs);
-/* dt.local_shard (dim < 0: x under a, result under b) or dt.pack_blocks /
- * dt.unpack_blocks (coarse a, fine b, tensor dim `dim`) of x, a value of
- * global shape g[0..rank) on mesh `mesh`; 0 after a report. */
+/* dt.local_shard (dim < 0: x under a, result under b, `fill` in the
+ * padding) or dt.pack_blocks / dt.unpack_blocks (coarse a, fine b, tensor
+ * dim `dim`; fill 0) of x, a value of global shape g[0..rank) on mesh
+ * `mesh`; 0 after a report. */
 uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
-			    int rank, int dim);
+			    int rank, int dim, double fill);
 /* In SPMD mode, make node `id` (args remapped) safe on padded inputs
  * (lower_redistribute_padding.c): zero the padding of inputs an op sums
  * over, refuse ops that would read padding into valid results. DT_OK or

@@ -6,23 +6,26 @@
  * that maps each element of a padded dim to the same position of its
  * result (elementwise ops, dim moves, reductions and contractions over
  * other dims, softmax and layer norm over other dims, views and expands
- * that keep the padded dim whole) keeps padding in padding. A sum over a padded dim (sum, the contraction of mm / bmm /
- * addmm / baddbmm) would add padding into valid results: its input gets
- * the padding zeroed first, by a dt.local_shard from its placements to
- * themselves, which writes zeros there:
+ * that keep the padded dim whole) keeps padding in padding. A reduction
+ * over a padded dim would read padding into valid results: sum and the
+ * contraction of mm / bmm / addmm / baddbmm get the input's padding
+ * zeroed first, amax / max (amin / min) of a float input filled with -inf
+ * (+inf), by a dt.local_shard from its placements to themselves with that
+ * fill:
  *
  *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
  *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)', [8, 13])
  *      h.local_shard.2 = dt.local_shard(w, ...)
  *      h = aten.mm(h.local_shard, h.local_shard.2)
  *
- * Every other op reading across a padded dim (mean, max, softmax or layer
- * norm over it, views that merge or split it, squeeze, cat, indexing,
- * losses, …) is
- * refused, naming the node and input, with the advice to lower per rank.
+ * Every other op reading across a padded dim (mean, argmax, var, softmax
+ * or layer norm over it, views that merge or split it, squeeze, cat,
+ * indexing, losses, …) is refused, naming the node and input, with the
+ * advice to lower per rank.
  * O(args · mesh size) per node. */
 #include "lower_redistribute_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Bit d set for each tensor dim of node x's value that holds padding on
@@ -51,7 +54,8 @@ static unsigned padded_dims(const struct dt_module *m, uint32_t x)
 
 enum use {
 	CONFINED, /* padding stays in padding */
-	SUMMED,   /* summed over a padded dim: zero the padding first */
+	MASKED,   /* reduced over a padded dim: fill the padding with the
+		     reduction's identity first */
 	REFUSED,  /* would read padding into valid results */
 };
 
@@ -124,13 +128,15 @@ static bool keeps_padded(const struct dt_module *m,
 }
 
 /* How node n (op `op`, bound args b) reads the padded dims `bits` of its
- * parameter p, a tensor of local shape shape[0..rank). */
+ * parameter p, a tensor of local shape shape[0..rank) and dtype `dtype`;
+ * for MASKED, the identity in *fill. */
 static enum use reads(const struct dt_module *m, enum dt_op op,
 		      const struct dt_bound_args *b, int p, unsigned bits,
-		      const int64_t *shape, int rank)
+		      const int64_t *shape, int rank, enum dt_dtype dtype,
+		      double *fill)
 {
 	unsigned across = 0; /* dims read across */
-	bool sums = false;
+	bool sums = false, extremes = false;
 	const struct dt_arg *ns;
 	if (dt_op_has(op, DT_OPF_ELEMENTWISE))
 		return CONFINED;
@@ -142,9 +148,17 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		return CONFINED;
 	case DT_OP_SUM: case DT_OP_SUM_DIM:
 		sums = true;
+		*fill = 0;
 		/* fall through */
-	case DT_OP_MEAN: case DT_OP_MEAN_DIM: case DT_OP_AMAX: case DT_OP_AMIN:
-	case DT_OP_MAX: case DT_OP_MIN: case DT_OP_MAX_DIM: case DT_OP_MIN_DIM:
+	case DT_OP_AMAX: case DT_OP_AMIN: case DT_OP_MAX: case DT_OP_MIN:
+		if (!sums && dt_dtype_is_float(dtype)) {
+			extremes = true;
+			*fill = op == DT_OP_AMAX || op == DT_OP_MAX ? -INFINITY
+								    : INFINITY;
+		}
+		/* fall through */
+	case DT_OP_MEAN: case DT_OP_MEAN_DIM:
+	case DT_OP_MAX_DIM: case DT_OP_MIN_DIM:
 	case DT_OP_ARGMAX: case DT_OP_ARGMIN: case DT_OP_LOGSUMEXP:
 	case DT_OP_VAR_CORRECTION: case DT_OP_VAR_MEAN_CORRECTION:
 	case DT_OP_VAR_MEAN_DIM:
@@ -157,11 +171,13 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		p -= op == DT_OP_ADDMM;
 		across = p < 0 ? 0 : p == 0 ? 1u << 1 : 1u << 0;
 		sums = true;
+		*fill = 0;
 		break;
 	case DT_OP_BMM: case DT_OP_BADDBMM:
 		p -= op == DT_OP_BADDBMM;
 		across = p < 0 ? 0 : p == 0 ? 1u << 2 : 1u << 1;
 		sums = true;
+		*fill = 0;
 		break;
 	case DT_OP_SOFTMAX: case DT_OP_LOG_SOFTMAX:
 		across = dims_param(b, m, 1, rank);
@@ -183,7 +199,7 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	}
 	if (!(across & bits))
 		return CONFINED;
-	return sums ? SUMMED : REFUSED;
+	return sums || extremes ? MASKED : REFUSED;
 }
 
 struct input {
@@ -191,6 +207,7 @@ struct input {
 	uint32_t arg;   /* index in m->args of its node arg */
 	uint32_t node;  /* the local value */
 	unsigned bits;  /* its padded dims */
+	double fill;    /* MASKED: what its padding becomes */
 };
 
 static int refuse(struct dt_lower *l, uint32_t id, const char *name,
@@ -241,25 +258,25 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id)
 		if (a->kind == DT_ARG_NODES) { /* cat, stack: along any dim */
 			for (uint32_t i = 0; i < a->len; i++) {
 				uint32_t x = m->refs.data[a->v.first + i];
-				struct input one = {p, 0, x, padded_dims(m, x)};
+				struct input one = {p, 0, x, padded_dims(m, x), 0};
 				if (one.bits)
 					return refuse(l, id, name, &one);
 			}
 			continue;
 		}
 		struct input one = {p, (uint32_t)(a - m->args.data), a->v.node,
-				    padded_dims(m, a->v.node)};
+				    padded_dims(m, a->v.node), 0};
 		if (!one.bits)
 			continue;
 		int rank;
-		const int64_t *shape = dt_ints_get(
-			m, dt_node_tensor(m, dt_node_get(m, one.node), 0)->shape,
-			&rank);
+		const struct dt_tensor *t =
+			dt_node_tensor(m, dt_node_get(m, one.node), 0);
+		const int64_t *shape = dt_ints_get(m, t->shape, &rank);
 		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, shape,
-				   rank);
+				   rank, (enum dt_dtype)t->dtype, &one.fill);
 		if (u == REFUSED)
 			return refuse(l, id, name, &one);
-		if (u == SUMMED)
+		if (u == MASKED)
 			in[nin++] = one;
 	}
 	l->before = id;
@@ -274,7 +291,8 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id)
 		memcpy(g, gs, (size_t)rank * sizeof *g);
 		uint32_t z = dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, sh.mesh,
 						in[i].node, &sh.placements,
-						&sh.placements, g, rank, -1);
+						&sh.placements, g, rank, -1,
+						in[i].fill);
 		if (!z)
 			return DT_EINPUT;
 		dt_node_get(m, z)->sharding = dt_lower_add_sharding(

@@ -297,12 +297,12 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 }
 
 /* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
- * global shape, [dim,] and the orders (left out when default). Returns
- * the count. */
+ * global shape, [dim,] the orders and local_shard's fill (left out when
+ * default). Returns the count. */
 static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
 			  const struct dt_placements *a,
 			  const struct dt_placements *b, const int64_t *g,
-			  int rank, int dim, struct dt_arg *args)
+			  int rank, int dim, double fill, struct dt_arg *args)
 {
 	const struct dt_mesh *me = &l->m->meshes.data[mesh];
 	const struct dt_placements *pl[2] = {a, b};
@@ -326,16 +326,20 @@ static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
 		if (buf[0])
 			last = n;
 	}
+	if (fill != 0) {
+		args[n++] = (struct dt_arg){.kind = DT_ARG_FLOAT, .v.f = fill};
+		last = n;
+	}
 	return last;
 }
 
 uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
-			    int rank, int dim)
+			    int rank, int dim, double fill)
 {
-	struct dt_arg args[8];
-	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, args);
+	struct dt_arg args[9];
+	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
 	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
 			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
 	return dt_lower_emit(l, op, suffix, args, n);
@@ -355,7 +359,7 @@ static uint32_t step_chunk(struct dt_lower *l, const struct step_ctx *k,
 	}
 	return dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, k->mesh, x,
 				  &k->s->before, &k->s->after, k->plan->shape,
-				  k->plan->rank, -1);
+				  k->plan->rank, -1, 0);
 }
 
 /* The uneven collectives of an SPMD program (semantics §7): every rank's
@@ -402,7 +406,7 @@ static uint32_t pack(struct dt_lower *l, const struct step_ctx *k,
 	if (!compact(l, k, coarse, d, block))
 		return dt_lower_emit_spmd(l, DT_OP_PACK_BLOCKS, k->mesh, x,
 					  coarse, fine, k->plan->shape,
-					  k->plan->rank, d);
+					  k->plan->rank, d, 0);
 	return size == k->n * block ? x : emit_narrow(l, x, d, 0, size);
 }
 
@@ -415,7 +419,7 @@ static uint32_t unpack(struct dt_lower *l, const struct step_ctx *k,
 	if (!compact(l, k, coarse, d, block))
 		return dt_lower_emit_spmd(l, DT_OP_UNPACK_BLOCKS, k->mesh, x,
 					  coarse, fine, k->plan->shape,
-					  k->plan->rank, d);
+					  k->plan->rank, d, 0);
 	return size == k->n * block ? x : emit_pad(l, x, d, k->n * block - size);
 }
 

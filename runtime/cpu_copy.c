@@ -261,14 +261,18 @@ int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
 	return DT_OK;
 }
 
-/* The SPMD ops: zeros (the padding, semantics §7), then each copy. */
+/* The SPMD ops: the padding (semantics §7; local_shard's fill, else
+ * zeros), then each copy. */
 static int spmd(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	struct dt_rt_tensor (*v)[2];
 	int n;
+	double fill = 0;
+	if (c->op == DT_OP_LOCAL_SHARD)
+		dt_cpu_number(c, 7, &fill);
 	if (dt_cpu_spmd_views(b, c, &v, &n) != DT_OK)
 		return DT_ERUNTIME;
-	dt_cpu_fill(&c->outputs[0], 0);
+	dt_cpu_fill(&c->outputs[0], fill);
 	int status = DT_OK;
 	for (int j = 0; j < n && status == DT_OK; j++)
 		status = copy_into(b, c, &v[j][1], &v[j][0], "a shard does not fit");

@@ -165,14 +165,18 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	return dt_cuda_copy(ctx, c, &part, g);
 }
 
-/* The SPMD ops (dt.*): zeros (the padding), then each copy. */
+/* The SPMD ops (dt.*): the padding (local_shard's fill, else zeros),
+ * then each copy. */
 static int spmd(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	struct dt_rt_tensor (*v)[2];
 	int n;
+	double fill = 0;
+	if (c->op == DT_OP_LOCAL_SHARD)
+		dt_cpu_number(c, 7, &fill);
 	if (dt_cpu_spmd_views(ctx->b, c, &v, &n) != DT_OK)
 		return DT_ERUNTIME;
-	int status = dt_cuda_fill(ctx, c, &c->outputs[0], 0);
+	int status = dt_cuda_fill(ctx, c, &c->outputs[0], fill);
 	for (int j = 0; j < n && status == DT_OK; j++)
 		status = dt_cuda_copy(ctx, c, &v[j][1], &v[j][0]);
 	dt_free(v);
