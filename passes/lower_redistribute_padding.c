@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* lower_redistribute_padding.c: compute nodes on padded values in the
- * SPMD programs of `lower-redistribute` (semantics §7). An unevenly
- * sharded value is the largest shard of any rank, the rank's own shard
- * in the leading part of each dim and unspecified padding after it. An op
- * that maps each element of a padded dim to the same position of its
- * result (elementwise ops, dim moves, reductions and contractions over
+/* lower_redistribute_padding.c: the dt.* ops and compute nodes on padded
+ * values in the SPMD programs of `lower-redistribute` (semantics §7). An
+ * unevenly sharded value is the largest shard of any rank, the rank's own
+ * shard in the leading part of each dim and unspecified padding after it.
+ * An op that maps each element of a padded dim to the same position of
+ * its result (elementwise ops, dim moves, reductions and contractions over
  * other dims, softmax and layer norm over other dims, views and expands
  * that keep the padded dim whole) keeps padding in padding. A reduction
  * over a padded dim would read padding into valid results: sum and the
@@ -14,19 +14,74 @@
  * fill:
  *
  *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
- *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)', [8, 13])
+ *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)',
+ *                                       [8, 13])
  *      h.local_shard.2 = dt.local_shard(w, ...)
  *      h = aten.mm(h.local_shard, h.local_shard.2)
  *
  * Every other op reading across a padded dim (mean, argmax, var, softmax
  * or layer norm over it, views that merge or split it, squeeze, cat,
  * indexing, losses, …) is refused, naming the node and input, with the
- * advice to lower per rank.
- * O(args · mesh size) per node. */
+ * advice to lower per rank. O(args · mesh size) per node. */
 #include "lower_redistribute_internal.h"
 
 #include <math.h>
 #include <string.h>
+
+static struct dt_arg str_arg(struct dt_module *m, const char *s)
+{
+	return (struct dt_arg){.kind = DT_ARG_STR, .v.s = dt_str_intern(m, s)};
+}
+
+/* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
+ * global shape, [dim,] the orders and local_shard's fill (left out when
+ * default). Returns the count. */
+static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
+			  const struct dt_placements *a,
+			  const struct dt_placements *b, const int64_t *g,
+			  int rank, int dim, double fill, struct dt_arg *args)
+{
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	const struct dt_placements *pl[2] = {a, b};
+	char buf[320];
+	uint32_t n = 0, last = 0;
+	args[n++] = (struct dt_arg){.kind = DT_ARG_NODE, .v.node = x};
+	args[n++] = (struct dt_arg){.kind = DT_ARG_STR, .v.s = me->name};
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print(pl[i], buf, sizeof buf);
+		args[n++] = str_arg(l->m, buf);
+	}
+	args[n++] = (struct dt_arg){.kind = DT_ARG_INTS, .len = (uint32_t)rank,
+				    .v.ints = dt_ints_intern(l->m, g, (size_t)rank)};
+	if (dim >= 0)
+		args[n++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = dim};
+	last = n;
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print_order(pl[i], me, &l->m->strings, buf,
+					  sizeof buf);
+		args[n++] = buf[0] ? str_arg(l->m, buf)
+				   : (struct dt_arg){.kind = DT_ARG_NONE};
+		if (buf[0])
+			last = n;
+	}
+	if (fill != 0) {
+		args[n++] = (struct dt_arg){.kind = DT_ARG_FLOAT, .v.f = fill};
+		last = n;
+	}
+	return last;
+}
+
+uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
+			    uint32_t x, const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, int dim, double fill)
+{
+	struct dt_arg args[9];
+	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
+	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
+			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
+	return dt_lower_emit(l, op, suffix, args, n);
+}
 
 /* Bit d set for each tensor dim of node x's value that holds padding on
  * some rank (its local size exceeds that rank's shard). */

@@ -21,13 +21,13 @@
  *   chunk R->S(d)          narrow(d, this rank's chunk) (no communication);
  *                          SPMD: dt.local_shard(x, mesh, before, after,
  *                          global shape), which narrows at run time
+ *   partition R->P(op)     div by `divisor` (sum), else nothing
  *
  * In an SPMD program (no --rank) a collective works on pieces padded to
- * the largest (semantics §7): all_gather, then a static narrow, or dt.pack_blocks
- * where padding lies between the members' valid rows on some rank; before
- * a reduce_scatter a static pad, or dt.unpack_blocks; all_to_all does
- * both (unpack the target dim, pack the source dim).
- *   partition R->P(op)     div by `divisor` (sum), else nothing
+ * the largest (semantics §7): all_gather, then a static narrow, or
+ * dt.pack_blocks where padding lies between the members' valid rows on
+ * some rank; before a reduce_scatter a static pad, or dt.unpack_blocks;
+ * all_to_all does both (unpack the target dim, pack the source dim).
  *
  * Emitted nodes are named after the redistribute node ("r.all_gather",
  * "r.wait", "r.chunk_0", …), carry its source line, and each step's
@@ -81,8 +81,10 @@ static dt_str new_name(struct dt_lower *l, const char *suffix)
 	return s;
 }
 
-uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
-		       const struct dt_arg *args, uint32_t nargs)
+/* A call of `op` before l->before with its metadata inferred; 0 after a
+ * report (an internal inconsistency: the steps are planned to fit). */
+static uint32_t emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		     const struct dt_arg *args, uint32_t nargs)
 {
 	struct dt_module *m = l->m;
 	if (!l->target[op].id)
@@ -101,6 +103,12 @@ uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
 		return 0;
 	dt_node_set_tensors(m, id, c.out, c.nout);
 	return id;
+}
+
+uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		       const struct dt_arg *args, uint32_t nargs)
+{
+	return emit(l, op, suffix, args, nargs);
 }
 
 /* Shape of result 0 of `id`; returns its rank. */
@@ -124,7 +132,7 @@ static uint32_t emit_pad(struct dt_lower *l, uint32_t x, int dim,
 	int npad = 2 * (rank - dim);
 	pad[npad - 1] = amount;
 	struct dt_arg a[2] = {arg_node(x), arg_ints(l->m, pad, npad)};
-	return dt_lower_emit(l, DT_OP_CONSTANT_PAD_ND, "pad", a, 2);
+	return emit(l, DT_OP_CONSTANT_PAD_ND, "pad", a, 2);
 }
 
 static uint32_t emit_narrow(struct dt_lower *l, uint32_t x, int dim,
@@ -132,7 +140,7 @@ static uint32_t emit_narrow(struct dt_lower *l, uint32_t x, int dim,
 {
 	struct dt_arg a[4] = {arg_node(x), arg_int(dim), arg_int(start),
 			      arg_int(length)};
-	return dt_lower_emit(l, DT_OP_NARROW, "narrow", a, 4);
+	return emit(l, DT_OP_NARROW, "narrow", a, 4);
 }
 
 /* chunk(x, n, from) then cat(chunks, to): functional collectives' way of
@@ -150,7 +158,7 @@ static uint32_t emit_move(struct dt_lower *l, uint32_t x, int64_t n,
 		return 0;
 	}
 	struct dt_arg a[3] = {arg_node(x), arg_int(n), arg_int(from)};
-	uint32_t chunk = dt_lower_emit(l, DT_OP_CHUNK, "chunk", a, 3);
+	uint32_t chunk = emit(l, DT_OP_CHUNK, "chunk", a, 3);
 	if (!chunk)
 		return 0;
 	uint32_t pieces[DT_MAX_RESULTS];
@@ -163,14 +171,14 @@ static uint32_t emit_move(struct dt_lower *l, uint32_t x, int64_t n,
 		snprintf(suffix, sizeof suffix, "%s_%lld", chunk_name,
 			 (long long)k);
 		struct dt_arg g[2] = {arg_node(chunk), arg_int(k)};
-		if (!(pieces[k] = dt_lower_emit(l, DT_OP_GETITEM, suffix, g, 2)))
+		if (!(pieces[k] = emit(l, DT_OP_GETITEM, suffix, g, 2)))
 			return 0;
 	}
 	struct dt_arg c[2] = {
 		{.kind = DT_ARG_NODES, .len = (uint32_t)n,
 		 .v.first = dt_module_add_refs(m, pieces, (uint32_t)n)},
 		arg_int(to)};
-	return dt_lower_emit(l, DT_OP_CAT, "cat", c, 2);
+	return emit(l, DT_OP_CAT, "cat", c, 2);
 }
 
 static uint32_t emit_wait(struct dt_lower *l, uint32_t coll)
@@ -178,13 +186,13 @@ static uint32_t emit_wait(struct dt_lower *l, uint32_t coll)
 	if (!coll)
 		return 0;
 	struct dt_arg a = arg_node(coll);
-	return dt_lower_emit(l, DT_OP_WAIT, "wait", &a, 1);
+	return emit(l, DT_OP_WAIT, "wait", &a, 1);
 }
 
 static uint32_t emit_div(struct dt_lower *l, uint32_t x, int64_t divisor)
 {
 	struct dt_arg a[2] = {arg_node(x), arg_int(divisor)};
-	return dt_lower_emit(l, DT_OP_DIV_SCALAR, "div", a, 2);
+	return emit(l, DT_OP_DIV_SCALAR, "div", a, 2);
 }
 
 /* ------------------------------------------------------------------ */
@@ -222,7 +230,7 @@ static uint32_t step_all_gather(struct dt_lower *l, const struct step_ctx *k,
 		return 0;
 	struct dt_arg a[3] = {arg_node(v), arg_int(k->n),
 			      arg_group(k)};
-	if (!(v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
+	if (!(v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
 		return 0;
 	if (d != 0 && !(v = emit_move(l, v, k->n, 0, d)))
 		return 0;
@@ -237,7 +245,7 @@ static uint32_t step_all_reduce(struct dt_lower *l, const struct step_ctx *k,
 	struct dt_arg a[3] = {arg_node(x),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_group(k)};
-	uint32_t v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_REDUCE, "all_reduce", a, 3));
+	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_REDUCE, "all_reduce", a, 3));
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	return v;
@@ -256,7 +264,7 @@ static uint32_t step_reduce_scatter(struct dt_lower *l,
 	struct dt_arg a[4] = {arg_node(v),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_int(k->n), arg_group(k)};
-	v = emit_wait(l, dt_lower_emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	if (v && k->out[d] != c)
@@ -286,7 +294,7 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
 				 arg_ints(l->m, splits, (int)n),
 				 arg_group(k)};
-	v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
 	if (v && a != 0)
 		v = emit_move(l, v, n, 0, a);
 	if (v && n * ca != la)
@@ -294,55 +302,6 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	if (v && k->out[b] != cb)
 		v = emit_narrow(l, v, b, 0, k->out[b]);
 	return v;
-}
-
-/* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
- * global shape, [dim,] the orders and local_shard's fill (left out when
- * default). Returns the count. */
-static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
-			  const struct dt_placements *a,
-			  const struct dt_placements *b, const int64_t *g,
-			  int rank, int dim, double fill, struct dt_arg *args)
-{
-	const struct dt_mesh *me = &l->m->meshes.data[mesh];
-	const struct dt_placements *pl[2] = {a, b};
-	char buf[320];
-	uint32_t n = 0, last = 0;
-	args[n++] = arg_node(x);
-	args[n++] = (struct dt_arg){.kind = DT_ARG_STR, .v.s = me->name};
-	for (int i = 0; i < 2; i++) {
-		dt_placements_print(pl[i], buf, sizeof buf);
-		args[n++] = arg_str(l->m, buf);
-	}
-	args[n++] = arg_ints(l->m, g, rank);
-	if (dim >= 0)
-		args[n++] = arg_int(dim);
-	last = n;
-	for (int i = 0; i < 2; i++) {
-		dt_placements_print_order(pl[i], me, &l->m->strings, buf,
-					  sizeof buf);
-		args[n++] = buf[0] ? arg_str(l->m, buf)
-				   : (struct dt_arg){.kind = DT_ARG_NONE};
-		if (buf[0])
-			last = n;
-	}
-	if (fill != 0) {
-		args[n++] = (struct dt_arg){.kind = DT_ARG_FLOAT, .v.f = fill};
-		last = n;
-	}
-	return last;
-}
-
-uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
-			    uint32_t x, const struct dt_placements *a,
-			    const struct dt_placements *b, const int64_t *g,
-			    int rank, int dim, double fill)
-{
-	struct dt_arg args[9];
-	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
-	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
-			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
-	return dt_lower_emit(l, op, suffix, args, n);
 }
 
 /* R -> S(d): this rank's torch.chunk piece. For one rank a narrow; for
@@ -430,7 +389,7 @@ static uint32_t spmd_all_gather(struct dt_lower *l, const struct step_ctx *k,
 	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
 	padded(l, k, pb, pa);
 	struct dt_arg a[3] = {arg_node(x), arg_int(k->n), arg_group(k)};
-	uint32_t v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
+	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
 	if (v && d != 0)
 		v = emit_move(l, v, k->n, 0, d);
 	return v ? pack(l, k, v, &k->s->after, &k->s->before, d, pb[d], pa[d])
@@ -452,7 +411,7 @@ static uint32_t spmd_reduce_scatter(struct dt_lower *l,
 	struct dt_arg a[4] = {arg_node(v),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_int(k->n), arg_group(k)};
-	v = emit_wait(l, dt_lower_emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	return v;
@@ -477,7 +436,7 @@ static uint32_t spmd_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
 				 arg_ints(l->m, splits, (int)n),
 				 arg_group(k)};
-	v = emit_wait(l, dt_lower_emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
 	if (v && a != 0)
 		v = emit_move(l, v, n, 0, a);
 	return v ? pack(l, k, v, &k->s->after, &k->s->before, a, pb[a], pa[a])
