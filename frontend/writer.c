@@ -277,12 +277,22 @@ int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
 	return 1;
 }
 
-int dt_write_stream(const struct dt_module *m, FILE *out)
+int dt_format_minor(const struct dt_module *m)
 {
 	int minor = 0;
 	dt_foreach_node(m, id)
-		if (minor < DT_FORMAT_MINOR)
-			minor = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
+	{
+		int n = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
+		minor = n > minor ? n : minor;
+		if (minor == DT_FORMAT_MINOR)
+			break;
+	}
+	return minor;
+}
+
+int dt_write_stream(const struct dt_module *m, FILE *out)
+{
+	int minor = dt_format_minor(m);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	if (minor)
 		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
