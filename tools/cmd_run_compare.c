@@ -205,9 +205,30 @@ static bool same_placeholders(struct dt_runner *c, struct dt_module *a,
 	return ok;
 }
 
-/* This rank's output a against b, into the statistics st. */
+/* The valid extent n[0..t->rank) of output `node` of m on process rank
+ * `rank`: the rank's shard where an SPMD graph pads it (semantics §7),
+ * else the whole tensor. */
+static void valid_extent(const struct dt_module *m, uint32_t node, int rank,
+			 const struct dt_rt_tensor *t, int64_t *n)
+{
+	memcpy(n, t->shape, (size_t)t->rank * sizeof *n);
+	const struct dt_sharding *sh =
+		node ? dt_node_sharding(m, dt_node_get(m, node)) : NULL;
+	if (!sh || !sh->has_global_shape || m->rank >= 0)
+		return;
+	const struct dt_mesh *mesh = &m->meshes.data[sh->mesh];
+	int64_t pos = dt_mesh_position(mesh, rank);
+	int grank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &grank);
+	if (pos >= 0 && grank == t->rank)
+		dt_shard_shape(mesh, &sh->placements, pos, g, grank, n);
+}
+
+/* This rank's output a against b, into the statistics st, over the
+ * leading n[0..a->rank) of each dim (the valid part of a padded one). */
 static void compare_outputs(const struct dt_rt_tensor *a,
-			    const struct dt_rt_tensor *b, double *st)
+			    const struct dt_rt_tensor *b, const int64_t *n,
+			    double *st)
 {
 	if (!a->buf && !b->buf)
 		return; /* none in both */
@@ -216,14 +237,26 @@ static void compare_outputs(const struct dt_rt_tensor *a,
 		st[ST_SHAPE] += 1;
 		return;
 	}
-	int64_t count = dt_rt_numel(a);
 	int64_t size = dt_dtype_size((enum dt_dtype)a->dtype);
+	int64_t stride[DT_MAX_RANK], at[DT_MAX_RANK] = {0}, count = 1;
+	dt_contiguous_strides(a->shape, a->rank, stride);
+	for (int d = 0; d < a->rank; d++)
+		count *= n[d];
 	const char *pa = (const char *)a->buf->data + a->offset * size;
 	const char *pb = (const char *)b->buf->data + b->offset * size;
-	st[ST_NOTBITS] += memcmp(pa, pb, (size_t)(count * size)) != 0;
 	double *va = dt_cli_values(a), *vb = dt_cli_values(b);
-	for (int64_t k = 0; k < count; k++)
-		compare_element(st, (enum dt_dtype)a->dtype, va[k], vb[k]);
+	bool bits = true;
+	for (int64_t k = 0; k < count; k++) {
+		int64_t off = 0;
+		for (int d = 0; d < a->rank; d++)
+			off += at[d] * stride[d];
+		bits = bits && memcmp(pa + off * size, pb + off * size,
+				      (size_t)size) == 0;
+		compare_element(st, (enum dt_dtype)a->dtype, va[off], vb[off]);
+		for (int d = a->rank - 1; d >= 0 && ++at[d] == n[d]; d--)
+			at[d] = 0;
+	}
+	st[ST_NOTBITS] += !bits;
 	dt_free(va);
 	dt_free(vb);
 }
@@ -257,9 +290,25 @@ int dt_runner_compare(struct dt_runner *c)
 			       m[0]->file, m[1]->file, c->size,
 			       c->size > 1 ? "s" : "",
 			       (unsigned long long)c->o.seed);
-		for (uint32_t i = 0; i < ra.noutputs; i++)
-			compare_outputs(&ra.outputs[i], &rb.outputs[i],
-					rep.st[i]);
+		uint32_t na, nb;
+		uint32_t *ia = dt_cli_outputs(m[0], &na);
+		uint32_t *ib = dt_cli_outputs(m[1], &nb);
+		for (uint32_t i = 0; i < ra.noutputs; i++) {
+			int64_t va[DT_MAX_RANK], vb[DT_MAX_RANK];
+			valid_extent(m[0], i < na ? ia[i] : 0, c->rank,
+				     &ra.outputs[i], va);
+			valid_extent(m[1], i < nb ? ib[i] : 0, c->rank,
+				     &rb.outputs[i], vb);
+			if (ra.outputs[i].rank == rb.outputs[i].rank &&
+			    memcmp(va, vb, (size_t)ra.outputs[i].rank *
+						   sizeof *va) != 0)
+				rep.st[i][ST_SHAPE] += 1;
+			else
+				compare_outputs(&ra.outputs[i], &rb.outputs[i],
+						va, rep.st[i]);
+		}
+		dt_free(ia);
+		dt_free(ib);
 		code = finish_report(c, &rep);
 		report_fini(&rep);
 	}

@@ -29,7 +29,8 @@ graphs and checks them the same two ways, counting their collectives, and
 as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
-uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2.
+uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2
+compare-padding (run --compare of SPMD programs that differ only in padding).
 Exit 0 when the case passed, 1 otherwise."""
 import argparse
 import os
@@ -428,6 +429,43 @@ def case_e2e(r, name):
                collectives(os.path.join(r.workdir, "low.0.xml")))
 
 
+PADDED_GRAPH = """<?xml version="1.0" encoding="UTF-8"?>
+<dtopt-graph version="1.1" name="padded" view="local">
+  <mesh name="world" shape="4" dims="w"/>
+  <node name="x" op="placeholder">
+    <tensor dtype="float32" shape="4 6"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>
+  <node name="s" op="call_function" target="aten.sigmoid.default">
+    <arg node="x"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>
+  %s
+  <node name="output" op="output">
+    <arg nodes="%s"/>
+  </node>
+</dtopt-graph>
+"""
+MASK = """<node name="m" op="call_function" target="dt.local_shard">
+    <arg node="s"/> <arg str="world"/> <arg str="S(0)"/> <arg str="S(0)"/>
+    <arg ints="13 6"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>"""
+
+
+def case_compare_padding(r):
+    """run --compare of two SPMD programs whose outputs agree on every
+    rank's shard but not in the padding (13 rows on 4: rank 3 holds 1 of
+    4; sigmoid makes its padding 0.5, dt.local_shard zeroes it): equal, as
+    only the valid part of a padded output counts (semantics §7)."""
+    for name, extra, out in (("a.xml", "", "s"), ("b.xml", MASK, "m")):
+        with open(os.path.join(r.workdir, name), "w") as f:
+            f.write(PADDED_GRAPH % (extra, out))
+    out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--compare", "a.xml",
+                    "b.xml"], np=4)
+    check_table(out, ["s"], set())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtopt")
@@ -441,8 +479,9 @@ def main():
         for name, make in TABLES.items():
             write_table(name, make(), os.path.join(args.write, name + ".xml"))
         return 0
-    if args.case not in TABLES and args.case not in E2E:
-        sys.exit("unknown case %r (%s)" % (args.case, " ".join(list(TABLES) + list(E2E))))
+    if args.case not in TABLES and args.case not in E2E and args.case != "compare-padding":
+        sys.exit("unknown case %r (%s compare-padding)"
+                 % (args.case, " ".join(list(TABLES) + list(E2E))))
     workdir = os.path.join(os.path.abspath(args.workdir), args.case)
     os.makedirs(workdir, exist_ok=True)
     r = Runner(args, workdir)
@@ -450,8 +489,10 @@ def main():
     try:
         if args.case in TABLES:
             case_table(r, args.case, TABLES[args.case]())
-        else:
+        elif args.case in E2E:
             case_e2e(r, args.case)
+        else:
+            case_compare_padding(r)
     except Failure as e:
         print("FAIL: %s" % e)
         return 1
