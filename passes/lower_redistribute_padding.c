@@ -11,7 +11,8 @@
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
  * (+inf), by a dt.local_shard from its placements to themselves with that
- * fill:
+ * fill; so do embedding's indices and embedding_dense_backward's gradient
+ * and indices (0: the padding looks up, and adds zeros to, row 0):
  *
  *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
  *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)',
@@ -245,6 +246,14 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		across = last_dims(ns && ns->kind == DT_ARG_INTS ? (int)ns->len
 								 : rank, rank);
 		break;
+	case DT_OP_EMBEDDING: /* padded indices look up row 0 */
+		*fill = 0;
+		return p == 1 ? MASKED : REFUSED;
+	case DT_OP_EMBEDDING_DENSE_BACKWARD: /* rows of padding add 0 to row 0 */
+		*fill = 0;
+		return (p == 0 || p == 1) && b->arg[4] && !b->arg[4]->v.b
+			       ? MASKED
+			       : REFUSED;
 	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
 	case DT_OP_EXPAND:
 		return p == 0 && keeps_padded(m, b, shape, rank, bits) ? CONFINED
