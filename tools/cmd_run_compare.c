@@ -482,7 +482,8 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 
 /* --check GLOBAL: load GLOBAL twice; m[1] stays the reference, m[0] is
  * lowered for this rank (per rank, so uneven shards work; no groups are
- * created). Returns the agreed exit code. */
+ * created), or with --spmd to the one program of every rank. Returns the
+ * agreed exit code. */
 static int load_lowered(struct dt_runner *c, struct dt_module **m)
 {
 	const char *path = c->o.paths[0];
@@ -500,7 +501,7 @@ static int load_lowered(struct dt_runner *c, struct dt_module **m)
 	}
 	struct dt_pipeline p;
 	struct dt_pipeline_options popt = {.verify_each = true};
-	popt.pass.rank = c->rank;
+	popt.pass.rank = c->o.spmd ? -1 : c->rank;
 	DT_REQUIRE(dt_pipeline_parse(&p, DT_CHECK_LOWERING, &c->diag) == DT_OK);
 	code = dt_exit_code(dt_pipeline_run(m[0], &p, &popt, &c->diag));
 	return dt_runner_agree(c, code);
@@ -553,8 +554,10 @@ int dt_runner_check(struct dt_runner *c)
 		uint32_t n;
 		uint32_t *ids = dt_cli_outputs(m[0], &n);
 		if (c->rank == 0 && !c->o.reference)
-			printf("%s lowered for each of %d rank%s vs its "
+			printf("%s lowered %s %d rank%s vs its "
 			       "single-rank run (seed %llu):\n", m[1]->file,
+			       c->o.spmd ? "to one program for"
+					 : "for each of",
 			       c->size, c->size > 1 ? "s" : "",
 			       (unsigned long long)c->o.seed);
 		else if (c->rank == 0)

@@ -19,7 +19,8 @@ every result an output) and then:
   4. lowers it for every rank at once (no --rank: one SPMD program,
      semantics §7, uneven shards padded), asserts it has no rank= and the
      collectives of the per-rank graph, and runs
-     mpirun -np N dtopt run --backend mpi --check --reference G spmd.xml.
+     mpirun -np N dtopt run --backend mpi --check --reference G spmd.xml
+     and mpirun -np N dtopt run --backend mpi --check --spmd G.
 The runs must pass on every output: bitwise for data movement, close for
 outputs that went through a reduction (Partial sources or targets).
 An end-to-end case (an MLP with tensor parallelism, FSDP + TP, an uneven
@@ -410,6 +411,9 @@ def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
     r.run([r.dtopt, "verify", "spmd.xml"])
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
                     src, "spmd.xml"], np=np)
+    check_table(out, names, reduced)
+    out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--spmd", src],
+                   np=np)
     check_table(out, names, reduced)
 
 
