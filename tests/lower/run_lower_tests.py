@@ -31,10 +31,13 @@ as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
 uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2
-compare-padding (run --compare of SPMD programs that differ only in padding).
+compare-padding (run --compare of SPMD programs that differ only in padding)
+random (ten seeded tables of random placements, shard orders and uneven
+shapes on 1-D to 3-D meshes, each lowered to one SPMD program and checked).
 Exit 0 when the case passed, 1 otherwise."""
 import argparse
 import os
+import random
 import re
 import signal
 import subprocess
@@ -458,6 +461,73 @@ MASK = """<node name="m" op="call_function" target="dt.local_shard">
   </node>"""
 
 
+RANDOM_MESHES = [([4], ["w"]), ([2, 2], ["A", "B"]), ([2, 3], ["A", "B"]),
+                 ([3, 2], ["A", "B"]), ([2, 2, 2], ["A", "B", "C"])]
+
+
+def random_table(seed):
+    """Twelve redistributions of random small (mostly uneven) shapes
+    between random placements (R, S(d), P(sum) sources) and shard orders
+    on one of RANDOM_MESHES, reproducible from the seed."""
+    rnd = random.Random(seed)
+    mesh, dims = RANDOM_MESHES[seed % len(RANDOM_MESHES)]
+    reds = []
+    for i in range(12):
+        rank = rnd.randint(1, 3)
+        shape = tuple(rnd.randint(1, 9) for _ in range(rank))
+
+        def placements(partial):
+            out = []
+            for _ in mesh:
+                c = rnd.random()
+                out.append("R" if c < 0.3 else "P(sum)" if c < 0.45 and partial
+                           else "S(%d)" % rnd.randrange(rank))
+            return out
+
+        def order(pl):
+            by = {}
+            for k, p in enumerate(pl):
+                if p.startswith("S("):
+                    by.setdefault(int(p[2:-1]), []).append(dims[k])
+            entries = []
+            for d, ms in sorted(by.items()):
+                if len(ms) > 1 and rnd.random() < 0.5:
+                    default = list(ms)
+                    rnd.shuffle(ms)
+                    if ms != default:
+                        entries.append("%d:%s" % (d, ",".join(ms)))
+            return " ".join(entries)
+
+        src, dst = placements(True), placements(False)
+        extra = {k: v for k, v in (("src_order", order(src)),
+                                   ("dst_order", order(dst))) if v}
+        reds.append(("r%d" % i, shape, " ".join(src), " ".join(dst), None, extra))
+    return {"mesh": mesh, "dims": dims, "reds": reds}
+
+
+def case_random(r, seeds):
+    """Random tables (random_table), each lowered to one SPMD program and
+    checked against the reference; a failure names its seed."""
+    for seed in seeds:
+        spec = random_table(seed)
+        graph = os.path.join(r.workdir, "g.xml")
+        write_table("random-%d" % seed, spec, graph)
+        # a redistribution to its own placements leaves its input
+        labels = [red[0] if red[2:4] != red[3:1:-1] or
+                  red[5].get("src_order") != red[5].get("dst_order")
+                  else "x_" + red[0] for red in spec["reds"]]
+        reduced = {label for label, red in zip(labels, spec["reds"])
+                   if "P(" in red[2] + red[3]}
+        try:
+            r.run([r.dtopt, "opt", "-p", "lower-redistribute", "g.xml", "-o",
+                   "spmd.xml"])
+            out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check",
+                            "--reference", "g.xml", "spmd.xml"], np=mesh_size(spec))
+            check_table(out, labels, reduced)
+        except Failure as e:
+            raise Failure("seed %d (random_table(%d)): %s" % (seed, seed, e))
+
+
 def case_compare_padding(r):
     """run --compare of two SPMD programs whose outputs agree on every
     rank's shard but not in the padding (13 rows on 4: rank 3 holds 1 of
@@ -484,8 +554,9 @@ def main():
         for name, make in TABLES.items():
             write_table(name, make(), os.path.join(args.write, name + ".xml"))
         return 0
-    if args.case not in TABLES and args.case not in E2E and args.case != "compare-padding":
-        sys.exit("unknown case %r (%s compare-padding)"
+    if args.case not in TABLES and args.case not in E2E and \
+            args.case not in ("compare-padding", "random"):
+        sys.exit("unknown case %r (%s compare-padding random)"
                  % (args.case, " ".join(list(TABLES) + list(E2E))))
     workdir = os.path.join(os.path.abspath(args.workdir), args.case)
     os.makedirs(workdir, exist_ok=True)
@@ -496,6 +567,8 @@ def main():
             case_table(r, args.case, TABLES[args.case]())
         elif args.case in E2E:
             case_e2e(r, args.case)
+        elif args.case == "random":
+            case_random(r, range(10))
         else:
             case_compare_padding(r)
     except Failure as e:
