@@ -3,8 +3,8 @@
  * scripts and viewers (one mesh, group or node per line).
  *
  * Layout:
- *   {"format": "dtopt-graph", "version": 1, "name": S, "view": "local" |
- *    "global", "rank": null | R,
+ *   {"format": "dtopt-graph", "version": 1 | 1.1 (the XML's), "name": S,
+ *    "view": "local" | "global", "rank": null | R,
  *    "meshes": [{"name", "shape": [..], "dims": [S..], "devices": null | [..],
  *                "line"}],
  *    "groups": [{"name", "mesh", "dims": [S..], "size", "generated",
@@ -449,8 +449,12 @@ static void close_array(FILE *out, bool empty)
 
 void dt_dump_json(const struct dt_module *m, FILE *out)
 {
-	fputs("{\n  \"format\": \"dtopt-graph\",\n  \"version\": 1,\n"
-	      "  \"name\": ", out);
+	int minor = dt_format_minor(m);
+	fputs("{\n  \"format\": \"dtopt-graph\",\n  \"version\": ", out);
+	if (minor)
+		fprintf(out, "1.%d,\n  \"name\": ", minor);
+	else
+		fputs("1,\n  \"name\": ", out);
 	put_str(out, m, m->name);
 	fprintf(out, ",\n  \"view\": \"%s\",\n  \"rank\": ",
 		m->view == DT_VIEW_GLOBAL ? "global" : "local");

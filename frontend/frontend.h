@@ -40,6 +40,8 @@ int dt_read_memory(const char *buf, size_t len, const char *name,
  * feature there. */
 int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
 			 char *what, size_t size);
+/* The minor version the module needs: the largest of its nodes'. */
+int dt_format_minor(const struct dt_module *m);
 
 /* Write the module as format v1 to `path` ("-" = standard output),
  * atomically: a temporary file in the same directory renamed over `path`

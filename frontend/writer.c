@@ -293,7 +293,7 @@ int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
 			snprintf(what, size, "a constant (op=\"get_attr\")");
 		return 1;
 	}
-	if (n->op == DT_OP_LOCAL_SHARD) {
+	if (n->kind == DT_NODE_CALL && dt_op_is_spmd((enum dt_op)n->op)) {
 		if (what)
 			snprintf(what, size, "op %s", dt_op_get(n->op)->target);
 		return 1;
@@ -314,15 +314,15 @@ int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
 	return 1;
 }
 
-/* The lowest format minor version that holds every feature m uses. */
-static int format_minor(const struct dt_module *m)
+int dt_format_minor(const struct dt_module *m)
 {
 	int minor = 0;
 	dt_foreach_node(m, id) {
-		int k = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
-		minor = k > minor ? k : minor;
+		int n = dt_format_node_minor(m, dt_node_get(m, id), NULL, 0);
+		minor = n > minor ? n : minor;
+		if (minor == DT_FORMAT_MINOR)
+			break;
 	}
-	DT_REQUIRE(minor <= DT_FORMAT_MINOR);
 	return minor;
 }
 
@@ -330,7 +330,7 @@ static int format_minor(const struct dt_module *m)
  * files in `dir` (written by the caller), all inline when dir is NULL. */
 static int write_xml(const struct dt_module *m, FILE *out, const char *dir)
 {
-	int minor = format_minor(m);
+	int minor = dt_format_minor(m);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	if (minor)
 		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);

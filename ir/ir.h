@@ -353,9 +353,14 @@ bool dt_shard_even(const struct dt_mesh *mesh, const struct dt_placements *pl,
  * S(d), and per tensor dim src's shard sequence a prefix of dst's. */
 bool dt_placements_refine(const struct dt_placements *src,
 			  const struct dt_placements *dst, int tensor_rank);
-/* For such a refinement, where the rank at `coord` finds its dst shard of
- * tensor dim tdim in its src shard: local positions [start, start +
- * length). */
+/* The mesh dim m when tensor dim tdim's shard sequence under fine is its
+ * sequence under coarse followed by m, sharded S (one more torch.chunk
+ * level); else -1. Other tensor dims are not looked at. */
+int dt_placements_block_dim(const struct dt_placements *coarse,
+			    const struct dt_placements *fine, int tdim);
+/* Where the rank at `coord` finds its dst shard of tensor dim tdim in its
+ * src shard, local positions [start, start + length), when dst's shard
+ * sequence of tdim extends src's (a refinement, or one block level). */
 void dt_shard_box(const struct dt_placements *src,
 		  const struct dt_placements *dst, const int64_t *mesh_shape,
 		  const int64_t *coord, int tdim, int64_t len, int64_t *start,

@@ -91,19 +91,31 @@ struct dt_bound_args {
 int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
 	       struct dt_bound_args *out, struct dt_diag *d);
 
-/* The attributes of a dt.local_shard node (ops.def; semantics §7): mesh,
- * source and target placements with their shard orders, global shape. */
-struct dt_local_shard {
+/* The attributes of the ops of SPMD programs (ops.def; semantics §7):
+ * dt.local_shard(self, mesh, src, dst, size[, src_order, dst_order]) and
+ * dt.pack_blocks / dt.unpack_blocks(self, mesh, coarse, fine, size, dim[,
+ * coarse_order, fine_order]). */
+struct dt_spmd_args {
 	int mesh;                       /* index in module meshes */
-	struct dt_placements src, dst;
+	struct dt_placements src, dst;  /* local_shard; coarse, fine: blocks */
 	int rank;
 	int64_t shape[DT_MAX_RANK];     /* global */
+	int dim;                        /* blocks: the tensor dim, else -1 */
+	int mesh_dim;                   /* blocks: the block level's mesh dim */
 };
-/* Read and check them from bound args b (mesh declared, placements valid
- * for the rank, dst refining src); false with a message in err. */
-bool dt_local_shard_read(const struct dt_module *m,
-			 const struct dt_bound_args *b, struct dt_local_shard *ls,
-			 char *err, size_t errlen);
+/* Read and check them from bound args b of a node of op `op` (mesh
+ * declared, placements valid for the rank; local_shard: dst refines src;
+ * blocks: fine's shard sequence of dim is coarse's plus one S level);
+ * false with a message in err. */
+bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
+		       const struct dt_bound_args *b, struct dt_spmd_args *a,
+		       char *err, size_t errlen);
+/* Whether op is one of them (they read the rank's mesh coordinate). */
+static inline bool dt_op_is_spmd(enum dt_op op)
+{
+	return op == DT_OP_LOCAL_SHARD || op == DT_OP_PACK_BLOCKS ||
+	       op == DT_OP_UNPACK_BLOCKS;
+}
 
 struct dt_shape_ctx {
 	struct dt_module *m;

@@ -652,10 +652,40 @@ bool dt_shard_even(const struct dt_mesh *mesh, const struct dt_placements *pl,
 		   const int64_t *g, int rank)
 {
 	int64_t first[DT_MAX_RANK], here[DT_MAX_RANK];
+	bool shards = false;
+	for (int k = 0; k < pl->ndim; k++)
+		shards = shards || (is_sharding(&pl->p[k]) && mesh->shape[k] > 1);
+	if (!shards)
+		return true;
+	/* every level splits evenly (no _S): no need to visit the ranks */
+	bool divides = true;
+	for (int d = 0; d < rank && divides; d++) {
+		int seq[DT_MAX_MESH_DIMS];
+		int n = shard_sequence(pl, d, seq);
+		int64_t len = g[d];
+		for (int i = 0; i < n && divides; i++) {
+			divides = pl->p[seq[i]].kind == DT_PL_SHARD &&
+				  len % mesh->shape[seq[i]] == 0;
+			len /= mesh->shape[seq[i]];
+		}
+	}
+	if (divides)
+		return true;
 	for (int64_t pos = 0; pos < mesh->size; pos++) {
 		dt_shard_shape(mesh, pl, pos, g, rank, pos ? here : first);
 		if (pos && memcmp(first, here, (size_t)rank * sizeof *here) != 0)
 			return false;
 	}
 	return true;
+}
+
+int dt_placements_block_dim(const struct dt_placements *coarse,
+			    const struct dt_placements *fine, int tdim)
+{
+	int sc[DT_MAX_MESH_DIMS], sf[DT_MAX_MESH_DIMS];
+	int nc = shard_sequence(coarse, tdim, sc), nf = shard_sequence(fine, tdim, sf);
+	if (nf != nc + 1 || memcmp(sc, sf, (size_t)nc * sizeof *sc) != 0 ||
+	    fine->p[sf[nc]].kind != DT_PL_SHARD)
+		return -1;
+	return sf[nc];
 }

@@ -236,13 +236,13 @@ static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
 		check_collective(v, &b);
 	}
 	char err[500];
-	if (n->op == DT_OP_LOCAL_SHARD &&
-	    !dt_local_shard_read(v->m, &b, &(struct dt_local_shard){0}, err,
-				 sizeof err))
+	if (dt_op_is_spmd((enum dt_op)n->op) &&
+	    !dt_spmd_args_read(v->m, (enum dt_op)n->op, &b,
+			       &(struct dt_spmd_args){0}, err, sizeof err))
 		fail(v, "%s", err);
-	if (n->op == DT_OP_LOCAL_SHARD && v->m->view == DT_VIEW_GLOBAL)
+	if (dt_op_is_spmd((enum dt_op)n->op) && v->m->view == DT_VIEW_GLOBAL)
 		fail(v, "%s reads the rank's mesh coordinate: a local-view op",
-		     dt_op_get(DT_OP_LOCAL_SHARD)->target);
+		     dt_op_get((enum dt_op)n->op)->target);
 	if (n->op == DT_OP_WAIT && b.arg[0] && b.arg[0]->kind == DT_ARG_NODE) {
 		const struct dt_node *in = dt_node_get(v->m, b.arg[0]->v.node);
 		if (in->kind != DT_NODE_CALL || in->op == DT_OP_UNKNOWN ||

@@ -43,16 +43,19 @@
  * - options->rank >= 0 lowers for that rank (rank="R" on the result); -1
  *   lowers one SPMD program for every rank (semantics §7): an R -> S(d)
  *   chunk becomes dt.local_shard, which cuts the running rank's piece at
- *   its mesh coordinate (for one rank, the same cut is a narrow). Uneven
- *   shards, whose local shapes differ per rank, are refused in SPMD mode,
- *   naming the first value that differs.
+ *   its mesh coordinate (for one rank, the same cut is a narrow). An
+ *   unevenly sharded value's local shape is the largest shard of any rank,
+ *   its rank's shard in the leading part (padding); uneven collective
+ *   steps move padded pieces (lower_redistribute_steps.c), and compute
+ *   nodes that would read padding into valid results get it zeroed or are
+ *   refused (lower_redistribute_padding.c).
  * - The result is view="local". This is the only pass that takes a
  *   global-view graph and yields a local one.
  *
  * Requires: VERIFIED, SHAPES (global). Preserves: both (every value's
  * local metadata is inferred as it is made). Stops at the first error.
  * O(nodes + args + emitted nodes); SPMD mode adds O(mesh size) per value
- * whose shards are uneven.
+ * (its padded shape).
  */
 #include "lower_redistribute_internal.h"
 #include "views.h"
@@ -89,72 +92,13 @@ static void dims_text(const int64_t *v, int n, char *buf, size_t size)
 		snprintf(buf + at, size - at, "]");
 }
 
-/* Whether tensor dim d splits into equal pieces at every level of its
- * shard order (so every rank holds the same length). _S: not decided
- * here (false). */
-static bool dim_even(const struct dt_mesh *me, const struct dt_placements *pl,
-		     int d, int64_t len)
+void dt_lower_local_shape(const struct dt_lower *l, int mesh,
+			  const struct dt_placements *pl, const int64_t *g,
+			  int rank, int64_t *out)
 {
-	for (int pos = 0; pos < DT_MAX_MESH_DIMS; pos++)
-		for (int k = 0; k < pl->ndim; k++) {
-			const struct dt_placement *p = &pl->p[k];
-			if (p->kind == DT_PL_STRIDED_SHARD && p->dim == d)
-				return false;
-			if (p->kind != DT_PL_SHARD || p->dim != d ||
-			    pl->order_pos[k] != pos)
-				continue;
-			if (len % me->shape[k] != 0)
-				return false;
-			len /= me->shape[k];
-		}
-	return true;
-}
-
-int dt_lower_spmd_check(struct dt_lower *l, const struct dt_node *at,
-			const char *name, unsigned step, const char *kind,
-			int mesh, const struct dt_placements *pl,
-			const int64_t *g, int rank)
-{
-	if (l->rank >= 0)
-		return DT_OK;
 	const struct dt_mesh *me = &l->m->meshes.data[mesh];
-	bool even = true;
-	for (int d = 0; d < rank && even; d++)
-		even = dim_even(me, pl, d, g[d]);
-	if (even)
-		return DT_OK;
-	int64_t first[DT_MAX_RANK], here[DT_MAX_RANK], coord[DT_MAX_MESH_DIMS];
-	for (int64_t pos = 0; pos < me->size; pos++) {
-		dt_mesh_coords(me, pos, coord);
-		for (int d = 0; d < rank; d++)
-			here[d] = dt_shard_length(pl, me->shape, coord, d, g[d]);
-		if (pos == 0) {
-			memcpy(first, here, (size_t)rank * sizeof *here);
-			continue;
-		}
-		if (memcmp(first, here, (size_t)rank * sizeof *here) == 0)
-			continue;
-		char a[160], b[160], p[160], gs[160], what[320];
-		if (step)
-			snprintf(what, sizeof what, "'%.200s' after its step "
-				 "%u (%s)", name, step, kind);
-		else
-			snprintf(what, sizeof what, "'%.200s'", name);
-		dims_text(first, rank, a, sizeof a);
-		dims_text(here, rank, b, sizeof b);
-		dims_text(g, rank, gs, sizeof gs);
-		dt_placements_print(pl, p, sizeof p);
-		dt_node_error(l->ctx->diag, l->m, at,
-			      "cannot lower for every rank at once (SPMD): "
-			      "value %s is %s on rank %d but %s on rank %d "
-			      "(%s shards of %s are uneven); lower per rank "
-			      "instead (dtopt opt --rank R, or -o "
-			      "'OUT.{rank}.xml')",
-			      what, a, dt_mesh_device(me, 0), b,
-			      dt_mesh_device(me, pos), p, gs);
-		return DT_EINPUT;
-	}
-	return DT_OK;
+	int64_t pos = l->rank < 0 ? -1 : dt_mesh_position(me, l->rank);
+	dt_shard_shape(me, pl, pos, g, rank, out);
 }
 
 uint32_t dt_lower_add_sharding(struct dt_lower *l, int mesh,
@@ -223,14 +167,6 @@ static bool replicated(const struct dt_mesh *me, const struct dt_placements *pl)
 	return true;
 }
 
-static void local_shape(const struct dt_mesh *me, const struct dt_placements *pl,
-			const int64_t *coord, const int64_t *g, int rank,
-			int64_t *out)
-{
-	for (int d = 0; d < rank; d++)
-		out[d] = dt_shard_length(pl, me->shape, coord, d, g[d]);
-}
-
 /* Strides of `shape` laid out in the order the global strides give (the
  * contiguous strides for a contiguous global tensor). */
 static void local_strides(const int64_t *gshape, const int64_t *gstride,
@@ -263,7 +199,6 @@ static int lower_placeholder(struct dt_lower *l, uint32_t id)
 	struct dt_module *m = l->m;
 	const struct dt_node *n = dt_node_get(m, id);
 	const struct dt_sharding sh = *dt_node_sharding(m, n);
-	const struct dt_mesh *me = &m->meshes.data[sh.mesh];
 	struct dt_tensor t = *dt_node_tensor(m, n, 0);
 	int rank;
 	int64_t g[DT_MAX_RANK], gs[DT_MAX_RANK], shape[DT_MAX_RANK];
@@ -273,10 +208,7 @@ static int lower_placeholder(struct dt_lower *l, uint32_t id)
 	memcpy(gs, dt_ints_get(m, t.stride, NULL), (size_t)rank * sizeof *gs);
 	if (!dt_lower_coords(l, n, sh.mesh, coord))
 		return DT_EINPUT;
-	if (dt_lower_spmd_check(l, n, name_of(m, id), 0, NULL, sh.mesh,
-				&sh.placements, g, rank))
-		return DT_EINPUT;
-	local_shape(me, &sh.placements, coord, g, rank, shape);
+	dt_lower_local_shape(l, sh.mesh, &sh.placements, g, rank, shape);
 	local_strides(g, gs, shape, rank, stride);
 	t.shape = dt_ints_intern(m, shape, (size_t)rank);
 	t.stride = dt_ints_intern(m, stride, (size_t)rank);
@@ -806,16 +738,16 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 				      "fit result %u: %s", name, k, err);
 			return DT_EINPUT;
 		}
-		local_shape(me, &result_pl[k], coord, g[k], rank[k], want[k]);
-		if (dt_lower_spmd_check(l, n, name, 0, NULL, mesh,
-					&result_pl[k], g[k], rank[k]))
-			return DT_EINPUT;
+		dt_lower_local_shape(l, mesh, &result_pl[k], g[k], rank[k],
+				     want[k]);
 	}
 	bool strided = n->op == DT_OP_AS_STRIDED || n->op == DT_OP_RESHAPE_ALIAS;
 	if ((!repl || strided) &&
 	    localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
 		return DT_EINPUT;
 	view_or_reshape(l, id);
+	if (l->rank < 0 && dt_lower_padding(l, id) != DT_OK)
+		return DT_EINPUT;
 	struct capture cap = {{0}};
 	struct dt_diag quiet;
 	dt_diag_init(&quiet);

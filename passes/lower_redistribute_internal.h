@@ -48,14 +48,12 @@ struct dt_lower {
  * mesh `mesh`. */
 bool dt_lower_coords(struct dt_lower *l, const struct dt_node *at, int mesh,
 		     int64_t *coord);
-/* In SPMD mode, check that every rank of `mesh` holds the same local
- * shape of a value of global shape g[0..rank) under `pl`; otherwise report
- * at `at` naming the value (node `name`, or its step `step` of kind `kind`
- * when step > 0) and return DT_EINPUT. DT_OK when lowering for one rank. */
-int dt_lower_spmd_check(struct dt_lower *l, const struct dt_node *at,
-			const char *name, unsigned step, const char *kind,
-			int mesh, const struct dt_placements *pl,
-			const int64_t *g, int rank);
+/* The local shape of a value of global shape g[0..rank) under pl: this
+ * rank's shard, or in SPMD mode the largest shard of any rank (semantics
+ * §7). */
+void dt_lower_local_shape(const struct dt_lower *l, int mesh,
+			  const struct dt_placements *pl, const int64_t *g,
+			  int rank, int64_t *out);
 /* Append a sharding (mesh, placements, global shape) to the module;
  * returns its index. */
 uint32_t dt_lower_add_sharding(struct dt_lower *l, int mesh,
@@ -69,6 +67,24 @@ int dt_lower_dim_group(struct dt_lower *l, int mesh, int dim);
  * pointer into the module's strings moves when a string is interned. */
 void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
 			size_t size);
+
+/* A call of `op` before l->before, named after l->base, with its
+ * metadata inferred; 0 after a report. */
+uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		       const struct dt_arg *args, uint32_t nargs);
+/* dt.local_shard (dim < 0: x under a, result under b, `fill` in the
+ * padding) or dt.pack_blocks / dt.unpack_blocks (coarse a, fine b, tensor
+ * dim `dim`; fill 0) of x, a value of global shape g[0..rank) on mesh
+ * `mesh`; 0 after a report. */
+uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
+			    uint32_t x, const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, int dim, double fill);
+/* In SPMD mode, make node `id` (args remapped) safe on padded inputs
+ * (lower_redistribute_padding.c): zero the padding of inputs an op sums
+ * over, refuse ops that would read padding into valid results. DT_OK or
+ * DT_EINPUT after a report. */
+int dt_lower_padding(struct dt_lower *l, uint32_t id);
 
 /* Lower dtensor.redistribute node `id` (an old id, not yet remapped):
  * plan, merge, emit the steps before it, record its local value and

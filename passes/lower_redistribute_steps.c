@@ -23,6 +23,12 @@
  *                          global shape), which narrows at run time
  *   partition R->P(op)     div by `divisor` (sum), else nothing
  *
+ * In an SPMD program (no --rank) a collective works on pieces padded to
+ * the largest (semantics §7): all_gather, then a static narrow, or
+ * dt.pack_blocks where padding lies between the members' valid rows on
+ * some rank; before a reduce_scatter a static pad, or dt.unpack_blocks;
+ * all_to_all does both (unpack the target dim, pack the source dim).
+ *
  * Emitted nodes are named after the redistribute node ("r.all_gather",
  * "r.wait", "r.chunk_0", …), carry its source line, and each step's
  * result carries <sharding> with the step's placements (the last one the
@@ -97,6 +103,12 @@ static uint32_t emit(struct dt_lower *l, enum dt_op op, const char *suffix,
 		return 0;
 	dt_node_set_tensors(m, id, c.out, c.nout);
 	return id;
+}
+
+uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
+		       const struct dt_arg *args, uint32_t nargs)
+{
+	return emit(l, op, suffix, args, nargs);
 }
 
 /* Shape of result 0 of `id`; returns its rank. */
@@ -292,19 +304,6 @@ static uint32_t step_all_to_all(struct dt_lower *l, const struct step_ctx *k,
 	return v;
 }
 
-/* Placements text and order text ("" when default) of pl. */
-static void placements_args(struct dt_lower *l, const struct dt_mesh *me,
-			    const struct dt_placements *pl, struct dt_arg *text,
-			    struct dt_arg *order)
-{
-	char buf[320];
-	dt_placements_print(pl, buf, sizeof buf);
-	*text = arg_str(l->m, buf);
-	dt_placements_print_order(pl, me, &l->m->strings, buf, sizeof buf);
-	*order = buf[0] ? arg_str(l->m, buf)
-			: (struct dt_arg){.kind = DT_ARG_NONE};
-}
-
 /* R -> S(d): this rank's torch.chunk piece. For one rank a narrow; for
  * every rank (SPMD) a dt.local_shard, which cuts the piece at the running
  * rank's mesh coordinate (semantics §7). */
@@ -317,14 +316,131 @@ static uint32_t step_chunk(struct dt_lower *l, const struct step_ctx *k,
 		dt_chunk(k->logical[d], k->n, coord[md], &start, &length);
 		return emit_narrow(l, x, d, start, length);
 	}
+	return dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, k->mesh, x,
+				  &k->s->before, &k->s->after, k->plan->shape,
+				  k->plan->rank, -1, 0);
+}
+
+/* The uneven collectives of an SPMD program (semantics §7): every rank's
+ * piece is padded to the largest, `block` rows of tensor dim d, so a
+ * gather leaves the members' valid rows at block offsets, and a scatter
+ * needs each member's rows at its block. The blocks are compact when on
+ * every rank each member's rows start at its block (its coarse shard has
+ * at most one nonempty chunk, or chunks of exactly `block` rows): then a
+ * static narrow or pad moves them; else dt.pack_blocks / dt.unpack_blocks
+ * do at run time. */
+static bool compact(struct dt_lower *l, const struct step_ctx *k,
+		    const struct dt_placements *coarse, int d, int64_t block)
+{
 	const struct dt_mesh *me = &l->m->meshes.data[k->mesh];
-	struct dt_arg a[7] = {arg_node(x), {.kind = DT_ARG_STR, .v.s = me->name}};
-	placements_args(l, me, &k->s->before, &a[2], &a[5]);
-	placements_args(l, me, &k->s->after, &a[3], &a[6]);
-	a[4] = arg_ints(l->m, k->plan->shape, k->plan->rank);
-	uint32_t nargs = a[6].kind != DT_ARG_NONE ? 7
-			 : a[5].kind != DT_ARG_NONE ? 6 : 5;
-	return emit(l, DT_OP_LOCAL_SHARD, "local_shard", a, nargs);
+	int64_t coord[DT_MAX_MESH_DIMS];
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_mesh_coords(me, pos, coord);
+		int64_t len = dt_shard_length(coarse, me->shape, coord, d,
+					      k->plan->shape[d]);
+		int64_t c = ceil_div(len, k->n);
+		if (len > c && c != block)
+			return false;
+	}
+	return true;
+}
+
+/* The padded shapes before and after step k. */
+static void padded(struct dt_lower *l, const struct step_ctx *k, int64_t *pb,
+		   int64_t *pa)
+{
+	dt_lower_local_shape(l, k->mesh, &k->s->before, k->plan->shape,
+			     k->plan->rank, pb);
+	dt_lower_local_shape(l, k->mesh, &k->s->after, k->plan->shape,
+			     k->plan->rank, pa);
+}
+
+/* The blocks of x (dim d, `block` rows each) into x's coarse shard, of
+ * `size` rows. */
+static uint32_t pack(struct dt_lower *l, const struct step_ctx *k,
+		     uint32_t x, const struct dt_placements *coarse,
+		     const struct dt_placements *fine, int d, int64_t block,
+		     int64_t size)
+{
+	if (!compact(l, k, coarse, d, block))
+		return dt_lower_emit_spmd(l, DT_OP_PACK_BLOCKS, k->mesh, x,
+					  coarse, fine, k->plan->shape,
+					  k->plan->rank, d, 0);
+	return size == k->n * block ? x : emit_narrow(l, x, d, 0, size);
+}
+
+/* x's coarse shard (dim d, `size` rows) into blocks of `block` rows. */
+static uint32_t unpack(struct dt_lower *l, const struct step_ctx *k,
+		       uint32_t x, const struct dt_placements *coarse,
+		       const struct dt_placements *fine, int d, int64_t block,
+		       int64_t size)
+{
+	if (!compact(l, k, coarse, d, block))
+		return dt_lower_emit_spmd(l, DT_OP_UNPACK_BLOCKS, k->mesh, x,
+					  coarse, fine, k->plan->shape,
+					  k->plan->rank, d, 0);
+	return size == k->n * block ? x : emit_pad(l, x, d, k->n * block - size);
+}
+
+static uint32_t spmd_all_gather(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int d = k->s->src_dim;
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	struct dt_arg a[3] = {arg_node(x), arg_int(k->n), arg_group(k)};
+	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
+	if (v && d != 0)
+		v = emit_move(l, v, k->n, 0, d);
+	return v ? pack(l, k, v, &k->s->after, &k->s->before, d, pb[d], pa[d])
+		 : 0;
+}
+
+static uint32_t spmd_reduce_scatter(struct dt_lower *l,
+				    const struct step_ctx *k, uint32_t x)
+{
+	int d = k->s->dst_dim;
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	uint32_t v = unpack(l, k, x, &k->s->before, &k->s->after, d, pa[d],
+			    pb[d]);
+	if (v && d != 0)
+		v = emit_move(l, v, k->n, d, 0);
+	if (!v)
+		return 0;
+	struct dt_arg a[4] = {arg_node(v),
+			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
+			      arg_int(k->n), arg_group(k)};
+	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	if (v && k->s->divisor > 1)
+		v = emit_div(l, v, k->s->divisor);
+	return v;
+}
+
+static uint32_t spmd_all_to_all(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
+{
+	int a = k->s->src_dim, b = k->s->dst_dim;
+	int64_t n = k->n, shape[DT_MAX_RANK], splits[DT_MAX_RESULTS * 16];
+	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
+	padded(l, k, pb, pa);
+	uint32_t v = unpack(l, k, x, &k->s->before, &k->s->after, b, pa[b],
+			    pb[b]);
+	if (v && b != 0)
+		v = emit_move(l, v, n, b, 0);
+	if (!v || n > DT_MAX_RESULTS * 16)
+		return 0;
+	shape_of(l->m, v, shape);
+	for (int64_t i = 0; i < n; i++)
+		splits[i] = shape[0] / n;
+	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, splits, (int)n),
+				 arg_ints(l->m, splits, (int)n),
+				 arg_group(k)};
+	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_to_all", args, 4));
+	if (v && a != 0)
+		v = emit_move(l, v, n, 0, a);
+	return v ? pack(l, k, v, &k->s->after, &k->s->before, a, pb[a], pa[a])
+		 : 0;
 }
 
 /* Emit step `s` on value x; returns the node of its result (x itself for
@@ -340,6 +456,32 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
 	dt_redist_local_shape(plan, &s->after, coord, k.out);
 	dt_redist_step_logical_shape(plan, s, coord, k.logical);
+	/* The collectives of an SPMD program work on pieces padded to the
+	 * largest; `even` (every instance splits evenly) does not make the
+	 * pieces of different instances the same length. */
+	if (l->rank < 0 && s->ndims == 1) {
+		switch (s->kind) {
+		case DT_REDIST_ALL_GATHER: return spmd_all_gather(l, &k, x);
+		case DT_REDIST_REDUCE_SCATTER:
+			return spmd_reduce_scatter(l, &k, x);
+		case DT_REDIST_ALL_TO_ALL: return spmd_all_to_all(l, &k, x);
+		default: break;
+		}
+	}
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	/* all_reduce sums padding into padding; merged gathers and scatters
+	 * need every piece full */
+	if (l->rank < 0 && s->ndims > 1 && s->kind != DT_REDIST_ALL_REDUCE &&
+	    (!dt_shard_even(me, &s->before, plan->shape, plan->rank) ||
+	     !dt_shard_even(me, &s->after, plan->shape, plan->rank))) {
+		dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file, l->line, NULL,
+			       "cannot lower for every rank at once (SPMD): "
+			       "redistribute '%s' merges %s steps over %d mesh "
+			       "dims of uneven shards; lower per rank instead "
+			       "(dtopt opt --rank R, or -o 'OUT.{rank}.xml')",
+			       l->base, dt_redist_kind_name(s->kind), s->ndims);
+		return 0;
+	}
 	switch (s->kind) {
 	case DT_REDIST_ALL_GATHER: return step_all_gather(l, &k, x);
 	case DT_REDIST_ALL_REDUCE: return step_all_reduce(l, &k, x);
@@ -577,13 +719,10 @@ int dt_lower_redistribute(struct dt_lower *l, uint32_t id)
 			status = DT_EINPUT;
 			break;
 		}
-		status = dt_lower_spmd_check(l, dt_node_get(m, id), name, i + 1,
-					     dt_redist_kind_name(s->kind),
-					     src.mesh, &s->after, plan.shape,
-					     plan.rank);
 		if (next != v) {
 			int64_t want[DT_MAX_RANK], got[DT_MAX_RANK];
-			dt_redist_local_shape(&plan, &s->after, coord, want);
+			dt_lower_local_shape(l, src.mesh, &s->after, plan.shape,
+					     plan.rank, want);
 			shape_of(m, next, got);
 			if (memcmp(want, got, (size_t)plan.rank * sizeof *want)) {
 				char w[160], h[160], p[160];

@@ -3,7 +3,7 @@
  * (bitwise when the dtypes agree), the copying ops (clone, contiguous,
  * _to_copy, convert_element_type, a reshape that cannot alias, the
  * single-process redistribute), cat and stack, constant_pad_nd, the
- * slice/select backward ops and dt.local_shard. */
+ * slice/select backward ops and the dt.* ops of SPMD programs. */
 #include "internal.h"
 
 #include <string.h>
@@ -198,52 +198,86 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 	return copy_into(b, c, &part, g, "grad_output does not fit the slice");
 }
 
-int dt_cpu_local_shard_views(struct dt_backend *b,
-			     const struct dt_kernel_call *c,
-			     struct dt_rt_tensor *src, struct dt_rt_tensor *dst)
+int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
+		      struct dt_rt_tensor (**pairs)[2], int *npairs)
 {
-	struct dt_local_shard ls;
+	struct dt_spmd_args a;
 	char err[500];
-	if (!dt_local_shard_read(c->m, c->args, &ls, err, sizeof err))
+	*pairs = NULL;
+	if (!dt_spmd_args_read(c->m, c->op, c->args, &a, err, sizeof err))
 		return dt_cpu_fail(b, c, "%s", err);
-	const struct dt_mesh *me = &c->m->meshes.data[ls.mesh];
+	const struct dt_mesh *me = &c->m->meshes.data[a.mesh];
 	int rank = c->m->rank >= 0 ? c->m->rank : b->rank;
 	int64_t pos = dt_mesh_position(me, rank), coord[DT_MAX_MESH_DIMS];
 	if (pos < 0)
 		return dt_cpu_fail(b, c, "rank %d is not in mesh '%s'", rank,
 				   dt_str_get(c->m, me->name));
 	dt_mesh_coords(me, pos, coord);
-	*src = *dt_kernel_input(c, 0);
-	*dst = c->outputs[0];
-	if (src->rank != ls.rank || dst->rank != ls.rank)
+	const struct dt_rt_tensor *in = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *out = &c->outputs[0];
+	if (in->rank != a.rank || out->rank != a.rank)
 		return dt_cpu_fail(b, c, "self or the result is not of rank %d",
-				   ls.rank);
-	for (int d = 0; d < ls.rank; d++) {
-		int64_t start, length;
-		dt_shard_box(&ls.src, &ls.dst, me->shape, coord, d,
-			     ls.shape[d], &start, &length);
-		if (start + length > src->shape[d] || length > dst->shape[d])
-			return dt_cpu_fail(b, c, "dim %d: the shard [%lld, %lld) "
-					   "does not fit self (%lld) or the "
-					   "result (%lld)", d, (long long)start,
-					   (long long)(start + length),
-					   (long long)src->shape[d],
-					   (long long)dst->shape[d]);
-		*src = dt_rt_narrow(src, d, start, length, 1);
-		*dst = dt_rt_narrow(dst, d, 0, length, 1);
+				   a.rank);
+	bool local = c->op == DT_OP_LOCAL_SHARD;
+	int n = local ? 1 : (int)me->shape[a.mesh_dim];
+	int64_t fine[DT_MAX_RANK];
+	dt_shard_shape(me, &a.dst, -1, a.shape, a.rank, fine);
+	struct dt_rt_tensor (*v)[2] = dt_malloc((size_t)n * sizeof *v);
+	for (int j = 0; j < n; j++) {
+		struct dt_rt_tensor src = *in, dst = *out;
+		/* blocks: the block of the member at coordinate j of the level */
+		struct dt_rt_tensor *coarse = c->op == DT_OP_PACK_BLOCKS ? &dst : &src;
+		struct dt_rt_tensor *block = c->op == DT_OP_PACK_BLOCKS ? &src : &dst;
+		if (!local)
+			coord[a.mesh_dim] = j;
+		for (int d = 0; d < a.rank; d++) {
+			if (!local && d != a.dim)
+				continue;
+			int64_t start, length;
+			dt_shard_box(&a.src, &a.dst, me->shape, coord, d,
+				     a.shape[d], &start, &length);
+			int64_t at = local ? 0 : j * fine[d];
+			if (start + length > (local ? src.shape[d] : coarse->shape[d]) ||
+			    at + length > (local ? dst.shape[d] : block->shape[d])) {
+				dt_free(v);
+				return dt_cpu_fail(b, c, "dim %d: the shard [%lld, "
+						   "%lld) does not fit",
+						   d, (long long)start,
+						   (long long)(start + length));
+			}
+			if (local) {
+				src = dt_rt_narrow(&src, d, start, length, 1);
+				dst = dt_rt_narrow(&dst, d, 0, length, 1);
+			} else {
+				*coarse = dt_rt_narrow(coarse, d, start, length, 1);
+				*block = dt_rt_narrow(block, d, at, length, 1);
+			}
+		}
+		v[j][0] = src;
+		v[j][1] = dst;
 	}
+	*pairs = v;
+	*npairs = n;
 	return DT_OK;
 }
 
-/* dt.local_shard: zeros (the padding, semantics §7), then the rank's
- * shard. */
-static int local_shard(struct dt_backend *b, const struct dt_kernel_call *c)
+/* The SPMD ops: the padding (semantics §7; local_shard's fill, else
+ * zeros), then each copy. */
+static int spmd(struct dt_backend *b, const struct dt_kernel_call *c)
 {
-	struct dt_rt_tensor src, dst;
-	if (dt_cpu_local_shard_views(b, c, &src, &dst) != DT_OK)
+	struct dt_rt_tensor (*v)[2];
+	int n;
+	double fill = 0;
+	if (c->op == DT_OP_LOCAL_SHARD)
+		dt_cpu_number(c, 7, &fill);
+	if (dt_cpu_spmd_views(b, c, &v, &n) != DT_OK)
 		return DT_ERUNTIME;
-	dt_cpu_fill(&c->outputs[0], 0);
-	return copy_into(b, c, &dst, &src, "the shard does not fit");
+	dt_cpu_fill(&c->outputs[0], fill);
+	int status = DT_OK;
+	for (int j = 0; j < n && status == DT_OK; j++)
+		status = copy_into(b, c, &v[j][1], &v[j][0], "a shard does not fit");
+	dt_free(v);
+	return status;
 }
 
 int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c)
@@ -252,7 +286,9 @@ int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c)
 	case DT_OP_CONSTANT_PAD_ND:
 		return pad(b, c);
 	case DT_OP_LOCAL_SHARD:
-		return local_shard(b, c);
+	case DT_OP_PACK_BLOCKS:
+	case DT_OP_UNPACK_BLOCKS:
+		return spmd(b, c);
 	case DT_OP_SLICE_BACKWARD:
 	case DT_OP_SELECT_BACKWARD:
 		return scatter_back(b, c);

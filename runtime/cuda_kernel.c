@@ -753,6 +753,8 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_SLICE_BACKWARD:
 	case DT_OP_SELECT_BACKWARD:
 	case DT_OP_LOCAL_SHARD:
+	case DT_OP_PACK_BLOCKS:
+	case DT_OP_UNPACK_BLOCKS:
 		return dt_cuda_pad(ctx, c);
 	case DT_OP_NATIVE_DROPOUT:
 	case DT_OP_BERNOULLI:

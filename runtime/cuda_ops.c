@@ -3,9 +3,10 @@
  * the GPU: the copying ops (clone, contiguous, _to_copy,
  * convert_element_type, a reshape that cannot alias, the single-process
  * redistribute), cat and stack as copies into slices of the result,
- * constant_pad_nd, slice/select backward and dt.local_shard as a fill plus
- * a copy, and the reductions' geometry for the generic kernel of
- * cuda_reduce.cu (also a whole-tensor sum or mean for mse_loss).
+ * constant_pad_nd, slice/select backward and the dt.* ops of SPMD
+ * programs as a fill plus copies, and the reductions' geometry for the
+ * generic kernel of cuda_reduce.cu (also a whole-tensor sum or mean for
+ * mse_loss).
  * Semantics follow cpu_copy.c and cpu_reduce.c. */
 #include "cuda_internal.h"
 
@@ -165,14 +166,22 @@ static int scatter_back(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	return dt_cuda_copy(ctx, c, &part, g);
 }
 
-/* dt.local_shard: zeros (the padding), then the rank's shard. */
-static int local_shard(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
+/* The SPMD ops (dt.*): the padding (local_shard's fill, else zeros),
+ * then each copy. */
+static int spmd(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
-	struct dt_rt_tensor src, dst;
-	if (dt_cpu_local_shard_views(ctx->b, c, &src, &dst) != DT_OK ||
-	    dt_cuda_fill(ctx, c, &c->outputs[0], 0) != DT_OK)
+	struct dt_rt_tensor (*v)[2];
+	int n;
+	double fill = 0;
+	if (c->op == DT_OP_LOCAL_SHARD)
+		dt_cpu_number(c, 7, &fill);
+	if (dt_cpu_spmd_views(ctx->b, c, &v, &n) != DT_OK)
 		return DT_ERUNTIME;
-	return dt_cuda_copy(ctx, c, &dst, &src);
+	int status = dt_cuda_fill(ctx, c, &c->outputs[0], fill);
+	for (int j = 0; j < n && status == DT_OK; j++)
+		status = dt_cuda_copy(ctx, c, &v[j][1], &v[j][0]);
+	dt_free(v);
+	return status;
 }
 
 int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
@@ -181,7 +190,9 @@ int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_CONSTANT_PAD_ND:
 		return pad(ctx, c);
 	case DT_OP_LOCAL_SHARD:
-		return local_shard(ctx, c);
+	case DT_OP_PACK_BLOCKS:
+	case DT_OP_UNPACK_BLOCKS:
+		return spmd(ctx, c);
 	default:
 		return scatter_back(ctx, c);
 	}

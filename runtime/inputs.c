@@ -182,15 +182,23 @@ static int source_sharded(struct source *s, struct dt_backend *b,
 					gshape[pl->p[md].dim] *= mesh->shape[md];
 	}
 	dt_contiguous_strides(gshape, grank, s->gstride);
+	int64_t padded[DT_MAX_RANK];
+	dt_shard_shape(mesh, pl, -1, gshape, grank, padded);
 	for (int d = 0; d < t->rank; d++) {
-		int64_t got;
-		s->index[d] = dt_malloc((size_t)(gshape[d] + 1) * sizeof(int64_t));
+		int64_t got, size = gshape[d] > t->shape[d] ? gshape[d] : t->shape[d];
+		s->index[d] = dt_malloc((size_t)(size + 1) * sizeof(int64_t));
 		s->rank = d + 1;
 		dt_shard_indices(pl, mesh->shape, coord, d, gshape[d], s->index[d], &got);
-		if (got != t->shape[d])
+		/* An SPMD graph pads uneven shards to the largest (semantics
+		 * §7): the padding (index -1) is zero. */
+		bool pad = m->rank < 0 && got < t->shape[d] &&
+			   t->shape[d] == padded[d];
+		if (got != t->shape[d] && !pad)
 			return dt_rt_fail(b, m, n, "dim %d holds %lld elements, but the shard of global size %lld on this rank has %lld",
 					  d, (long long)t->shape[d], (long long)gshape[d],
 					  (long long)got);
+		for (int64_t i = got; i < t->shape[d]; i++)
+			s->index[d][i] = -1;
 	}
 	for (int md = 0; md < pl->ndim; md++) {
 		if (pl->p[md].kind != DT_PL_PARTIAL)
@@ -249,12 +257,14 @@ int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 	int64_t idx[DT_MAX_RANK] = {0}, count = dt_rt_numel(out);
 	for (int64_t i = 0; i < count; i++) {
 		int64_t g = 0, off = out->offset;
+		bool padding = false;
 		for (int d = 0; d < out->rank; d++) {
+			padding = padding || s.index[d][idx[d]] < 0;
 			g += s.index[d][idx[d]] * s.gstride[d];
 			off += idx[d] * out->stride[d];
 		}
-		double v = value_of(input_hash(seed, name_hash, g), dtype, input_max);
-		for (int k = 0; k < s.npartial; k++)
+		double v = padding ? 0 : value_of(input_hash(seed, name_hash, g), dtype, input_max);
+		for (int k = 0; k < s.npartial && !padding; k++)
 			v = partial_part(seed, s.names[k], (enum dt_reduce_op)s.pop[k],
 					 s.psize[k], s.pcoord[k], g, v, dtype, input_max);
 		store(host + off * esize, v);

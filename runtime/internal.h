@@ -183,13 +183,13 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_copy_op(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_join(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c);
-/* dt.local_shard's source and destination views (the rank's shard in
- * self and the leading part of the result) at the running rank's mesh
- * coordinate (the graph's rank=, else the backend's); DT_ERUNTIME after a
- * report. Shared with the CUDA backend. */
-int dt_cpu_local_shard_views(struct dt_backend *b,
-			     const struct dt_kernel_call *c,
-			     struct dt_rt_tensor *src, struct dt_rt_tensor *dst);
+/* The copies a dt.* op of SPMD programs makes, at the running rank's mesh
+ * coordinate (the graph's rank=, else the backend's): *npairs pairs
+ * (source view, destination view), in an array the caller frees with
+ * dt_free; the rest of the result is padding. DT_ERUNTIME after a report.
+ * Shared with the CUDA backend. */
+int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
+		      struct dt_rt_tensor (**pairs)[2], int *npairs);
 int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c);
 
 /* world.c: a hash of what communicator creation depends on (mesh shapes

@@ -604,7 +604,7 @@ static int cmd_plain(struct dt_runner *c)
 static const char run_help[] =
 	"usage: mpirun -np N dtopt run GRAPH.xml [options]\n"
 	"       mpirun -np N dtopt run --compare A.xml B.xml [--seed S]\n"
-	"       mpirun -np N dtopt run --check GLOBAL.xml\n"
+	"       mpirun -np N dtopt run --check GLOBAL.xml [--spmd]\n"
 	"       mpirun -np N dtopt run --check --reference GLOBAL.xml LOCAL.xml\n\n"
 	"Runs a local-view graph with the interpreter, one process per rank (N must\n"
 	"equal the mesh's device count). Inputs are generated from (seed, placeholder\n"
@@ -631,7 +631,9 @@ static const char run_help[] =
 	"                      (verify,shape-infer,shard-prop,lower-redistribute,\n"
 	"                      fuse-collectives,cancel-views,dce; uneven shards\n"
 	"                      work), run it, and\n"
-	"                      compare as --check --reference GLOBAL does\n"
+	"                      compare as --check --reference GLOBAL does; with\n"
+	"                      --spmd, lower one SPMD program for every rank\n"
+	"                      instead (semantics §7: uneven shards padded)\n"
 	"  --check --reference GLOBAL LOCAL\n"
 	"                      run LOCAL on the ranks and the global-view GLOBAL alone\n"
 	"                      on each rank; compare each output shard with its slice\n"
@@ -694,6 +696,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		{"compare", no_argument, NULL, 'C'},
 		{"check", no_argument, NULL, 'K'},
 		{"reference", required_argument, NULL, 'R'},
+		{"spmd", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -744,6 +747,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		case 'C': o->compare = true; break;
 		case 'K': o->check = true; break;
 		case 'R': o->reference = optarg; break;
+		case 'P': o->spmd = true; break;
 		case 'h':
 			fputs(run_help, stdout);
 			return DT_EXIT_OK;
@@ -768,6 +772,8 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 			     "are for a plain run");
 	if (o->reference && !o->check)
 		return USAGE("--reference goes with --check");
+	if (o->spmd && (!o->check || o->reference))
+		return USAGE("--spmd goes with --check GLOBAL");
 	if (o->compare && o->npaths != 2)
 		return USAGE("--compare needs two graphs");
 	if (o->check && o->npaths != 1)

@@ -15,6 +15,7 @@ struct dt_runner_opts {
 	bool timed;             /* --iters given */
 	const char *trace, *out_dir, *reference;
 	bool summary, compare, check;
+	bool spmd;              /* --check GLOBAL --spmd: one program */
 	const char *paths[2];   /* positional graphs */
 	int npaths;
 };

@@ -205,9 +205,30 @@ static bool same_placeholders(struct dt_runner *c, struct dt_module *a,
 	return ok;
 }
 
-/* This rank's output a against b, into the statistics st. */
+/* The valid extent n[0..t->rank) of output `node` of m on process rank
+ * `rank`: the rank's shard where an SPMD graph pads it (semantics §7),
+ * else the whole tensor. */
+static void valid_extent(const struct dt_module *m, uint32_t node, int rank,
+			 const struct dt_rt_tensor *t, int64_t *n)
+{
+	memcpy(n, t->shape, (size_t)t->rank * sizeof *n);
+	const struct dt_sharding *sh =
+		node ? dt_node_sharding(m, dt_node_get(m, node)) : NULL;
+	if (!sh || !sh->has_global_shape || m->rank >= 0)
+		return;
+	const struct dt_mesh *mesh = &m->meshes.data[sh->mesh];
+	int64_t pos = dt_mesh_position(mesh, rank);
+	int grank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &grank);
+	if (pos >= 0 && grank == t->rank)
+		dt_shard_shape(mesh, &sh->placements, pos, g, grank, n);
+}
+
+/* This rank's output a against b, into the statistics st, over the
+ * leading n[0..a->rank) of each dim (the valid part of a padded one). */
 static void compare_outputs(const struct dt_rt_tensor *a,
-			    const struct dt_rt_tensor *b, double *st)
+			    const struct dt_rt_tensor *b, const int64_t *n,
+			    double *st)
 {
 	if (!a->buf && !b->buf)
 		return; /* none in both */
@@ -216,14 +237,26 @@ static void compare_outputs(const struct dt_rt_tensor *a,
 		st[ST_SHAPE] += 1;
 		return;
 	}
-	int64_t count = dt_rt_numel(a);
 	int64_t size = dt_dtype_size((enum dt_dtype)a->dtype);
+	int64_t stride[DT_MAX_RANK], at[DT_MAX_RANK] = {0}, count = 1;
+	dt_contiguous_strides(a->shape, a->rank, stride);
+	for (int d = 0; d < a->rank; d++)
+		count *= n[d];
 	const char *pa = (const char *)a->buf->data + a->offset * size;
 	const char *pb = (const char *)b->buf->data + b->offset * size;
-	st[ST_NOTBITS] += memcmp(pa, pb, (size_t)(count * size)) != 0;
 	double *va = dt_cli_values(a), *vb = dt_cli_values(b);
-	for (int64_t k = 0; k < count; k++)
-		compare_element(st, (enum dt_dtype)a->dtype, va[k], vb[k]);
+	bool bits = true;
+	for (int64_t k = 0; k < count; k++) {
+		int64_t off = 0;
+		for (int d = 0; d < a->rank; d++)
+			off += at[d] * stride[d];
+		bits = bits && memcmp(pa + off * size, pb + off * size,
+				      (size_t)size) == 0;
+		compare_element(st, (enum dt_dtype)a->dtype, va[off], vb[off]);
+		for (int d = a->rank - 1; d >= 0 && ++at[d] == n[d]; d--)
+			at[d] = 0;
+	}
+	st[ST_NOTBITS] += !bits;
 	dt_free(va);
 	dt_free(vb);
 }
@@ -257,9 +290,25 @@ int dt_runner_compare(struct dt_runner *c)
 			       m[0]->file, m[1]->file, c->size,
 			       c->size > 1 ? "s" : "",
 			       (unsigned long long)c->o.seed);
-		for (uint32_t i = 0; i < ra.noutputs; i++)
-			compare_outputs(&ra.outputs[i], &rb.outputs[i],
-					rep.st[i]);
+		uint32_t na, nb;
+		uint32_t *ia = dt_cli_outputs(m[0], &na);
+		uint32_t *ib = dt_cli_outputs(m[1], &nb);
+		for (uint32_t i = 0; i < ra.noutputs; i++) {
+			int64_t va[DT_MAX_RANK], vb[DT_MAX_RANK];
+			valid_extent(m[0], i < na ? ia[i] : 0, c->rank,
+				     &ra.outputs[i], va);
+			valid_extent(m[1], i < nb ? ib[i] : 0, c->rank,
+				     &rb.outputs[i], vb);
+			if (ra.outputs[i].rank == rb.outputs[i].rank &&
+			    memcmp(va, vb, (size_t)ra.outputs[i].rank *
+						   sizeof *va) != 0)
+				rep.st[i][ST_SHAPE] += 1;
+			else
+				compare_outputs(&ra.outputs[i], &rb.outputs[i],
+						va, rep.st[i]);
+		}
+		dt_free(ia);
+		dt_free(ib);
 		code = finish_report(c, &rep);
 		report_fini(&rep);
 	}
@@ -326,24 +375,35 @@ static void reduce_partial(struct dt_runner *c, const struct dt_module *m,
 }
 
 /* Per tensor dim d, the global indices of the reference that the rank at
- * mesh coordinates `coord` holds (all of them without a sharding); false
- * when they do not give the local shape. idx[d] is dt_malloc'ed. */
-static bool shard_index_maps(const struct dt_sharding *sh,
+ * mesh coordinates `coord` holds (all of them without a sharding), n[d]
+ * of them; false when they do not give the local shape (exactly, or as
+ * the leading part of an SPMD graph's padded shape, semantics §7).
+ * idx[d] is dt_malloc'ed. */
+static bool shard_index_maps(const struct dt_module *m,
+			     const struct dt_sharding *sh,
 			     const struct dt_mesh *mesh, const int64_t *coord,
 			     const struct dt_rt_tensor *loc,
-			     const struct dt_rt_tensor *ref, int64_t **idx)
+			     const struct dt_rt_tensor *ref, int64_t **idx,
+			     int64_t *n)
 {
 	bool fits = true;
+	int64_t padded[DT_MAX_RANK];
+	if (sh && m->rank < 0)
+		dt_shard_shape(mesh, &sh->placements, -1, ref->shape, ref->rank,
+			       padded);
 	for (int d = 0; d < ref->rank; d++) {
-		int64_t len = ref->shape[d], n = len;
+		int64_t len = ref->shape[d];
+		n[d] = len;
 		idx[d] = dt_malloc((size_t)(len + 1) * sizeof(int64_t));
 		if (sh)
 			dt_shard_indices(&sh->placements, mesh->shape, coord,
-					 d, len, idx[d], &n);
+					 d, len, idx[d], &n[d]);
 		else
 			for (int64_t k = 0; k < len; k++)
 				idx[d][k] = k;
-		fits = fits && n == loc->shape[d];
+		fits = fits && (n[d] == loc->shape[d] ||
+				(sh && m->rank < 0 && n[d] < loc->shape[d] &&
+				 loc->shape[d] == padded[d]));
 	}
 	return fits;
 }
@@ -387,21 +447,26 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 		return;
 	}
 	int64_t coord[DT_MAX_MESH_DIMS] = {0}, *idx[DT_MAX_RANK];
-	int64_t stride[DT_MAX_RANK], at[DT_MAX_RANK] = {0};
+	int64_t stride[DT_MAX_RANK], lstride[DT_MAX_RANK], at[DT_MAX_RANK] = {0};
+	int64_t n[DT_MAX_RANK]; /* the valid (unpadded) extent of loc */
 	if (mesh)
 		dt_mesh_coords(mesh, pos, coord);
 	dt_contiguous_strides(ref->shape, ref->rank, stride);
-	bool fits = shard_index_maps(sh, mesh, coord, loc, ref, idx);
+	dt_contiguous_strides(loc->shape, loc->rank, lstride);
+	bool fits = shard_index_maps(m, sh, mesh, coord, loc, ref, idx, n);
 	st[ST_SHAPE] += !fits;
 	double *rv = dt_cli_values(ref);
-	int64_t count = fits ? dt_rt_numel(loc) : 0;
+	int64_t count = fits ? 1 : 0;
+	for (int d = 0; d < ref->rank; d++)
+		count *= n[d];
 	for (int64_t k = 0; k < count; k++) {
-		int64_t off = 0;
-		for (int d = 0; d < ref->rank; d++)
+		int64_t off = 0, loff = 0;
+		for (int d = 0; d < ref->rank; d++) {
 			off += idx[d][at[d]] * stride[d];
-		compare_element(st, (enum dt_dtype)loc->dtype, lv[k], rv[off]);
-		for (int d = ref->rank - 1;
-		     d >= 0 && ++at[d] == loc->shape[d]; d--)
+			loff += at[d] * lstride[d];
+		}
+		compare_element(st, (enum dt_dtype)loc->dtype, lv[loff], rv[off]);
+		for (int d = ref->rank - 1; d >= 0 && ++at[d] == n[d]; d--)
 			at[d] = 0;
 	}
 	for (int d = 0; d < ref->rank; d++)
@@ -417,7 +482,8 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 
 /* --check GLOBAL: load GLOBAL twice; m[1] stays the reference, m[0] is
  * lowered for this rank (per rank, so uneven shards work; no groups are
- * created). Returns the agreed exit code. */
+ * created), or with --spmd to the one program of every rank. Returns the
+ * agreed exit code. */
 static int load_lowered(struct dt_runner *c, struct dt_module **m)
 {
 	const char *path = c->o.paths[0];
@@ -435,7 +501,7 @@ static int load_lowered(struct dt_runner *c, struct dt_module **m)
 	}
 	struct dt_pipeline p;
 	struct dt_pipeline_options popt = {.verify_each = true};
-	popt.pass.rank = c->rank;
+	popt.pass.rank = c->o.spmd ? -1 : c->rank;
 	DT_REQUIRE(dt_pipeline_parse(&p, DT_CHECK_LOWERING, &c->diag) == DT_OK);
 	code = dt_exit_code(dt_pipeline_run(m[0], &p, &popt, &c->diag));
 	return dt_runner_agree(c, code);
@@ -488,8 +554,10 @@ int dt_runner_check(struct dt_runner *c)
 		uint32_t n;
 		uint32_t *ids = dt_cli_outputs(m[0], &n);
 		if (c->rank == 0 && !c->o.reference)
-			printf("%s lowered for each of %d rank%s vs its "
+			printf("%s lowered %s %d rank%s vs its "
 			       "single-rank run (seed %llu):\n", m[1]->file,
+			       c->o.spmd ? "to one program for"
+					 : "for each of",
 			       c->size, c->size > 1 ? "s" : "",
 			       (unsigned long long)c->o.seed);
 		else if (c->rank == 0)

@@ -15,20 +15,29 @@ every result an output) and then:
   2. lowers it for every rank (-o 'low.{rank}.xml') and runs
      mpirun -np N dtopt run --backend mpi --check --reference G 'low.{rank}.xml';
   3. runs mpirun -np N dtopt run --backend mpi --check G (each rank lowers
-     for itself with fuse-collectives, cancel-views and dce after).
-Both runs must pass on every output: bitwise for data movement, close for
+     for itself with fuse-collectives, cancel-views and dce after);
+  4. lowers it for every rank at once (no --rank: one SPMD program,
+     semantics §7, uneven shards padded), asserts it has no rank= and the
+     collectives of the per-rank graph, and runs
+     mpirun -np N dtopt run --backend mpi --check --reference G spmd.xml
+     and mpirun -np N dtopt run --backend mpi --check --spmd G.
+The runs must pass on every output: bitwise for data movement, close for
 outputs that went through a reduction (Partial sources or targets).
-An end-to-end case (an MLP with tensor parallelism, FSDP + TP; graphs
-written by hand beside this script) runs
+An end-to-end case (an MLP with tensor parallelism, FSDP + TP, an uneven
+MLP; graphs written by hand beside this script) runs
 dtopt opt -p lower-redistribute,fuse-collectives,cancel-views,dce to per-rank
-graphs and checks them the same two ways, counting their collectives; the
-even ones also as one SPMD graph.
+graphs and checks them the same two ways, counting their collectives, and
+as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
-uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4. Exit 0 when the
-case passed, 1 otherwise."""
+uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2
+compare-padding (run --compare of SPMD programs that differ only in padding)
+random (ten seeded tables of random placements, shard orders and uneven
+shapes on 1-D to 3-D meshes, each lowered to one SPMD program and checked).
+Exit 0 when the case passed, 1 otherwise."""
 import argparse
 import os
+import random
 import re
 import signal
 import subprocess
@@ -74,13 +83,13 @@ def one_dim():
             ("s1_s0_%d" % rows, s, "S(1)", "S(0)", {A2A: 1}),
             ("r_psum_%d" % rows, s, "R", "P(sum)", {}),
         ]
-    return {"mesh": [4], "dims": ["w"], "reds": reds, "spmd": False}
+    return {"mesh": [4], "dims": ["w"], "reds": reds}
 
 
 def zero_size():
     """2 rows on 4 ranks: ranks 2 and 3 hold nothing."""
     s = (2, 8)
-    return {"mesh": [4], "dims": ["w"], "spmd": False, "reds": [
+    return {"mesh": [4], "dims": ["w"], "reds": [
         ("z_s0_r", s, "S(0)", "R", {AG: 1}),
         ("z_r_s0", s, "R", "S(0)", {}),
         ("z_psum_s0", s, "P(sum)", "S(0)", {RS: 1}),
@@ -145,7 +154,7 @@ def uneven_2x3():
     """(Psum,Psum)->(S0,S0) of 4 rows on (2,3): per-rank pads and narrows;
     the two reduce-scatters stay separate (uneven) despite group "A B"."""
     return {"mesh": [2, 3], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:uneven"], "reds": [
         ("u_pp_s0s0", (4, 5), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
         ("u_s0s0_rr", (4, 5), "S(0) S(0)", "R R", {AG: 2}),
         ("u_s0s1_s1s0", (4, 5), "S(0) S(1)", "S(1) S(0)", {"total": 2}),
@@ -153,18 +162,38 @@ def uneven_2x3():
 
 
 def uneven_5x3():
-    """S0S0->RR of a (5,3) tensor on 2x2 with group "A B": not merged."""
+    """S0S0->RR of a (5,3) tensor on 2x2 with group "A B": not merged; and
+    its reverse, PP->S0S0 and S0S1->S0S0 (nested uneven levels: as one SPMD
+    program, padding lies between the members' rows: pack and unpack)."""
     return {"mesh": [2, 2], "dims": ["A", "B"], "groups": [["A", "B"]],
-            "warn": ["redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:uneven"], "reds": [
         ("u53", (5, 3), "S(0) S(0)", "R R", {AG: 2}),
         ("e83", (8, 3), "S(0) S(0)", "R R", {AG: 1}),
+        ("u53_rr_s0s0", (5, 3), "R R", "S(0) S(0)", {}),
+        ("u53_pp_s0s0", (5, 3), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
+        ("u55_s0s1_s0s0", (5, 5), "S(0) S(1)", "S(0) S(0)", None),
+        ("u55_s0s0_s0s1", (5, 5), "S(0) S(0)", "S(0) S(1)", None),
+    ]}
+
+
+def uneven_3x2():
+    """10 rows on (3,2): 4 4 2 on A, then each piece split in 2 on B, evenly
+    within every group of B but not across them (2 and 1 rows): as one SPMD
+    program B's pieces are padded to 2 rows, so a gather over B leaves
+    padding between the rows of the third group."""
+    return {"mesh": [3, 2], "dims": ["A", "B"], "warn": ["redistribute:uneven"],
+            "reds": [
+        ("u10_s0s0_rr", (10, 4), "S(0) S(0)", "R R", {AG: 2}),
+        ("u10_pp_s0s0", (10, 4), "P(sum) P(sum)", "S(0) S(0)", {RS: 2}),
+        ("u10_s0s0_s0s1", (10, 4), "S(0) S(0)", "S(0) S(1)", {A2A: 1}),
+        ("u10_s0s1_s0s0", (10, 4), "S(0) S(1)", "S(0) S(0)", {A2A: 1}),
     ]}
 
 
 def order():
     """A non-default shard order and a _S (the min-cost plan)."""
     return {"mesh": [4, 2], "dims": ["A", "B"],
-            "warn": ["redistribute:no_group", "redistribute:uneven"], "spmd": False, "reds": [
+            "warn": ["redistribute:no_group", "redistribute:uneven"], "reds": [
         ("o_rr", (8, 4), "S(0) S(0)", "R R", {AG: 2}, {"src_order": "0:B,A"}),
         ("o_default", (8, 4), "S(0) S(0)", "S(0) S(0)", None,
          {"src_order": "0:B,A"}),
@@ -196,14 +225,19 @@ def partial():
 TABLES = {"one-dim": one_dim, "zero-size": zero_size, "table-2d": table_2d,
           "table-3d": table_3d, "merge-4x2": merge_4x2,
           "merge-2x2x2": merge_2x2x2, "uneven-2x3": uneven_2x3,
+          "uneven-3x2": uneven_3x2,
           "uneven-5x3": uneven_5x3, "order": order, "partial": partial}
 
 # End-to-end graphs beside this script: (file, ranks, collectives of rank 0
-# after lower-redistribute,fuse-collectives,cancel-views,dce, SPMD-able).
-E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, True),
-       "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, True),
-       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, True),
-       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, True)}
+# after lower-redistribute,fuse-collectives,cancel-views,dce, outputs, the
+# outputs summed in another order than the reference's: close, not bitwise).
+E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, ["out", "a"], set()),
+       "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, ["out", "a"], set()),
+       "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, ["out", "a"], set()),
+       "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, ["out", "a"], set()),
+       "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 4, AG: 3},
+                          ["out", "a", "s_r", "mx_r", "emb", "emb_g_r"],
+                          {"out", "s_r", "emb_g_r"})}
 
 
 def strides(shape):
@@ -362,11 +396,8 @@ def case_table(r, name, spec):
     check_table(out, labels, reduced)
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "g.xml"], np=np)
     check_table(out, labels, reduced)
-    if spec.get("spmd", True):
-        check_spmd(r, "g.xml", "lower-redistribute", np, labels, reduced,
-                   counts, labels)
-    else:
-        refuse_spmd(r, "g.xml", "lower-redistribute")
+    check_spmd(r, "g.xml", "lower-redistribute", np, labels, reduced, counts,
+               labels)
 
 
 def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
@@ -384,33 +415,130 @@ def check_spmd(r, src, pipeline, np, names, reduced, want, owners=None):
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
                     src, "spmd.xml"], np=np)
     check_table(out, names, reduced)
-
-
-def refuse_spmd(r, src, pipeline):
-    _, err = r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "spmd.xml"], expect=1)
-    if "lower per rank instead" not in err:
-        raise Failure("SPMD lowering must say to lower per rank:\n" + err)
+    out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--spmd", src],
+                   np=np)
+    check_table(out, names, reduced)
 
 
 def case_e2e(r, name):
-    file, np, want, spmd = E2E[name]
+    file, np, want, names, reduced = E2E[name]
     src = os.path.join(HERE, file)
     pipeline = "lower-redistribute,fuse-collectives,cancel-views,dce"
     r.run([r.dtopt, "opt", "-p", pipeline, src, "-o", "low.{rank}.xml"])
     for k in range(np):
         r.run([r.dtopt, "verify", "low.%d.xml" % k])
     check_counts(collectives(os.path.join(r.workdir, "low.0.xml")), want, file)
-    names = ["out", "a"]
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", "--reference",
                     src, "low.{rank}.xml"], np=np)
-    check_table(out, names, set())
+    check_table(out, names, reduced)
     out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check", src], np=np)
-    check_table(out, names, set())
-    if spmd:
-        check_spmd(r, src, pipeline, np, names, set(),
-                   collectives(os.path.join(r.workdir, "low.0.xml")))
-    else:
-        refuse_spmd(r, src, pipeline)
+    check_table(out, names, reduced)
+    check_spmd(r, src, pipeline, np, names, reduced,
+               collectives(os.path.join(r.workdir, "low.0.xml")))
+
+
+PADDED_GRAPH = """<?xml version="1.0" encoding="UTF-8"?>
+<dtopt-graph version="1.1" name="padded" view="local">
+  <mesh name="world" shape="4" dims="w"/>
+  <node name="x" op="placeholder">
+    <tensor dtype="float32" shape="4 6"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>
+  <node name="s" op="call_function" target="aten.sigmoid.default">
+    <arg node="x"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>
+  %s
+  <node name="output" op="output">
+    <arg nodes="%s"/>
+  </node>
+</dtopt-graph>
+"""
+MASK = """<node name="m" op="call_function" target="dt.local_shard">
+    <arg node="s"/> <arg str="world"/> <arg str="S(0)"/> <arg str="S(0)"/>
+    <arg ints="13 6"/>
+    <sharding mesh="world" placements="S(0)" global-shape="13 6"/>
+  </node>"""
+
+
+RANDOM_MESHES = [([4], ["w"]), ([2, 2], ["A", "B"]), ([2, 3], ["A", "B"]),
+                 ([3, 2], ["A", "B"]), ([2, 2, 2], ["A", "B", "C"])]
+
+
+def random_table(seed):
+    """Twelve redistributions of random small (mostly uneven) shapes
+    between random placements (R, S(d), P(sum) sources) and shard orders
+    on one of RANDOM_MESHES, reproducible from the seed."""
+    rnd = random.Random(seed)
+    mesh, dims = RANDOM_MESHES[seed % len(RANDOM_MESHES)]
+    reds = []
+    for i in range(12):
+        rank = rnd.randint(1, 3)
+        shape = tuple(rnd.randint(1, 9) for _ in range(rank))
+
+        def placements(partial):
+            out = []
+            for _ in mesh:
+                c = rnd.random()
+                out.append("R" if c < 0.3 else "P(sum)" if c < 0.45 and partial
+                           else "S(%d)" % rnd.randrange(rank))
+            return out
+
+        def order(pl):
+            by = {}
+            for k, p in enumerate(pl):
+                if p.startswith("S("):
+                    by.setdefault(int(p[2:-1]), []).append(dims[k])
+            entries = []
+            for d, ms in sorted(by.items()):
+                if len(ms) > 1 and rnd.random() < 0.5:
+                    default = list(ms)
+                    rnd.shuffle(ms)
+                    if ms != default:
+                        entries.append("%d:%s" % (d, ",".join(ms)))
+            return " ".join(entries)
+
+        src, dst = placements(True), placements(False)
+        extra = {k: v for k, v in (("src_order", order(src)),
+                                   ("dst_order", order(dst))) if v}
+        reds.append(("r%d" % i, shape, " ".join(src), " ".join(dst), None, extra))
+    return {"mesh": mesh, "dims": dims, "reds": reds}
+
+
+def case_random(r, seeds):
+    """Random tables (random_table), each lowered to one SPMD program and
+    checked against the reference; a failure names its seed."""
+    for seed in seeds:
+        spec = random_table(seed)
+        graph = os.path.join(r.workdir, "g.xml")
+        write_table("random-%d" % seed, spec, graph)
+        # a redistribution to its own placements leaves its input
+        labels = [red[0] if red[2:4] != red[3:1:-1] or
+                  red[5].get("src_order") != red[5].get("dst_order")
+                  else "x_" + red[0] for red in spec["reds"]]
+        reduced = {label for label, red in zip(labels, spec["reds"])
+                   if "P(" in red[2] + red[3]}
+        try:
+            r.run([r.dtopt, "opt", "-p", "lower-redistribute", "g.xml", "-o",
+                   "spmd.xml"])
+            out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--check",
+                            "--reference", "g.xml", "spmd.xml"], np=mesh_size(spec))
+            check_table(out, labels, reduced)
+        except Failure as e:
+            raise Failure("seed %d (random_table(%d)): %s" % (seed, seed, e))
+
+
+def case_compare_padding(r):
+    """run --compare of two SPMD programs whose outputs agree on every
+    rank's shard but not in the padding (13 rows on 4: rank 3 holds 1 of
+    4; sigmoid makes its padding 0.5, dt.local_shard zeroes it): equal, as
+    only the valid part of a padded output counts (semantics §7)."""
+    for name, extra, out in (("a.xml", "", "s"), ("b.xml", MASK, "m")):
+        with open(os.path.join(r.workdir, name), "w") as f:
+            f.write(PADDED_GRAPH % (extra, out))
+    out, _ = r.run([r.dtopt, "run", "--backend", "mpi", "--compare", "a.xml",
+                    "b.xml"], np=4)
+    check_table(out, ["s"], set())
 
 
 def main():
@@ -426,8 +554,10 @@ def main():
         for name, make in TABLES.items():
             write_table(name, make(), os.path.join(args.write, name + ".xml"))
         return 0
-    if args.case not in TABLES and args.case not in E2E:
-        sys.exit("unknown case %r (%s)" % (args.case, " ".join(list(TABLES) + list(E2E))))
+    if args.case not in TABLES and args.case not in E2E and \
+            args.case not in ("compare-padding", "random"):
+        sys.exit("unknown case %r (%s compare-padding random)"
+                 % (args.case, " ".join(list(TABLES) + list(E2E))))
     workdir = os.path.join(os.path.abspath(args.workdir), args.case)
     os.makedirs(workdir, exist_ok=True)
     r = Runner(args, workdir)
@@ -435,8 +565,12 @@ def main():
     try:
         if args.case in TABLES:
             case_table(r, args.case, TABLES[args.case]())
-        else:
+        elif args.case in E2E:
             case_e2e(r, args.case)
+        elif args.case == "random":
+            case_random(r, range(10))
+        else:
+            case_compare_padding(r)
     except Failure as e:
         print("FAIL: %s" % e)
         return 1

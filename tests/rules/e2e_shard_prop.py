@@ -10,7 +10,9 @@ global-view graph and its input placements on a mesh) it
      and compares its outputs with the single-rank run of G),
   3. runs `dtopt opt -p shard-prop,lower-redistribute,fuse-collectives,
      cancel-views,dce --create-groups G -o 'L.{rank}.xml'` and, under
-     mpirun, `dtopt run --backend mpi --check --reference G 'L.{rank}.xml'`.
+     mpirun, `dtopt run --backend mpi --check --reference G 'L.{rank}.xml'`,
+  4. lowers G the same way to one SPMD program for every rank (no
+     '{rank}') and checks it the same way.
 
 Both runs must report `check: ok`. Usage:
   e2e_shard_prop.py --dtopt D --mpirun M [--python P] --workdir W CASE
@@ -91,6 +93,12 @@ def main():
                    '--create-groups', g, '-o', os.path.join(work, 'local.{rank}.xml')]),
         ('run --check --reference', mpirun + ['--check', '--reference', g,
                                               os.path.join(work, 'local.{rank}.xml')]),
+        # one SPMD program for every rank (semantics §7)
+        ('lower SPMD', [a.dtopt, 'opt', '-p',
+                        'shard-prop,lower-redistribute,fuse-collectives,cancel-views,dce',
+                        '--create-groups', g, '-o', os.path.join(work, 'spmd.xml')]),
+        ('run --check --reference SPMD', mpirun + ['--check', '--reference', g,
+                                                   os.path.join(work, 'spmd.xml')]),
     ]
     for what, cmd in steps:
         rc, out = run(cmd)

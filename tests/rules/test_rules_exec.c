@@ -856,7 +856,7 @@ static void test_every_op_has_a_case(void **state)
 		const char *family = dt_rules_family((enum dt_op)op);
 		const struct dt_op_info *info = dt_op_get((enum dt_op)op);
 		if (info->flags & (DT_OPF_STRUCTURAL | DT_OPF_COLLECTIVE | DT_OPF_WAIT) ||
-		    op == DT_OP_REDISTRIBUTE || op == DT_OP_LOCAL_SHARD) {
+		    op == DT_OP_REDISTRIBUTE || dt_op_is_spmd((enum dt_op)op)) {
 			assert_null(family);
 			continue;
 		}

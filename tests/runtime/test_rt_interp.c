@@ -257,10 +257,11 @@ static void test_ops_all(void **state)
 	bool seen[DT_NOPS] = {false};
 	dt_foreach_node(u.m, id)
 		seen[dt_node_get(u.m, id)->op] = true;
-	/* redistribute: global view only; dt.local_shard: test_local_shard */
+	/* redistribute: global view only; dt.*: test_local_shard and the
+	 * lowering tests (tests/lower) */
 	for (int op = 1; op < DT_NOPS; op++)
 		if (dt_cpu_has_kernel((enum dt_op)op) && !seen[op] &&
-		    op != DT_OP_REDISTRIBUTE && op != DT_OP_LOCAL_SHARD)
+		    op != DT_OP_REDISTRIBUTE && !dt_op_is_spmd((enum dt_op)op))
 			fail_msg("ops_all.xml lacks %s", dt_op_get((enum dt_op)op)->target);
 	run_fini(&u);
 	test_free(xml);

@@ -444,6 +444,58 @@ static void test_shards_partition(void **state)
 		}
 }
 
+/* The SPMD helpers (semantics §7): padded shapes, evenness, refinement,
+ * block levels and where a finer shard sits in a coarser one. */
+static void test_spmd_helpers(void **state)
+{
+	struct fixture *f = *state;
+	struct dt_mesh m22 = make_mesh(&f->strings, "m22", "A B",
+				       (int64_t[]){2, 2}, 2);
+	struct dt_mesh m32 = make_mesh(&f->strings, "m32", "A B",
+				       (int64_t[]){3, 2}, 2);
+	struct dt_placements s00 = parse(f, &m22, "S(0) S(0)", NULL);
+	struct dt_placements s0r = parse(f, &m22, "S(0) R", NULL);
+	struct dt_placements rr = parse(f, &m22, "R R", NULL);
+	struct dt_placements s00b = parse(f, &m22, "S(0) S(0)", "0:B,A");
+	int64_t out[2];
+	/* (5, 3) S0S0 on 2x2: rows 2 1 1 1, padded to 2; rank 3 (1, 1) has 1 */
+	dt_shard_shape(&m22, &s00, -1, (int64_t[]){5, 3}, 2, out);
+	assert_int_equal(out[0], 2);
+	assert_int_equal(out[1], 3);
+	dt_shard_shape(&m22, &s00, 3, (int64_t[]){5, 3}, 2, out);
+	assert_int_equal(out[0], 1);
+	assert_false(dt_shard_even(&m22, &s00, (int64_t[]){5, 3}, 2));
+	assert_true(dt_shard_even(&m22, &s00, (int64_t[]){8, 3}, 2));
+	/* 10 rows on 3x2: 4 4 2, then 2 2 / 2 2 / 1 1: uneven though each
+	 * level's groups split evenly */
+	struct dt_placements t00 = parse(f, &m32, "S(0) S(0)", NULL);
+	assert_false(dt_shard_even(&m32, &t00, (int64_t[]){10}, 1));
+	dt_shard_shape(&m32, &t00, -1, (int64_t[]){10}, 1, out);
+	assert_int_equal(out[0], 2);
+	/* refinement: R R -> S(0) R -> S(0) S(0), not back, not reordered */
+	assert_true(dt_placements_refine(&rr, &s0r, 2));
+	assert_true(dt_placements_refine(&s0r, &s00, 2));
+	assert_true(dt_placements_refine(&s00, &s00, 2));
+	assert_false(dt_placements_refine(&s00, &s0r, 2));
+	assert_false(dt_placements_refine(&s0r, &s00b, 2));
+	/* block levels: S(0) S(0) is S(0) R plus B on dim 0 */
+	assert_int_equal(dt_placements_block_dim(&s0r, &s00, 0), 1);
+	assert_int_equal(dt_placements_block_dim(&rr, &s0r, 0), 0);
+	assert_int_equal(dt_placements_block_dim(&rr, &s00, 0), -1);
+	assert_int_equal(dt_placements_block_dim(&s0r, &s00, 1), -1);
+	/* rank (1, 1)'s S0S0 row of 5 (row 4) sits at position 1 of its
+	 * S(0) R rows [3, 5) */
+	int64_t start, length;
+	dt_shard_box(&s0r, &s00, m22.shape, (int64_t[]){1, 1}, 0, 5, &start,
+		     &length);
+	assert_int_equal(start, 1);
+	assert_int_equal(length, 1);
+	dt_shard_box(&rr, &s00b, m22.shape, (int64_t[]){0, 1}, 0, 8, &start,
+		     &length);
+	assert_int_equal(start, 4); /* order B, A: chunk 1 * 2 + 0 */
+	assert_int_equal(length, 2);
+}
+
 int main(void)
 {
 	dt_set_allocator(cmocka_realloc, NULL);
@@ -461,6 +513,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nested_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shards_partition, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_spmd_helpers, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

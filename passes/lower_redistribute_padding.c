@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+/* lower_redistribute_padding.c: the dt.* ops and compute nodes on padded
+ * values in the SPMD programs of `lower-redistribute` (semantics §7). An
+ * unevenly sharded value is the largest shard of any rank, the rank's own
+ * shard in the leading part of each dim and unspecified padding after it.
+ * An op that maps each element of a padded dim to the same position of
+ * its result (elementwise ops, dim moves, reductions and contractions over
+ * other dims, softmax and layer norm over other dims, views and expands
+ * that keep the padded dim whole) keeps padding in padding. A reduction
+ * over a padded dim would read padding into valid results: sum and the
+ * contraction of mm / bmm / addmm / baddbmm get the input's padding
+ * zeroed first, amax / max (amin / min) of a float input filled with -inf
+ * (+inf), by a dt.local_shard from its placements to themselves with that
+ * fill; so do embedding's indices and embedding_dense_backward's gradient
+ * and indices (0: the padding looks up, and adds zeros to, row 0):
+ *
+ *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
+ *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)',
+ *                                       [8, 13])
+ *      h.local_shard.2 = dt.local_shard(w, ...)
+ *      h = aten.mm(h.local_shard, h.local_shard.2)
+ *
+ * Every other op reading across a padded dim (mean, argmax, var, softmax
+ * or layer norm over it, views that merge or split it, squeeze, cat,
+ * indexing, losses, …) is refused, naming the node and input, with the
+ * advice to lower per rank. O(args · mesh size) per node. */
+#include "lower_redistribute_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static struct dt_arg str_arg(struct dt_module *m, const char *s)
+{
+	return (struct dt_arg){.kind = DT_ARG_STR, .v.s = dt_str_intern(m, s)};
+}
+
+/* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
+ * global shape, [dim,] the orders and local_shard's fill (left out when
+ * default). Returns the count. */
+static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
+			  const struct dt_placements *a,
+			  const struct dt_placements *b, const int64_t *g,
+			  int rank, int dim, double fill, struct dt_arg *args)
+{
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	const struct dt_placements *pl[2] = {a, b};
+	char buf[320];
+	uint32_t n = 0, last = 0;
+	args[n++] = (struct dt_arg){.kind = DT_ARG_NODE, .v.node = x};
+	args[n++] = (struct dt_arg){.kind = DT_ARG_STR, .v.s = me->name};
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print(pl[i], buf, sizeof buf);
+		args[n++] = str_arg(l->m, buf);
+	}
+	args[n++] = (struct dt_arg){.kind = DT_ARG_INTS, .len = (uint32_t)rank,
+				    .v.ints = dt_ints_intern(l->m, g, (size_t)rank)};
+	if (dim >= 0)
+		args[n++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = dim};
+	last = n;
+	for (int i = 0; i < 2; i++) {
+		dt_placements_print_order(pl[i], me, &l->m->strings, buf,
+					  sizeof buf);
+		args[n++] = buf[0] ? str_arg(l->m, buf)
+				   : (struct dt_arg){.kind = DT_ARG_NONE};
+		if (buf[0])
+			last = n;
+	}
+	if (fill != 0) {
+		args[n++] = (struct dt_arg){.kind = DT_ARG_FLOAT, .v.f = fill};
+		last = n;
+	}
+	return last;
+}
+
+uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
+			    uint32_t x, const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, int dim, double fill)
+{
+	struct dt_arg args[9];
+	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
+	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
+			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
+	return dt_lower_emit(l, op, suffix, args, n);
+}
+
+/* Bit d set for each tensor dim of node x's value that holds padding on
+ * some rank (its local size exceeds that rank's shard). */
+static unsigned padded_dims(const struct dt_module *m, uint32_t x)
+{
+	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, x));
+	if (!sh || !sh->has_global_shape)
+		return 0;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	const struct dt_mesh *me = &m->meshes.data[sh->mesh];
+	if (dt_shard_even(me, &sh->placements, g, rank))
+		return 0;
+	int64_t max[DT_MAX_RANK], here[DT_MAX_RANK];
+	dt_shard_shape(me, &sh->placements, -1, g, rank, max);
+	unsigned bits = 0;
+	for (int64_t pos = 0; pos < me->size; pos++) {
+		dt_shard_shape(me, &sh->placements, pos, g, rank, here);
+		for (int d = 0; d < rank; d++)
+			if (here[d] < max[d])
+				bits |= 1u << d;
+	}
+	return bits;
+}
+
+enum use {
+	CONFINED, /* padding stays in padding */
+	MASKED,   /* reduced over a padded dim: fill the padding with the
+		     reduction's identity first */
+	REFUSED,  /* would read padding into valid results */
+};
+
+/* Bits of the dims named by int or int[] parameter p of a rank-`rank`
+ * input; all dims when it is absent or none (a full reduction). */
+static unsigned dims_param(const struct dt_bound_args *b,
+			   const struct dt_module *m, int p, int rank)
+{
+	const struct dt_arg *a = b->arg[p];
+	unsigned all = rank >= 32 ? ~0u : (1u << rank) - 1, bits = 0;
+	int n = 1;
+	const int64_t *v = NULL;
+	if (!a || a->kind == DT_ARG_NONE)
+		return all;
+	if (a->kind == DT_ARG_INT)
+		v = &a->v.i;
+	else if (a->kind == DT_ARG_INTS)
+		v = dt_ints_get(m, a->v.ints, &n);
+	else
+		return all;
+	if (n == 0)
+		return all; /* amax(dim=[]) and sum.dim_IntList([]) reduce all */
+	for (int i = 0; i < n; i++) {
+		int64_t d = v[i] < 0 ? v[i] + rank : v[i];
+		if (d >= 0 && d < rank)
+			bits |= 1u << d;
+	}
+	return bits;
+}
+
+/* Bits of the last k of `rank` dims. */
+static unsigned last_dims(int k, int rank)
+{
+	unsigned bits = 0;
+	for (int d = rank - k; d < rank; d++)
+		if (d >= 0)
+			bits |= 1u << d;
+	return bits;
+}
+
+/* Whether a view or expand of a tensor of local shape in[0..rank) to the
+ * local sizes of parameter 1 keeps each padded dim (bits) whole, at the
+ * same place in row-major order: an output dim of the same size after
+ * the same number of elements, so element i of the dim stays element i.
+ * A padded dim of size 1 is not kept (expand and squeeze would repeat or
+ * drop a rank's empty shard). */
+static bool keeps_padded(const struct dt_module *m,
+			 const struct dt_bound_args *b, const int64_t *in,
+			 int rank, unsigned bits)
+{
+	const struct dt_arg *a = b->arg[1];
+	int nout;
+	if (!a || a->kind != DT_ARG_INTS)
+		return false;
+	const int64_t *out = dt_ints_get(m, a->v.ints, &nout);
+	int64_t before_in = 1;
+	for (int d = 0; d < rank; before_in *= in[d], d++) {
+		if (!(bits & (1u << d)))
+			continue;
+		bool kept = false;
+		int64_t before_out = 1;
+		for (int e = 0; e < nout && before_out <= before_in && !kept;
+		     before_out *= out[e], e++)
+			kept = before_out == before_in && out[e] == in[d] &&
+			       in[d] > 1;
+		if (!kept)
+			return false;
+	}
+	return true;
+}
+
+/* How node n (op `op`, bound args b) reads the padded dims `bits` of its
+ * parameter p, a tensor of local shape shape[0..rank) and dtype `dtype`;
+ * for MASKED, the identity in *fill. */
+static enum use reads(const struct dt_module *m, enum dt_op op,
+		      const struct dt_bound_args *b, int p, unsigned bits,
+		      const int64_t *shape, int rank, enum dt_dtype dtype,
+		      double *fill)
+{
+	unsigned across = 0; /* dims read across */
+	bool sums = false, extremes = false;
+	const struct dt_arg *ns;
+	if (dt_op_has(op, DT_OPF_ELEMENTWISE))
+		return CONFINED;
+	switch (op) {
+	case DT_OP_PERMUTE: case DT_OP_TRANSPOSE: case DT_OP_T:
+	case DT_OP_UNSQUEEZE: case DT_OP_ALIAS: case DT_OP_DETACH:
+	case DT_OP_CLONE: case DT_OP_CONTIGUOUS: case DT_OP_LIFT_FRESH_COPY:
+	case DT_OP_CONVERT_ELEMENT_TYPE: case DT_OP_TO_COPY: case DT_OP_GETITEM:
+		return CONFINED;
+	case DT_OP_SUM: case DT_OP_SUM_DIM:
+		sums = true;
+		*fill = 0;
+		/* fall through */
+	case DT_OP_AMAX: case DT_OP_AMIN: case DT_OP_MAX: case DT_OP_MIN:
+		if (!sums && dt_dtype_is_float(dtype)) {
+			extremes = true;
+			*fill = op == DT_OP_AMAX || op == DT_OP_MAX ? -INFINITY
+								    : INFINITY;
+		}
+		/* fall through */
+	case DT_OP_MEAN: case DT_OP_MEAN_DIM:
+	case DT_OP_MAX_DIM: case DT_OP_MIN_DIM:
+	case DT_OP_ARGMAX: case DT_OP_ARGMIN: case DT_OP_LOGSUMEXP:
+	case DT_OP_VAR_CORRECTION: case DT_OP_VAR_MEAN_CORRECTION:
+	case DT_OP_VAR_MEAN_DIM:
+		across = op == DT_OP_SUM || op == DT_OP_MEAN ||
+				 op == DT_OP_MAX || op == DT_OP_MIN
+			 ? last_dims(rank, rank) /* all */
+			 : dims_param(b, m, 1, rank);
+		break;
+	case DT_OP_MM: case DT_OP_ADDMM:
+		p -= op == DT_OP_ADDMM;
+		across = p < 0 ? 0 : p == 0 ? 1u << 1 : 1u << 0;
+		sums = true;
+		*fill = 0;
+		break;
+	case DT_OP_BMM: case DT_OP_BADDBMM:
+		p -= op == DT_OP_BADDBMM;
+		across = p < 0 ? 0 : p == 0 ? 1u << 2 : 1u << 1;
+		sums = true;
+		*fill = 0;
+		break;
+	case DT_OP_SOFTMAX: case DT_OP_LOG_SOFTMAX:
+		across = dims_param(b, m, 1, rank);
+		break;
+	case DT_OP_SOFTMAX_BACKWARD: case DT_OP_LOG_SOFTMAX_BACKWARD:
+		across = dims_param(b, m, 2, rank);
+		break;
+	case DT_OP_NATIVE_LAYER_NORM: case DT_OP_NATIVE_LAYER_NORM_BACKWARD:
+		ns = b->arg[op == DT_OP_NATIVE_LAYER_NORM ? 1 : 2];
+		across = last_dims(ns && ns->kind == DT_ARG_INTS ? (int)ns->len
+								 : rank, rank);
+		break;
+	case DT_OP_EMBEDDING: /* padded indices look up row 0 */
+		*fill = 0;
+		return p == 1 ? MASKED : REFUSED;
+	case DT_OP_EMBEDDING_DENSE_BACKWARD: /* rows of padding add 0 to row 0 */
+		*fill = 0;
+		return (p == 0 || p == 1) && b->arg[4] && !b->arg[4]->v.b
+			       ? MASKED
+			       : REFUSED;
+	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
+	case DT_OP_EXPAND:
+		return p == 0 && keeps_padded(m, b, shape, rank, bits) ? CONFINED
+								     : REFUSED;
+	default:
+		return REFUSED;
+	}
+	if (!(across & bits))
+		return CONFINED;
+	return sums || extremes ? MASKED : REFUSED;
+}
+
+struct input {
+	int p;          /* parameter */
+	uint32_t arg;   /* index in m->args of its node arg */
+	uint32_t node;  /* the local value */
+	unsigned bits;  /* its padded dims */
+	double fill;    /* MASKED: what its padding becomes */
+};
+
+static int refuse(struct dt_lower *l, uint32_t id, const char *name,
+		  const struct input *in)
+{
+	struct dt_module *m = l->m;
+	const struct dt_sharding *sh =
+		dt_node_sharding(m, dt_node_get(m, in->node));
+	char p[160], g[160];
+	int rank, d = 0;
+	const int64_t *gs = dt_ints_get(m, sh->global_shape, &rank);
+	size_t at = 0;
+	for (int i = 0; i < rank && at < sizeof g; i++)
+		at += (size_t)snprintf(g + at, sizeof g - at, "%s%lld",
+				       i ? ", " : "[", (long long)gs[i]);
+	if (at < sizeof g)
+		snprintf(g + at, sizeof g - at, "]");
+	while (!(in->bits & (1u << d)))
+		d++;
+	dt_placements_print(&sh->placements, p, sizeof p);
+	const struct dt_node *n = dt_node_get(m, id);
+	dt_node_error(l->ctx->diag, m, n,
+		      "cannot lower %s for every rank at once (SPMD): its "
+		      "input '%s' (%s shards of %s) is padded in dim %d on "
+		      "some ranks (an SPMD program pads uneven shards to the "
+		      "largest), and %s reads across that dim; lower per rank "
+		      "instead (dtopt opt --rank R, or -o 'OUT.{rank}.xml')",
+		      name, dt_str_get(m, dt_node_get(m, in->node)->name), p,
+		      g, d, dt_op_get((enum dt_op)n->op)->target);
+	return DT_EINPUT;
+}
+
+int dt_lower_padding(struct dt_lower *l, uint32_t id)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	struct dt_bound_args b;
+	if (dt_op_bind(m, n, &b, l->ctx->diag) != DT_OK)
+		return DT_EINPUT;
+	struct input in[DT_MAX_PARAMS];
+	int nin = 0;
+	char name[256];
+	dt_lower_copy_name(m, id, name, sizeof name);
+	for (int p = 0; p < b.nparams; p++) {
+		const struct dt_arg *a = b.arg[p];
+		if (!a || (a->kind != DT_ARG_NODE && a->kind != DT_ARG_NODES))
+			continue;
+		if (a->kind == DT_ARG_NODES) { /* cat, stack: along any dim */
+			for (uint32_t i = 0; i < a->len; i++) {
+				uint32_t x = m->refs.data[a->v.first + i];
+				struct input one = {p, 0, x, padded_dims(m, x), 0};
+				if (one.bits)
+					return refuse(l, id, name, &one);
+			}
+			continue;
+		}
+		struct input one = {p, (uint32_t)(a - m->args.data), a->v.node,
+				    padded_dims(m, a->v.node), 0};
+		if (!one.bits)
+			continue;
+		int rank;
+		const struct dt_tensor *t =
+			dt_node_tensor(m, dt_node_get(m, one.node), 0);
+		const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, shape,
+				   rank, (enum dt_dtype)t->dtype, &one.fill);
+		if (u == REFUSED)
+			return refuse(l, id, name, &one);
+		if (u == MASKED)
+			in[nin++] = one;
+	}
+	l->before = id;
+	l->base = name;
+	l->line = n->line;
+	for (int i = 0; i < nin; i++) {
+		const struct dt_sharding sh =
+			*dt_node_sharding(m, dt_node_get(m, in[i].node));
+		int rank;
+		int64_t g[DT_MAX_RANK];
+		const int64_t *gs = dt_ints_get(m, sh.global_shape, &rank);
+		memcpy(g, gs, (size_t)rank * sizeof *g);
+		uint32_t z = dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, sh.mesh,
+						in[i].node, &sh.placements,
+						&sh.placements, g, rank, -1,
+						in[i].fill);
+		if (!z)
+			return DT_EINPUT;
+		dt_node_get(m, z)->sharding = dt_lower_add_sharding(
+			l, sh.mesh, &sh.placements, g, rank);
+		m->args.data[in[i].arg].v.node = z;
+	}
+	return DT_OK;
+}
