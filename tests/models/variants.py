@@ -26,6 +26,7 @@ Needs Debian's /usr/bin/python3 with python3-torch.
 """
 import argparse
 import os
+import random
 import re
 import subprocess
 import sys
@@ -38,6 +39,7 @@ sys.path.insert(0, HERE)
 
 import run_models as rm  # noqa: E402  (puts tools/ on sys.path)
 import fx_export  # noqa: E402
+import torch  # noqa: E402
 
 MODELS_PY = os.path.join(HERE, "models.py")
 
@@ -52,7 +54,8 @@ def load_models(sizes):
     them (parameter shapes) is computed."""
     with open(MODELS_PY) as f:
         src = f.read()
-    known = {n for m in _CONST_RE.finditer(src) for n in m.group(1).split(", ")}
+    known = {n for m in _CONST_RE.finditer(src)
+             for n in m.group(1).split(", ")} | {"_dtype"}
     unknown = set(sizes) - known
     if unknown:
         sys.exit("variants.py: models.py has no constant %s" % sorted(unknown))
@@ -79,23 +82,23 @@ def tp_of(role, rank, col="S(0)", row="S(1)"):
 
 
 def dp_only(n):
-    return ((n,), ("dp",), lambda name, r: "S(0)", lambda role, r: "R")
+    return ((n,), ("dp",), lambda name, r: "S(0)", lambda role, r, name=None: "R")
 
 
 def tp_only(n, col="S(0)", row="S(1)"):
     return ((n,), ("tp",), lambda name, r: "R",
-            lambda role, r: tp_of(role, r, col, row))
+            lambda role, r, name=None: tp_of(role, r, col, row))
 
 
 def dp_tp(dp, tp, col="S(0)", row="S(1)"):
     return ((dp, tp), ("dp", "tp"), lambda name, r: "S(0) R",
-            lambda role, r: "R " + tp_of(role, r, col, row))
+            lambda role, r, name=None: "R " + tp_of(role, r, col, row))
 
 
 def fsdp_tp(dp, tp):
     """FSDP x TP as run_models.py's fsdp_tp: the FSDP dim splits dim 0
     within the tp shard (`_S(0,tp)`) when tp splits dim 0 too."""
-    def param(role, r):
+    def param(role, r, name=None):
         t = tp_of(role, r)
         return ("_S(0,%d)" % tp if t == "S(0)" else "S(0)") + " " + t
     return ((dp, tp), ("dp", "tp"), lambda name, r: "S(0) R", param)
@@ -103,41 +106,41 @@ def fsdp_tp(dp, tp):
 
 def naive(dp, tp):
     return ((dp, tp), ("dp", "tp"), lambda name, r: "S(0) R",
-            lambda role, r: "S(0) S(0)")
+            lambda role, r, name=None: "S(0) S(0)")
 
 
 def seq_par(n):
     """Sequence parallel: batch inputs split on dim 1 (the sequence; rank-1
     inputs replicated), parameters replicated."""
     return ((n,), ("sp",), lambda name, r: "S(1)" if r >= 2 else "R",
-            lambda role, r: "R")
+            lambda role, r, name=None: "R")
 
 
 def dp_sp(dp, sp):
     return ((dp, sp), ("dp", "sp"),
             lambda name, r: "S(0) S(1)" if r >= 2 else "S(0) R",
-            lambda role, r: "R R")
+            lambda role, r, name=None: "R R")
 
 
 def sp_tp(sp, tp):
     """Sequence parallel on one mesh dim, tensor parallel on the other."""
     return ((sp, tp), ("sp", "tp"),
             lambda name, r: "S(1) R" if r >= 2 else "R R",
-            lambda role, r: "R " + tp_of(role, r))
+            lambda role, r, name=None: "R " + tp_of(role, r))
 
 
 def reversed_fsdp(tp, dp):
     """FSDP x TP with the tp dim first on the mesh: the FSDP dim (right)
     splits dim 0 within the tp shard, which the default shard order (left
     to right) already says: `S(0) S(0)` for col parameters."""
-    def param(role, r):
+    def param(role, r, name=None):
         t = tp_of(role, r)
         return t + " S(0)"
     return ((tp, dp), ("tp", "dp"), lambda name, r: "R S(0)", param)
 
 
 def three_d(dp, fsdp, tp):
-    def param(role, r):
+    def param(role, r, name=None):
         t = tp_of(role, r)
         return "R " + ("_S(0,%d)" % tp if t == "S(0)" else "S(0)") + " " + t
     return ((dp, fsdp, tp), ("dp", "fsdp", "tp"),
@@ -147,7 +150,7 @@ def three_d(dp, fsdp, tp):
 def fsdp_dim1(dp, tp):
     """FSDP splitting the last dim of every parameter of rank 2 (dim 0 of
     vectors), tp as Megatron's."""
-    def param(role, r):
+    def param(role, r, name=None):
         t = tp_of(role, r)
         f = "S(0)" if r == 1 else "S(1)"
         if t == f:
@@ -159,7 +162,7 @@ def fsdp_dim1(dp, tp):
 def split_factor(dp, tp, sf):
     """A split factor that matches no other mesh dim: `_S(0,sf)` on the
     FSDP dim of every parameter (a valid placement no framework writes)."""
-    def param(role, r):
+    def param(role, r, name=None):
         return "_S(0,%d) %s" % (sf, tp_of(role, r))
     return ((dp, tp), ("dp", "tp"), lambda name, r: "S(0) R", param)
 
@@ -169,7 +172,7 @@ def partial_batch(op, n):
     input is the `op` reduction of the ranks' values; parameters replicated,
     gradients pinned to P(op) when op is sum (a partial result)."""
     return ((n,), ("dp",), lambda name, r: "P(%s)" % op,
-            lambda role, r: "P(sum)" if op == "sum" else "R")
+            lambda role, r, name=None: "P(sum)" if op == "sum" else "R")
 
 
 def ordered(dp, tp):
@@ -180,8 +183,38 @@ def ordered(dp, tp):
         return text.replace('placements="S(0) S(0)"/>',
                             'placements="S(0) S(0)" order="0:tp,dp"/>')
     return ((dp, tp), ("dp", "tp"), lambda name, r: "S(0) R",
-            lambda role, r: "S(0) S(0)" if role == "col" else
-            "S(0) " + tp_of(role, r), fix)
+            lambda role, r, name=None: "S(0) S(0)" if role == "col" else
+            "S(0) " + tp_of(role, r), {"fix": fix})
+
+
+FUZZ_MESHES = [(2,), (3,), (4,), (2, 2), (2, 3), (3, 2), (1, 4), (2, 2, 2)]
+
+
+def fuzz(seed):
+    """(sizes, placement) of random variant `seed`: a mesh, a size set and,
+    per batch input and parameter (seeded by its name, so the model's
+    parameter order does not matter), per mesh dim R, S(d) or (rarely)
+    P(sum)."""
+    rnd = random.Random(seed)
+    shape = rnd.choice(FUZZ_MESHES)
+    sizes = rnd.choice([BASE, ODD, SMALL, EVEN6, HEADS3, GQA3])
+    dims = ("a", "b", "c")[:len(shape)]
+
+    def pick(name, r):
+        g = random.Random("%d/%s" % (seed, name))
+        return " ".join(g.choice(["R"] * 2 + ["S(%d)" % d for d in range(r)]
+                                 + ["P(sum)"] * (g.random() < 0.2))
+                        for _ in shape)
+    return sizes, (shape, dims, pick, lambda role, r, name=None:
+                   pick(name, r))
+
+
+def pinned_elsewhere(dp, tp):
+    """dp x tp with every gradient pinned elsewhere than its parameter:
+    split on the other mesh dim and the last tensor dim (a layout change
+    after the backward pass)."""
+    base = dp_tp(dp, tp)
+    return base + ({"pin": lambda role, r, p: "S(%d) R" % (r - 1)},)
 
 
 # ---------------------------------------------------------------------------
@@ -204,6 +237,10 @@ EVEN6 = {"B": 12, "T": 12, "H": 48, "V": 96, "GPT2_HEADS": 6,
          "LLAMA_HEADS": 6, "LLAMA_KV_HEADS": 3, "LLAMA_FFN": 96,
          "MLP_HIDDEN": 96, "MIX_TOKEN_HIDDEN": 24, "MIX_CHANNEL_HIDDEN": 96,
          "MIX_CLASSES": 12}
+
+# `_dtype`: the default dtype while tracing (parameters, inputs, tables).
+F64 = {"_dtype": "float64"}
+F64ODD = dict(ODD, _dtype="float64")
 
 MODEL_NAMES = ("gpt2", "llama", "mlp_sgd", "mixer")
 
@@ -249,6 +286,10 @@ VARIANTS = {
     "odd/3d_2x1x2": (ODD, three_d(2, 1, 2)),
     "odd/tp8": (ODD, tp_only(8)),
     "odd/dp8": (ODD, dp_only(8)),
+    "base/pins_other": (BASE, pinned_elsewhere(2, 2)),
+    "odd/pins_other": (ODD, pinned_elsewhere(2, 2)),
+    "f64/fsdp_tp": (F64, fsdp_tp(2, 2)),
+    "f64odd/dp_tp_2x3": (F64ODD, dp_tp(2, 3)),
     "base/tp_swapped": (BASE, tp_only(4, col="S(1)", row="S(0)")),
     "base/dp_tp_swapped": (BASE, dp_tp(2, 2, col="S(1)", row="S(0)")),
     "base/tp_first_fsdp": (BASE, reversed_fsdp(2, 2)),
@@ -262,10 +303,20 @@ def placements(mod, model, placement):
     shape, dims, batch_pl, param_pl = placement[:4]
     _, batch, params, sgd = mod.MODELS[model]
     pl = {n + "_1": batch_pl(n, len(s)) for n, s, *_ in batch}
-    per_param = [param_pl(role, len(s)) for _, s, role in params]
+    per_param = [param_pl(role, len(s), n) for n, s, role in params]
+    pin = extra(placement).get("pin")
+    pins = per_param if not pin else [pin(role, len(s), p) for (_, s, role), p
+                                      in zip(params, per_param)]
     pl.update({n + "_1": p for (n, *_), p in zip(params, per_param)})
-    outs = [" ".join(["R"] * len(dims))] + per_param
-    return shape, dims, pl, outs + (per_param if sgd else [])
+    outs = [" ".join(["R"] * len(dims))] + pins
+    return shape, dims, pl, outs + (pins if sgd else [])
+
+
+def extra(placement):
+    """The optional fifth item of a placement: {"fix": text -> text applied
+    to the exported XML, "pin": (role, rank, placements) -> the pin of that
+    parameter's gradient and update}."""
+    return placement[4] if len(placement) > 4 else {}
 
 
 # ---------------------------------------------------------------------------
@@ -341,9 +392,10 @@ def run_variant(a, variant, model, traced):
     except fx_export.ExportError as e:
         res["export"] = ("refused", str(e).splitlines()[0])
         return res
-    if len(placement) > 4:  # what the exporter cannot write
+    fix = extra(placement).get("fix")
+    if fix:  # what the exporter cannot write
         with open(g) as f:
-            text = placement[4](f.read())
+            text = fix(f.read())
         with open(g, "w") as f:
             f.write(text)
     res["export"] = ("ok", "")
@@ -395,8 +447,14 @@ def main():
                     "variant:model")
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds before a command counts as a hang")
+    ap.add_argument("--fuzz", type=int, default=0, metavar="N",
+                    help="also N random variants fuzz/SEED (seeds "
+                    "--fuzz-seed, ...), every model under each")
+    ap.add_argument("--fuzz-seed", type=int, default=1)
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
+    for seed in range(a.fuzz_seed, a.fuzz_seed + a.fuzz):
+        VARIANTS["fuzz/%d" % seed] = fuzz(seed)
     todo = []
     for v in VARIANTS:
         for m in MODEL_NAMES:
@@ -419,11 +477,14 @@ def main():
         if key not in traced:
             mod = load_models(sizes)
             rm.models = mod
+            torch.set_default_dtype(getattr(torch, sizes.get("_dtype",
+                                                             "float32")))
             gm, inputs = mod.trace(m)
             for n in gm.graph.nodes:
                 if n.name in mod.input_max(m):
                     n.meta["dtopt.input_max"] = str(mod.input_max(m)[n.name])
             traced[key] = (mod, gm, inputs, rm.eager_outputs(m))
+            torch.set_default_dtype(torch.float32)
         t0 = time.time()
         r = run_variant(a, v, m, traced[key])
         results.append(r)
