@@ -202,9 +202,18 @@ def fuzz(seed):
 
     def pick(name, r):
         g = random.Random("%d/%s" % (seed, name))
-        return " ".join(g.choice(["R"] * 2 + ["S(%d)" % d for d in range(r)]
-                                 + ["P(sum)"] * (g.random() < 0.2))
-                        for _ in shape)
+        partial = g.choice(["P(sum)", "P(avg)", "P(max)"])
+        toks = [g.choice(["R"] * 2 + ["S(%d)" % d for d in range(r)]
+                         + [partial] * (g.random() < 0.2)) for _ in shape]
+        # Now and then the right-to-left nesting `_S(d,sf)`: sf is the
+        # product of the sizes of the mesh dims to the right splitting d.
+        for m, t in enumerate(toks):
+            sf = 1
+            for m2 in range(m + 1, len(shape)):
+                sf *= shape[m2] if toks[m2] == t else 1
+            if t.startswith("S(") and sf > 1 and g.random() < 0.5:
+                toks[m] = "_S(%s,%d)" % (t[2:-1], sf)
+        return " ".join(toks)
     return sizes, (shape, dims, pick, lambda role, r, name=None:
                    pick(name, r))
 
