@@ -706,6 +706,9 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 	dt_graph_insert_before(m, coll, links[lo].coll);
 
 	const struct dt_node *last_wait = dt_node_get(m, links[hi - 1].wait);
+	/* The window's placements belong to the value it yields: the wait's,
+	 * or, for sum with avg, the division's (the wait holds the sum). */
+	const struct dt_sharding *placed = dt_node_sharding(m, last_wait);
 	struct dt_arg wait_arg = {.kind = DT_ARG_NODE, .v.node = coll};
 	nmetas = collect_metas(m, links[hi - 1].wait, &provenance, metas, 64);
 	uint32_t wait = dt_module_add_node(m, &(struct dt_node_init){
@@ -715,7 +718,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 		.line = dt_node_get(m, links[lo].wait)->line,
 		.args = &wait_arg, .nargs = 1,
 		.tensors = &out, .ntensors = 1,
-		.sharding = dt_node_sharding(m, last_wait),
+		.sharding = p->avg_divisor > 1 ? NULL : placed,
 		.metas = metas, .nmetas = nmetas,
 	});
 	dt_node_get(m, wait)->flags |= DT_NODE_FUSED;
@@ -736,6 +739,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 			.line = dt_node_get(m, links[lo].wait)->line,
 			.args = div_args, .nargs = 2,
 			.tensors = &out, .ntensors = 1,
+			.sharding = placed,
 			.metas = &why, .nmetas = 1,
 		});
 		dt_node_get(m, result)->flags |= DT_NODE_FUSED;

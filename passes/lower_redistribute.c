@@ -580,11 +580,26 @@ static void view_or_reshape(struct dt_lower *l, uint32_t id)
 	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
 	const int64_t *stride = dt_ints_get(m, t->stride, NULL);
 	const int64_t *size = dt_ints_get(m, dt_node_arg(m, n, 1)->v.ints, &k);
-	int64_t numel = 1, out[DT_MAX_RANK];
-	for (int d = 0; d < k; d++)
-		numel *= size[d];
-	if (k > DT_MAX_RANK || numel != dt_numel(shape, rank) ||
-	    dt_view_strides(shape, stride, rank, size, k, out))
+	if (k > DT_MAX_RANK)
+		return;
+	/* One -1 (a size left to infer, kept where the output is
+	 * replicated) stands for what the input's elements leave. */
+	int64_t numel = 1, in_numel = dt_numel(shape, rank);
+	int64_t want[DT_MAX_RANK], out[DT_MAX_RANK];
+	int infer = -1;
+	for (int d = 0; d < k; d++) {
+		want[d] = size[d];
+		if (size[d] == -1 && infer < 0)
+			infer = d;
+		else
+			numel *= size[d];
+	}
+	if (infer >= 0 && numel > 0 && in_numel % numel == 0) {
+		want[infer] = in_numel / numel;
+		numel = in_numel;
+	}
+	if (numel != in_numel ||
+	    dt_view_strides(shape, stride, rank, want, k, out))
 		return;
 	n->op = DT_OP_RESHAPE;
 	n->target = dt_str_intern(m, dt_op_get(DT_OP_RESHAPE)->target);

@@ -10,8 +10,10 @@ run of the global graph. The property: every graph checks. A failing file
 is split graph by graph to name the failures; each failing graph is kept
 as WORKDIR/fail-SEED-MESH-gI.xml with the command that reproduces it, and
 the run exits 1. The regression graphs under regress/ (make_fx traces that
-gave wrong numbers, a plan the property test found) run the same way, and
-those named *.nocomm.xml must lower to a program without collectives.
+gave wrong numbers, a plan the property test found) run the same way,
+their one SPMD program (`dtopt opt -o OUT`, where it is not refused) runs
+with `--check --reference`, and those named *.nocomm.xml must lower to a
+program without collectives.
 
     usage: run_property.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
                            [--seed S] [--per-mesh N] [--mesh 2x2 ...]
@@ -102,6 +104,8 @@ def run_regress(args):
             m = re.search(r'<mesh [^>]*shape="([0-9 ]+)"', f.read())
         np = world("x".join(m.group(1).split()))
         ok, out = check(args, path, np)
+        if ok:
+            ok, out = check_spmd(args, path, np)
         if not ok:
             failures += 1
             print("FAIL regression %s:\n%s" % (path, errors_of(out)))
@@ -123,6 +127,26 @@ def has_collectives(args, path):
           "it has %s" % (path, ", ".join(sorted(set(found))) or
                          p.stdout[-400:]))
     return 1
+
+
+def check_spmd(args, path, np):
+    """(ok, output): `dtopt opt PATH -o OUT --create-groups` (the one SPMD
+    program) and, when it writes one, `dtopt run --check --reference PATH
+    OUT`. A refusal with `error:` (exit 1, e.g. uneven shards) is fine."""
+    out_path = os.path.join(args.workdir, "spmd-" + os.path.basename(path))
+    p = subprocess.run([args.dtopt, "opt", path, "-o", out_path,
+                        "--create-groups"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    if p.returncode == 1 and " error: " in p.stdout:
+        return True, p.stdout
+    if p.returncode != 0:
+        return False, p.stdout
+    cmd = [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+           str(np), args.dtopt, "run", "--backend", "mpi", "--check",
+           "--reference", path, out_path]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    return p.returncode == 0 and "check: ok" in p.stdout, p.stdout
 
 
 def main():
