@@ -112,9 +112,11 @@ class Builder:
             for m in range(nd):
                 if m not in (a, b) and pl[m] == "S(%d)" % d:
                     pl[m] = "R"
-            if r.random() < 0.5:
+            if r.random() < 0.5 or shape[d] % (self.mesh[a] *
+                                               self.mesh[b]) != 0:
                 order = "%d:%d,%d" % (d, b, a)
             else:  # the same data written as DTensor's _StridedShard
+                # (redistributions lower only even _S, semantics §3)
                 pl[a] = "_S(%d,%d)" % (d, self.mesh[b])
         return " ".join(pl), order
 
