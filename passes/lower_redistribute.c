@@ -28,6 +28,9 @@
  *   full/zeros/ones/empty sizes, *_backward input sizes, …) become the
  *   local output shape; the local result must then be this rank's shard of
  *   the global result under the pin, else "cannot lower X locally: …".
+ *   _reshape_alias / as_strided whose strides are view()'s become
+ *   aten.reshape first, and a view the local layout cannot serve becomes
+ *   a reshape (semantics §6.1): both reshape values, whatever the layout.
  *   Creation ops whose values depend on the element's position (arange,
  *   rand_like, randn_like, bernoulli, native_dropout) are refused unless
  *   replicated. Pins are otherwise trusted: whether an op may run locally

@@ -202,7 +202,7 @@ static uint32_t new_view(struct prop *p, uint32_t from, const int64_t *shape,
  * node `before` (or after `from` when `before` is NONE). A value that is
  * no shard order (dt_shard_unflatten: the pieces of a merged inner dim)
  * is first viewed with that dim split, gathered there and viewed back.
- * Returns the last node; *first is the first one made. */
+ * Returns the last node; *first (unless NULL) is the first one made. */
 static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 				 const struct dt_placements *pl,
 				 uint32_t before, uint32_t line, uint32_t *first)
@@ -214,27 +214,25 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 	const int64_t *g = dt_ints_get(p->m, t.shape, &rank);
 	memcpy(shape, g, sizeof(int64_t) * (size_t)rank);
 	struct dt_shard_unflat u, w;
-	*first = NONE;
 	if (v && dt_shard_unflatten(&v->pl, shape, rank, &u)) {
 		uint32_t a = new_view(p, from, u.shape, u.rank, mesh,
 				      &u.sharded, before, line, "unflat");
+		if (first)
+			*first = a;
 		bool alike =
 		    dt_shard_unflatten_alike(&u, pl, shape, rank, &w);
 		uint32_t b =
 		    new_redistribute(p, a, mesh, alike ? &w.sharded : &u.gathered,
-				     before, line, first);
-		*first = a;
+				     before, line, NULL);
 		from = new_view(p, b, shape, rank, mesh, alike ? pl : &u.flat,
 				before, line, "flat");
 		if (alike || dt_placements_equal(&u.flat, pl))
 			return from;
-		uint32_t ignored;
-		return new_redistribute(p, from, mesh, pl, before, line,
-					&ignored);
+		return new_redistribute(p, from, mesh, pl, before, line, NULL);
 	}
 	uint32_t id = new_node(p, from, p->redistribute_target, NULL, &t, mesh,
 			       pl, before, line, "redistribute");
-	if (*first == NONE)
+	if (first)
 		*first = id;
 	return id;
 }
@@ -253,9 +251,8 @@ static uint32_t redistribution(struct prop *p, uint32_t from, uint16_t mesh,
 		    dt_placements_equal(&p->redists.data[r].pl, pl))
 			return p->redists.data[r].node;
 	*made = true;
-	uint32_t first;
 	uint32_t id = new_redistribute(p, from, mesh, pl, user,
-				       node(p, user)->line, &first);
+				       node(p, user)->line, NULL);
 	struct redist r = {from, id, p->redist_head.data[from], mesh, *pl};
 	p->redist_head.data[from] = dt_vec_push(&p->redists, r);
 	return id;

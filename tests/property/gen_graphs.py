@@ -112,9 +112,11 @@ class Builder:
             for m in range(nd):
                 if m not in (a, b) and pl[m] == "S(%d)" % d:
                     pl[m] = "R"
-            if r.random() < 0.5:
+            if r.random() < 0.5 or shape[d] % (self.mesh[a] *
+                                               self.mesh[b]) != 0:
                 order = "%d:%d,%d" % (d, b, a)
             else:  # the same data written as DTensor's _StridedShard
+                # (redistributions lower only even _S, semantics §3)
                 pl[a] = "_S(%d,%d)" % (d, self.mesh[b])
         return " ".join(pl), order
 
@@ -136,9 +138,12 @@ class Builder:
     # ---- nodes ----
 
     def call(self, target, args, shape, stride=None, base="op"):
-        """A node; `stride` None: its layout is not modelled."""
+        """A node; `stride` None: its layout is not modelled. One in ten
+        is pinned (<sharding>): shard-prop must then give it exactly
+        those placements."""
         v = Val(self.name(base), shape, stride)
-        self.nodes.append((v.name, target, args))
+        pin = self.placements(shape) if self.rng.random() < 0.1 else None
+        self.nodes.append((v.name, target, args, pin))
         return v
 
     def ew_unary(self, x):
@@ -446,6 +451,11 @@ def arg_xml(kind, value, name=None):
     return "<arg %s=%s/>" % (kind, quoteattr(value))
 
 
+def sharding_xml(pl, order):
+    return '<sharding mesh="world" placements="%s"%s/>' % (
+        pl, ' order="%s"' % order if order else "")
+
+
 def write(builders, mesh, name):
     dims = ["m%d" % k for k in range(len(mesh))]
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
@@ -461,13 +471,12 @@ def write(builders, mesh, name):
             out.append('    <tensor dtype="float64" shape="%s" stride="%s"/>'
                        % (" ".join(map(str, v.shape)),
                           " ".join(map(str, v.stride))))
-            out.append('    <sharding mesh="world" placements="%s"%s/>'
-                       % (pl, ' order="%s"' % order if order else ""))
+            out.append('    ' + sharding_xml(pl, order))
             out.append('  </node>')
-        for nm, target, args in b.nodes:
+        for nm, target, args, pin in b.nodes:
             out.append('  <node name="%s" op="call_function" target="%s">'
                        % (nm, target) + "".join(arg_xml(*a) for a in args)
-                       + "</node>")
+                       + (sharding_xml(*pin) if pin else "") + "</node>")
         outputs += b.outputs
     out.append('  <node name="output" op="output"><arg nodes="%s"/></node>'
                % " ".join(outputs))
