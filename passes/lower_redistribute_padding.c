@@ -5,8 +5,9 @@
  * shard in the leading part of each dim and unspecified padding after it.
  * An op that maps each element of a padded dim to the same position of
  * its result (elementwise ops, dim moves, reductions and contractions over
- * other dims, softmax and layer norm over other dims, views and expands
- * that keep the padded dim whole) keeps padding in padding. A reduction
+ * other dims, softmax and layer norm over other dims, slicing, selecting,
+ * splitting and squeezing other dims, views and expands that keep the
+ * padded dim whole) keeps padding in padding. A reduction
  * over a padded dim would read padding into valid results: sum and the
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
@@ -21,9 +22,10 @@
  *      h = aten.mm(h.local_shard, h.local_shard.2)
  *
  * Every other op reading across a padded dim (mean, argmax, var, softmax
- * or layer norm over it, views that merge or split it, squeeze, cat,
- * indexing, losses, …) is refused, naming the node and input, with the
- * advice to lower per rank. O(args · mesh size) per node. */
+ * or layer norm over it, views that merge or split it, slicing or
+ * squeezing it, cat, indexing, losses, …) is refused, naming the node and
+ * input, with the advice to lower per rank. O(args · mesh size) per
+ * node. */
 #include "lower_redistribute_internal.h"
 
 #include <math.h>
@@ -142,6 +144,16 @@ static unsigned dims_param(const struct dt_bound_args *b,
 	return bits;
 }
 
+/* The bit of the dim int parameter p names (0 when absent: the default
+ * of every op that lets it be omitted). */
+static unsigned dim_param(const struct dt_bound_args *b, int p, int rank)
+{
+	const struct dt_arg *a = b->arg[p];
+	int64_t d = a && a->kind == DT_ARG_INT ? a->v.i : 0;
+	d = d < 0 ? d + rank : d;
+	return d >= 0 && d < rank ? 1u << d : 0;
+}
+
 /* Bits of the last k of `rank` dims. */
 static unsigned last_dims(int k, int rank)
 {
@@ -245,6 +257,20 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		ns = b->arg[op == DT_OP_NATIVE_LAYER_NORM ? 1 : 2];
 		across = last_dims(ns && ns->kind == DT_ARG_INTS ? (int)ns->len
 								 : rank, rank);
+		break;
+	case DT_OP_SLICE: case DT_OP_NARROW: case DT_OP_SELECT:
+	case DT_OP_UNBIND: case DT_OP_SQUEEZE_DIM:
+		across = dim_param(b, 1, rank);
+		break;
+	case DT_OP_SPLIT: case DT_OP_SPLIT_WITH_SIZES: case DT_OP_CHUNK:
+		across = dim_param(b, 2, rank);
+		break;
+	case DT_OP_SQUEEZE_DIMS:
+		across = dims_param(b, m, 1, rank);
+		break;
+	case DT_OP_SQUEEZE: /* every dim of size 1 */
+		for (int d = 0; d < rank; d++)
+			across |= shape[d] == 1 ? 1u << d : 0;
 		break;
 	case DT_OP_EMBEDDING: /* padded indices look up row 0 */
 		*fill = 0;

@@ -236,8 +236,8 @@ E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, ["out", "a"], set()),
        "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, ["out", "a"], set()),
        "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, ["out", "a"], set()),
        "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 4, AG: 3},
-                          ["out", "a", "s_r", "mx_r", "emb", "emb_g_r"],
-                          {"out", "s_r", "emb_g_r"})}
+                          ["out", "a", "s_r", "mx_r", "emb", "emb_g_r",
+                           "emb_sq"], {"out", "s_r", "emb_g_r", "emb_sq"})}
 
 
 def strides(shape):
