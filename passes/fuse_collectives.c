@@ -18,7 +18,8 @@
  * Reduce ops must be equal, or sum with avg: then the fused collective sums
  * and a division by the product of the avg dims' sizes follows.
  * Gathers and scatters need even shards: a <sharding global-shape> saying
- * otherwise, a pad before or a narrow after the chain refuses the fusion.
+ * otherwise (in any tensor dim: the decision must not depend on the rank),
+ * a pad before or a narrow after the chain refuses the fusion.
  * The group is looked up by layout; a missing one is declared only under
  * --create-groups. A fusion the cost model (cost_model.h) says is slower is
  * declined unless --force-fusion. Where the whole chain cannot fuse, its
@@ -372,29 +373,38 @@ static enum miss combine_ops(struct fuse *f, const struct link *links, int lo,
 	return MISS_NONE;
 }
 
-/* The local rows of tensor dim 0 are equal on every rank of the mesh. */
+/* Every tensor dim has equal local lengths on every rank of the mesh:
+ * else *dim is the first that does not and lens its first lengths. Not
+ * only dim 0: a collective on dim d moves d to the front, and a decision
+ * that read one rank's local shapes would differ between ranks (ranks
+ * holding a full chunk see no trim between the links and fuse, the others
+ * do not, and the collectives no longer match: a hang). */
 static bool sharding_even(const struct dt_module *m, const struct dt_sharding *s,
-			  int64_t *lens, int *nlens)
+			  int *dim, int64_t *lens, int *nlens)
 {
 	if (!s->has_global_shape)
 		return true;
 	int rank;
 	const int64_t *shape = dt_ints_get(m, s->global_shape, &rank);
-	if (rank == 0)
-		return true;
 	const struct dt_mesh *me = &m->meshes.data[s->mesh];
 	int64_t coord[DT_MAX_MESH_DIMS];
-	*nlens = 0;
-	bool even = true;
-	for (int64_t pos = 0; pos < me->size; pos++) {
-		dt_mesh_coords(me, pos, coord);
-		int64_t len = dt_shard_length(&s->placements, me->shape, coord,
-					      0, shape[0]);
-		if (*nlens < 8)
-			lens[(*nlens)++] = len;
-		even &= len == lens[0];
+	for (int d = 0; d < rank; d++) {
+		*nlens = 0;
+		bool even = true;
+		for (int64_t pos = 0; pos < me->size; pos++) {
+			dt_mesh_coords(me, pos, coord);
+			int64_t len = dt_shard_length(&s->placements, me->shape,
+						      coord, d, shape[d]);
+			if (*nlens < 8)
+				lens[(*nlens)++] = len;
+			even &= len == lens[0];
+		}
+		if (!even) {
+			*dim = d;
+			return false;
+		}
 	}
-	return even;
+	return true;
 }
 
 static bool is_pad(const struct dt_module *m, uint32_t id)
@@ -446,8 +456,8 @@ static enum miss check_even(struct fuse *f, const struct link *links, int lo,
 		const struct dt_sharding *s =
 			dt_node_sharding(m, dt_node_get(m, values[i]));
 		int64_t lens[8];
-		int nlens;
-		if (s && !sharding_even(m, s, lens, &nlens)) {
+		int nlens, dim;
+		if (s && !sharding_even(m, s, &dim, lens, &nlens)) {
 			char text[64];
 			dt_placements_print(&s->placements, text, sizeof(text));
 			int rank;
@@ -459,8 +469,9 @@ static enum miss check_even(struct fuse *f, const struct link *links, int lo,
 						       "%s%lld", k ? "," : "",
 						       (long long)lens[k]);
 			snprintf(f->why, sizeof(f->why),
-				 "the shards are uneven: %s is %s of a global dim 0 of %lld (local rows %s%s)",
-				 name_of(m, values[i]), text, (long long)shape[0],
+				 "the shards are uneven: %s is %s of a global dim %d of %lld (local %s %s%s)",
+				 name_of(m, values[i]), text, dim,
+				 (long long)shape[dim], dim ? "lengths" : "rows",
 				 rows, nlens == 8 ? ",..." : "");
 			return MISS_UNEVEN;
 		}
