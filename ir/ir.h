@@ -51,7 +51,9 @@ char *dt_strdup(const char *s);
 		T *data;                                                   \
 		uint32_t len, cap;                                         \
 	}
-/* Make room for `n` more elements; returns the index of the first one. */
+/* Make room for `n` more elements; returns the index of the first one.
+ * Leaves data non-NULL even for n = 0, so copying a grown vector's zero
+ * bytes (memcpy, memset) is defined. */
 #define dt_vec_grow(v, n)                                                  \
 	dt_vec_grow_((void **)&(v)->data, &(v)->len, &(v)->cap,            \
 		     sizeof(*(v)->data), (n))

@@ -76,7 +76,7 @@ uint32_t dt_vec_grow_(void **data, uint32_t *len, uint32_t *cap, size_t elem,
 	uint32_t at = *len;
 	if ((uint64_t)at + n > UINT32_MAX)
 		dt_die(__FILE__, __LINE__, "array too large");
-	if (at + n > *cap) {
+	if (at + n > *cap || !*data) {
 		uint64_t c = *cap ? (uint64_t)*cap * 2 : 8;
 		while (c < (uint64_t)at + n)
 			c *= 2;

@@ -45,6 +45,12 @@ static void test_vec(void **state)
 	assert_int_equal(v.data[999], 2997);
 	assert_true(v.cap >= 1000);
 	dt_vec_free(&v);
+	/* A grown vector has storage even when it grew by nothing (a search
+	 * state of a node without inputs is 0 bytes, then memcpy'd). */
+	assert_int_equal(dt_vec_grow(&v, 0), 0);
+	assert_non_null(v.data);
+	assert_int_equal(v.len, 0);
+	dt_vec_free(&v);
 }
 
 static void test_arena(void **state)
