@@ -4,10 +4,11 @@
  * unevenly sharded value is the largest shard of any rank, the rank's own
  * shard in the leading part of each dim and unspecified padding after it.
  * An op that maps each element of a padded dim to the same position of
- * its result (elementwise ops, dim moves, reductions and contractions over
- * other dims, softmax and layer norm over other dims, slicing, selecting,
- * splitting and squeezing other dims, views and expands that keep the
- * padded dim whole) keeps padding in padding. A reduction
+ * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
+ * reductions and contractions over other dims, softmax and layer norm
+ * over other dims, slicing, selecting, splitting and squeezing other
+ * dims, views and expands that keep the padded dim whole) keeps padding
+ * in padding. A reduction
  * over a padded dim would read padding into valid results: sum and the
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
@@ -285,6 +286,8 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	case DT_OP_UNSQUEEZE: case DT_OP_ALIAS: case DT_OP_DETACH:
 	case DT_OP_CLONE: case DT_OP_CONTIGUOUS: case DT_OP_LIFT_FRESH_COPY:
 	case DT_OP_CONVERT_ELEMENT_TYPE: case DT_OP_TO_COPY: case DT_OP_GETITEM:
+	case DT_OP_EMPTY_LIKE: case DT_OP_ZEROS_LIKE: case DT_OP_ONES_LIKE:
+	case DT_OP_FULL_LIKE: /* read the shape only */
 		return CONFINED;
 	case DT_OP_SUM: case DT_OP_SUM_DIM:
 		sums = true;
