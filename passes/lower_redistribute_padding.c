@@ -4,16 +4,19 @@
  * unevenly sharded value is the largest shard of any rank, the rank's own
  * shard in the leading part of each dim and unspecified padding after it.
  * An op that maps each element of a padded dim to the same position of
- * its result (elementwise ops, dim moves, reductions and contractions over
- * other dims, softmax and layer norm over other dims, slicing, selecting,
- * splitting and squeezing other dims, views and expands that keep the
- * padded dim whole) keeps padding in padding. A reduction
+ * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
+ * reductions and contractions over other dims, softmax and layer norm
+ * over other dims, slicing, selecting, splitting and squeezing other
+ * dims, views and expands that keep the padded dim whole) keeps padding
+ * in padding. A reduction
  * over a padded dim would read padding into valid results: sum and the
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
  * (+inf), by a dt.local_shard from its placements to themselves with that
  * fill; so do embedding's indices and embedding_dense_backward's gradient
- * and indices (0: the padding looks up, and adds zeros to, row 0):
+ * and indices (0: the padding looks up, and adds zeros to, row 0), and
+ * nll_loss's target padded in the batch dim (its ignore_index: padded
+ * rows are skipped):
  *
  *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
  *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)',
@@ -23,9 +26,9 @@
  *
  * Every other op reading across a padded dim (mean, argmax, var, softmax
  * or layer norm over it, views that merge or split it, slicing or
- * squeezing it, cat, indexing, losses, …) is refused, naming the node and
- * input, with the advice to lower per rank. O(args · mesh size) per
- * node. */
+ * squeezing it, cat, indexing, other losses, …) is refused, naming the
+ * node and input, with the advice to lower per rank. O(args · mesh size)
+ * per node. */
 #include "lower_redistribute_internal.h"
 
 #include <math.h>
@@ -166,13 +169,16 @@ static unsigned last_dims(int k, int rank)
 
 /* Whether a view or expand of a tensor of local shape in[0..rank) to the
  * local sizes of parameter 1 keeps each padded dim (bits) whole, at the
- * same place in row-major order: an output dim of the same size after
- * the same number of elements, so element i of the dim stays element i.
- * A padded dim of size 1 is not kept (expand and squeeze would repeat or
- * drop a rank's empty shard). */
+ * same place: for a view, in row-major order, an output dim of the same
+ * size after the same number of elements; for an expand, which aligns
+ * dims from the right and repeats the whole input along new leading
+ * dims, the output dim as many dims from the end of the same size. Either
+ * way element i of the dim stays element i. A padded dim of size 1 is
+ * not kept (expand and squeeze would repeat or drop a rank's empty
+ * shard). */
 static bool keeps_padded(const struct dt_module *m,
 			 const struct dt_bound_args *b, const int64_t *in,
-			 int rank, unsigned bits)
+			 int rank, unsigned bits, bool expand)
 {
 	const struct dt_arg *a = b->arg[1];
 	int nout;
@@ -185,14 +191,81 @@ static bool keeps_padded(const struct dt_module *m,
 			continue;
 		bool kept = false;
 		int64_t before_out = 1;
-		for (int e = 0; e < nout && before_out <= before_in && !kept;
-		     before_out *= out[e], e++)
-			kept = before_out == before_in && out[e] == in[d] &&
-			       in[d] > 1;
+		if (expand)
+			kept = nout >= rank && out[d + nout - rank] == in[d];
+		else
+			for (int e = 0;
+			     e < nout && before_out <= before_in && !kept;
+			     before_out *= out[e], e++)
+				kept = before_out == before_in &&
+				       out[e] == in[d];
+		kept = kept && in[d] > 1;
 		if (!kept)
 			return false;
 	}
 	return true;
+}
+
+/* Whether nodes x and y hold the same valid rows (dim 0) on every rank:
+ * both sharded on one mesh with the same shard length of dim 0 per rank
+ * (a shard is the leading part of its padded dim). */
+static bool same_rows(const struct dt_module *m, uint32_t x, uint32_t y)
+{
+	const struct dt_sharding *sx = dt_node_sharding(m, dt_node_get(m, x)),
+				 *sy = dt_node_sharding(m, dt_node_get(m, y));
+	if (!sx || !sy || !sx->has_global_shape || !sy->has_global_shape ||
+	    sx->mesh != sy->mesh)
+		return false;
+	int rx, ry;
+	const int64_t *gx = dt_ints_get(m, sx->global_shape, &rx),
+		      *gy = dt_ints_get(m, sy->global_shape, &ry);
+	const struct dt_mesh *me = &m->meshes.data[sx->mesh];
+	int64_t hx[DT_MAX_RANK], hy[DT_MAX_RANK];
+	if (rx < 1 || ry < 1)
+		return false;
+	for (int64_t pos = -1; pos < me->size; pos++) { /* -1: the padded */
+		dt_shard_shape(me, &sx->placements, pos, gx, rx, hx);
+		dt_shard_shape(me, &sy->placements, pos, gy, ry, hy);
+		if (hx[0] != hy[0])
+			return false;
+	}
+	return true;
+}
+
+/* nll_loss_forward / backward on a 2-D self padded in the batch dim
+ * only, parameter p of bound args b with padded dims `bits`: each row i
+ * of self, target (and a per-row grad_output) feeds only row i of a
+ * per-row result and is skipped when target[i] is ignore_index (no loss,
+ * no weight, a zero gradient row; self is not read). So the target's
+ * padding becomes ignore_index (MASKED, *fill) and the padded rows of
+ * self and grad_output are CONFINED when they match the target's valid
+ * rows on every rank: the local result is then exactly the rank's own
+ * (any reduction: total_weight is an input of the backward). */
+static enum use nll_rows(const struct dt_module *m, enum dt_op op,
+			 const struct dt_bound_args *b, int p, unsigned bits,
+			 double *fill)
+{
+	int self = op == DT_OP_NLL_LOSS_BACKWARD; /* after grad_output */
+	const struct dt_arg *x = b->arg[self], *t = b->arg[self + 1],
+			    *ig = b->arg[self + 4], *me = b->arg[p];
+	int64_t ignore = ig && ig->kind == DT_ARG_INT ? ig->v.i : -100;
+	int rank = 0;
+	if (x && x->kind == DT_ARG_NODE)
+		dt_ints_get(m, dt_node_tensor(m, dt_node_get(m, x->v.node),
+					      0)->shape, &rank);
+	if (bits != 1u || p > self + 1 || rank != 2 || !t ||
+	    t->kind != DT_ARG_NODE || !same_rows(m, me->v.node, t->v.node))
+		return REFUSED;
+	if (p != self + 1)
+		return CONFINED;
+	/* int64 holds the fill exactly when a double does */
+	const struct dt_tensor *tt =
+		dt_node_tensor(m, dt_node_get(m, t->v.node), 0);
+	if (tt->dtype != DT_INT64 || ignore < -(INT64_C(1) << 53) ||
+	    ignore > INT64_C(1) << 53)
+		return REFUSED;
+	*fill = (double)ignore;
+	return MASKED;
 }
 
 /* How node n (op `op`, bound args b) reads the padded dims `bits` of its
@@ -213,6 +286,8 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	case DT_OP_UNSQUEEZE: case DT_OP_ALIAS: case DT_OP_DETACH:
 	case DT_OP_CLONE: case DT_OP_CONTIGUOUS: case DT_OP_LIFT_FRESH_COPY:
 	case DT_OP_CONVERT_ELEMENT_TYPE: case DT_OP_TO_COPY: case DT_OP_GETITEM:
+	case DT_OP_EMPTY_LIKE: case DT_OP_ZEROS_LIKE: case DT_OP_ONES_LIKE:
+	case DT_OP_FULL_LIKE: /* read the shape only */
 		return CONFINED;
 	case DT_OP_SUM: case DT_OP_SUM_DIM:
 		sums = true;
@@ -282,8 +357,12 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 			       : REFUSED;
 	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
 	case DT_OP_EXPAND:
-		return p == 0 && keeps_padded(m, b, shape, rank, bits) ? CONFINED
-								     : REFUSED;
+		return p == 0 && keeps_padded(m, b, shape, rank, bits,
+					      op == DT_OP_EXPAND)
+			       ? CONFINED
+			       : REFUSED;
+	case DT_OP_NLL_LOSS_FORWARD: case DT_OP_NLL_LOSS_BACKWARD:
+		return nll_rows(m, op, b, p, bits, fill);
 	default:
 		return REFUSED;
 	}

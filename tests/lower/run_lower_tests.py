@@ -235,9 +235,11 @@ E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, ["out", "a"], set()),
        "mlp-2x4": ("mlp_tp_2x4.xml", 8, {AR: 1}, ["out", "a"], set()),
        "fsdp-2x2": ("fsdp_tp_2x2.xml", 4, {AG: 4}, ["out", "a"], set()),
        "fsdp-2x4": ("fsdp_tp_2x4.xml", 8, {AG: 4}, ["out", "a"], set()),
-       "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 4, AG: 3},
+       "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 6, AG: 3},
                           ["out", "a", "s_r", "mx_r", "emb", "emb_g_r",
-                           "emb_sq"], {"out", "s_r", "emb_g_r", "emb_sq"})}
+                           "emb_sq", "a_ex_s", "a_full", "loss", "tw",
+                           "rows", "ls_g", "ls_g_rows"],
+                          {"out", "s_r", "emb_g_r", "emb_sq", "loss", "tw"})}
 
 
 def strides(shape):
