@@ -9,21 +9,6 @@
 
 #include <math.h>
 
-#define THREADS 256
-
-/* Blocks for n elements: a grid-stride loop covers the rest. */
-static unsigned blocks_for(int64_t n)
-{
-	int64_t b = (n + THREADS - 1) / THREADS;
-	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
-}
-
-static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
-{
-	if (e.status)
-		atomicCAS(e.status, 0, e.code);
-}
-
 /* ---- elementwise ---- */
 
 /* T element of operand k: float loads skip double for float dtypes. */
@@ -142,7 +127,7 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return a * b;
 	case DT_CU_DIV:
 		if (p.int_compute && p.mode != 0 && b == 0) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			return 0;
 		}
 		if (p.mode == 1)
@@ -152,7 +137,7 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return a / b;
 	case DT_CU_POW:
 		if (p.int_compute && b < 0) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			return 0;
 		}
 		return pow(a, b);
@@ -259,7 +244,7 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 		return (T)p.alpha * (a - b) * c;
 	case DT_CU_REM: {
 		if (p.int_compute && b == 0) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			return 0;
 		}
 		T mod = fmod(a, b);
@@ -303,10 +288,10 @@ extern "C" cudaError_t dt_cu_elementwise(const struct dt_cu_walk *w,
 		return cudaSuccess;
 	if (p->wide)
 		ew_kernel<double>
-		    <<<blocks_for(w->numel), THREADS, 0, s>>>(*w, *p);
+		    <<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w, *p);
 	else
 		ew_kernel<float>
-		    <<<blocks_for(w->numel), THREADS, 0, s>>>(*w, *p);
+		    <<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w, *p);
 	return cudaGetLastError();
 }
 
@@ -334,7 +319,7 @@ extern "C" cudaError_t dt_cu_copy(const struct dt_cu_walk *w, cudaStream_t s)
 {
 	if (w->numel == 0)
 		return cudaSuccess;
-	copy_kernel<<<blocks_for(w->numel), THREADS, 0, s>>>(*w);
+	copy_kernel<<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w);
 	return cudaGetLastError();
 }
 
@@ -355,7 +340,7 @@ extern "C" cudaError_t dt_cu_fill(const struct dt_cu_walk *w, uint64_t bits,
 {
 	if (w->numel == 0)
 		return cudaSuccess;
-	fill_kernel<<<blocks_for(w->numel), THREADS, 0, s>>>(*w, bits);
+	fill_kernel<<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w, bits);
 	return cudaGetLastError();
 }
 
@@ -376,7 +361,7 @@ extern "C" cudaError_t dt_cu_arange(const struct dt_cu_walk *w, double start,
 {
 	if (w->numel == 0)
 		return cudaSuccess;
-	arange_kernel<<<blocks_for(w->numel), THREADS, 0, s>>>(*w, start, step);
+	arange_kernel<<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w, start, step);
 	return cudaGetLastError();
 }
 
@@ -420,7 +405,7 @@ static __global__ void random_kernel(const __grid_constant__ dt_cu_walk w,
 		case DT_CU_BERNOULLI:
 			v = dt_cu_load(w.t[2].data, w.t[2].dtype, off[2]);
 			if (!(v >= 0 && v <= 1))
-				raise_error(p.err);
+				dt_cu_raise(p.err);
 			v = uniform(p, i, 0) < v;
 			break;
 		case DT_CU_BERNOULLI_P:
@@ -445,6 +430,6 @@ extern "C" cudaError_t dt_cu_random(const struct dt_cu_walk *w,
 {
 	if (w->numel == 0)
 		return cudaSuccess;
-	random_kernel<<<blocks_for(w->numel), THREADS, 0, s>>>(*w, *p);
+	random_kernel<<<dt_cu_blocks_for(w->numel), DT_CU_THREADS, 0, s>>>(*w, *p);
 	return cudaGetLastError();
 }

@@ -7,20 +7,6 @@
  * cuda_internal.h. */
 #include "cuda_internal.h"
 
-#define THREADS 256
-
-static unsigned blocks_for(int64_t n)
-{
-	int64_t b = (n + THREADS - 1) / THREADS;
-	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
-}
-
-static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
-{
-	if (e.status)
-		atomicCAS(e.status, 0, e.code);
-}
-
 /* Index i of p.index, or -1 when out of [0, size) (negative too). */
 static __device__ __forceinline__ long long index_at(const dt_cu_index_op &p,
 						     int64_t i)
@@ -57,7 +43,7 @@ static __global__ void select_kernel(const __grid_constant__ dt_cu_index_op p)
 			o = e / (p.inner * p.n);
 		long long ix = index_at(p, i);
 		if (ix < 0) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			continue;
 		}
 		dt_cu_move(p.dst, e, p.src, (o * p.size + ix) * p.inner + j,
@@ -74,7 +60,7 @@ static __global__ void add_kernel(const __grid_constant__ dt_cu_index_op p)
 			o = e / (p.inner * p.n);
 		long long ix = index_at(p, i);
 		if (ix < 0) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			continue;
 		}
 		atomicAdd((double *)p.dst + (o * p.size + ix) * p.inner + j,
@@ -90,14 +76,14 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 				  ? ((const long long *)p.index)[i]
 				  : ((const int *)p.index)[i];
 		if (r < 0 || r > p.size - at) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			return;
 		}
 		for (long long k = 0; k < r; k++)
 			dt_cu_store(p.dst, p.dst_dtype, at++, (double)i);
 	}
 	if (at != p.size)
-		raise_error(p.err);
+		dt_cu_raise(p.err);
 }
 
 /* Coordinates of row-major element e of p.shape. */
@@ -134,7 +120,7 @@ static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 		long long ix = ((const long long *)p.index)[e];
 		int64_t limit = p.rank ? p.self_shape[p.dim] : 1;
 		if (ix < 0 || ix >= limit) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			continue;
 		}
 		int64_t from = p.rank ? at[p.dim] : 0;
@@ -231,34 +217,34 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 	case DT_CU_TRIL:
 	case DT_CU_TRIU:
 		if (n > 0)
-			triangle_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			triangle_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_INDEX_SELECT:
 		if (n > 0)
-			select_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			select_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_INDEX_ADD:
 		if (n > 0)
-			add_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			add_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_GATHER:
 	case DT_CU_SCATTER_ADD:
 	case DT_CU_SCATTER_SRC:
 	case DT_CU_SCATTER_VALUE:
 		if (n > 0)
-			gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			gather_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_FLIP:
 		if (n > 0)
-			flip_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			flip_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_CUMSUM:
 		if (n > 0 && p->size > 0)
-			cumsum_kernel<<<blocks_for(n), THREADS, 0, s>>>(*p);
+			cumsum_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_REPEAT:
 		if (n > 0)
-			repeat_tile_kernel<<<blocks_for(n), THREADS, 0, s>>>(
+			repeat_tile_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(
 			    *p);
 		break;
 	default:

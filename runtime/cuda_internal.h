@@ -324,6 +324,24 @@ cudaError_t dt_cu_index(const struct dt_cu_index_op *p, cudaStream_t s);
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+/* Threads per block of the element-wise launches. */
+#define DT_CU_THREADS 256
+
+/* Blocks for n elements (at least 1, at most 65535): the kernels' grid-
+ * stride loops cover the rest. */
+static inline unsigned dt_cu_blocks_for(int64_t n)
+{
+	int64_t b = (n + DT_CU_THREADS - 1) / DT_CU_THREADS;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+/* Record the first error of a launch in e.status (when it has one). */
+static __device__ __forceinline__ void dt_cu_raise(const dt_cu_status &e)
+{
+	if (e.status)
+		atomicCAS(e.status, 0, e.code);
+}
+
 /* Element `off` of a buffer of dtype t, as double. */
 static __device__ __forceinline__ double dt_cu_load(const void *p, int t,
 						    int64_t off)

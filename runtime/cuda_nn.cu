@@ -10,27 +10,13 @@
 
 #include <math.h>
 
-#define THREADS 256
-
-static unsigned blocks_for(int64_t n)
-{
-	int64_t b = (n + THREADS - 1) / THREADS;
-	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
-}
-
-static __device__ __forceinline__ void raise_error(const dt_cu_status &e)
-{
-	if (e.status)
-		atomicCAS(e.status, 0, e.code);
-}
-
 static __device__ __forceinline__ double nanmax(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
 }
 
 /* The sum (or NaN-propagating max) of v over a group of G threads (a
- * warp, or the THREADS-thread block), on every thread of the group.
+ * warp, or the DT_CU_THREADS-thread block), on every thread of the group.
  * Every thread of the block must call it. */
 template <int G> static __device__ double group_reduce(double v, bool max)
 {
@@ -40,13 +26,13 @@ template <int G> static __device__ double group_reduce(double v, bool max)
 	}
 	if (G == 32)
 		return v;
-	__shared__ double part[THREADS / 32];
+	__shared__ double part[DT_CU_THREADS / 32];
 	__syncthreads(); /* part may still be read by a previous call */
 	if (threadIdx.x % 32 == 0)
 		part[threadIdx.x / 32] = v;
 	__syncthreads();
 	v = part[0];
-	for (int i = 1; i < THREADS / 32; i++)
+	for (int i = 1; i < DT_CU_THREADS / 32; i++)
 		v = max ? nanmax(v, part[i]) : v + part[i];
 	return v;
 }
@@ -59,7 +45,7 @@ template <int G, typename T>
 static __global__ void
 softmax_kernel(const __grid_constant__ dt_cu_softmax_op p)
 {
-	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
+	int64_t row = blockIdx.x * (int64_t)(DT_CU_THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
 	bool active = row < p.outer.numel;
 	int64_t off[3];
@@ -118,10 +104,10 @@ static void softmax_launch(const dt_cu_softmax_op *p, cudaStream_t s)
 	int64_t rows = p->outer.numel;
 	if (p->len <= 1024)
 		softmax_kernel<32, T>
-		    <<<(unsigned)((rows + 7) / 8), THREADS, 0, s>>>(*p);
+		    <<<(unsigned)((rows + 7) / 8), DT_CU_THREADS, 0, s>>>(*p);
 	else
-		softmax_kernel<THREADS, T>
-		    <<<(unsigned)rows, THREADS, 0, s>>>(*p);
+		softmax_kernel<DT_CU_THREADS, T>
+		    <<<(unsigned)rows, DT_CU_THREADS, 0, s>>>(*p);
 }
 
 extern "C" cudaError_t dt_cu_softmax(const struct dt_cu_softmax_op *p,
@@ -148,7 +134,7 @@ template <int G>
 static __global__ void
 layer_norm_kernel(const __grid_constant__ dt_cu_layer_norm_op p)
 {
-	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
+	int64_t row = blockIdx.x * (int64_t)(DT_CU_THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
 	bool active = row < p.rows;
 	int64_t n = active ? p.len : 0, base = active ? row * p.len : 0;
@@ -181,10 +167,10 @@ extern "C" cudaError_t dt_cu_layer_norm(const struct dt_cu_layer_norm_op *p,
 		return cudaSuccess;
 	if (p->len <= 1024)
 		layer_norm_kernel<32>
-		    <<<(unsigned)((p->rows + 7) / 8), THREADS, 0, s>>>(*p);
+		    <<<(unsigned)((p->rows + 7) / 8), DT_CU_THREADS, 0, s>>>(*p);
 	else
-		layer_norm_kernel<THREADS>
-		    <<<(unsigned)p->rows, THREADS, 0, s>>>(*p);
+		layer_norm_kernel<DT_CU_THREADS>
+		    <<<(unsigned)p->rows, DT_CU_THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }
 
@@ -193,7 +179,7 @@ template <int G>
 static __global__ void
 layer_norm_dx_kernel(const __grid_constant__ dt_cu_layer_norm_op p)
 {
-	int64_t row = blockIdx.x * (int64_t)(THREADS / G) + threadIdx.x / G;
+	int64_t row = blockIdx.x * (int64_t)(DT_CU_THREADS / G) + threadIdx.x / G;
 	int lane = threadIdx.x % G;
 	bool active = row < p.rows;
 	int64_t n = active ? p.len : 0, base = active ? row * p.len : 0;
@@ -265,7 +251,7 @@ layer_norm_dwb_finish(const __grid_constant__ dt_cu_layer_norm_op p,
 /* Row splits of the dweight/dbias sums: enough blocks to fill the GPU. */
 static int64_t dwb_splits(const dt_cu_layer_norm_op *p)
 {
-	int64_t col_blocks = (p->len + THREADS - 1) / THREADS;
+	int64_t col_blocks = (p->len + DT_CU_THREADS - 1) / DT_CU_THREADS;
 	int64_t want = (512 + col_blocks - 1) / col_blocks;
 	int64_t most = (p->rows + 31) / 32;
 	int64_t s = want < most ? want : most;
@@ -285,20 +271,20 @@ dt_cu_layer_norm_backward(const struct dt_cu_layer_norm_op *p, void *scratch,
 	if (p->dx && p->rows > 0) {
 		if (p->len <= 1024)
 			layer_norm_dx_kernel<32>
-			    <<<(unsigned)((p->rows + 7) / 8), THREADS, 0, s>>>(
+			    <<<(unsigned)((p->rows + 7) / 8), DT_CU_THREADS, 0, s>>>(
 				*p);
 		else
-			layer_norm_dx_kernel<THREADS>
-			    <<<(unsigned)p->rows, THREADS, 0, s>>>(*p);
+			layer_norm_dx_kernel<DT_CU_THREADS>
+			    <<<(unsigned)p->rows, DT_CU_THREADS, 0, s>>>(*p);
 	}
 	if ((p->dw || p->db) && p->len > 0) {
 		int64_t splits = dwb_splits(p),
 			chunk = (p->rows + splits - 1) / splits;
-		dim3 grid((unsigned)((p->len + THREADS - 1) / THREADS),
+		dim3 grid((unsigned)((p->len + DT_CU_THREADS - 1) / DT_CU_THREADS),
 			  (unsigned)splits);
-		layer_norm_dwb_kernel<<<grid, THREADS, 0, s>>>(
+		layer_norm_dwb_kernel<<<grid, DT_CU_THREADS, 0, s>>>(
 		    *p, chunk, (double *)scratch);
-		layer_norm_dwb_finish<<<grid.x, THREADS, 0, s>>>(
+		layer_norm_dwb_finish<<<grid.x, DT_CU_THREADS, 0, s>>>(
 		    *p, splits, (const double *)scratch);
 	}
 	return cudaGetLastError();
@@ -324,7 +310,7 @@ embedding_kernel(const __grid_constant__ dt_cu_embedding_op p)
 		int64_t i = e / p.dim, j = e - i * p.dim;
 		long long ix = load_index(p.index, p.index_dtype, i);
 		if (ix < 0 || ix >= p.rows) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			dt_cu_store(p.dst, p.dst_dtype, e, 0);
 		} else if (p.src_dtype == p.dst_dtype) {
 			dt_cu_move(p.dst, e, p.src, ix * p.dim + j,
@@ -342,7 +328,7 @@ extern "C" cudaError_t dt_cu_embedding(const struct dt_cu_embedding_op *p,
 {
 	if (p->n * p->dim == 0)
 		return cudaSuccess;
-	embedding_kernel<<<blocks_for(p->n * p->dim), THREADS, 0, s>>>(*p);
+	embedding_kernel<<<dt_cu_blocks_for(p->n * p->dim), DT_CU_THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }
 
@@ -367,7 +353,7 @@ embedding_backward_kernel(const __grid_constant__ dt_cu_embedding_op p)
 		if (ix == p.padding_idx)
 			continue;
 		if (ix < 0 || ix >= p.rows) {
-			raise_error(p.err);
+			dt_cu_raise(p.err);
 			continue;
 		}
 		double scale = p.counts ? 1.0 / p.counts[ix] : 1.0;
@@ -380,11 +366,11 @@ extern "C" cudaError_t
 dt_cu_embedding_backward(const struct dt_cu_embedding_op *p, cudaStream_t s)
 {
 	if (p->counts && p->n > 0)
-		embedding_count_kernel<<<(unsigned)((p->n + THREADS - 1) /
-						    THREADS),
-					 THREADS, 0, s>>>(*p);
+		embedding_count_kernel<<<(unsigned)((p->n + DT_CU_THREADS - 1) /
+						    DT_CU_THREADS),
+					 DT_CU_THREADS, 0, s>>>(*p);
 	if (p->n * p->dim > 0)
-		embedding_backward_kernel<<<blocks_for(p->n * p->dim), THREADS,
+		embedding_backward_kernel<<<dt_cu_blocks_for(p->n * p->dim), DT_CU_THREADS,
 					    0, s>>>(*p);
 	return cudaGetLastError();
 }
@@ -400,7 +386,7 @@ static __device__ long long nll_class(const dt_cu_nll_op &p, int64_t i)
 	if (t == p.ignore)
 		return -1;
 	if (t < 0 || t >= p.classes) {
-		raise_error(p.err);
+		dt_cu_raise(p.err);
 		return -1;
 	}
 	return t;
@@ -411,7 +397,7 @@ static __global__ void
 nll_forward_kernel(const __grid_constant__ dt_cu_nll_op p)
 {
 	double sum = 0, total = 0;
-	for (int64_t i = threadIdx.x; i < p.n; i += THREADS) {
+	for (int64_t i = threadIdx.x; i < p.n; i += DT_CU_THREADS) {
 		long long t = nll_class(p, i);
 		double w = t < 0 ? 0 : opt_load(p.weight, p.weight_dtype, t, 1);
 		double loss =
@@ -423,8 +409,8 @@ nll_forward_kernel(const __grid_constant__ dt_cu_nll_op p)
 			dt_cu_store(p.out.data, p.out.dtype,
 				    p.out.offset + i * p.out.stride[0], loss);
 	}
-	sum = group_reduce<THREADS>(sum, false);
-	total = group_reduce<THREADS>(total, false);
+	sum = group_reduce<DT_CU_THREADS>(sum, false);
+	total = group_reduce<DT_CU_THREADS>(total, false);
 	if (threadIdx.x != 0)
 		return;
 	if (!p.per_row)
@@ -437,7 +423,7 @@ nll_forward_kernel(const __grid_constant__ dt_cu_nll_op p)
 extern "C" cudaError_t dt_cu_nll_forward(const struct dt_cu_nll_op *p,
 					 cudaStream_t s)
 {
-	nll_forward_kernel<<<1, THREADS, 0, s>>>(*p);
+	nll_forward_kernel<<<1, DT_CU_THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }
 
@@ -465,7 +451,7 @@ extern "C" cudaError_t dt_cu_nll_backward(const struct dt_cu_nll_op *p,
 {
 	if (p->n == 0)
 		return cudaSuccess;
-	nll_backward_kernel<<<(unsigned)((p->n + THREADS - 1) / THREADS),
-			      THREADS, 0, s>>>(*p);
+	nll_backward_kernel<<<(unsigned)((p->n + DT_CU_THREADS - 1) / DT_CU_THREADS),
+			      DT_CU_THREADS, 0, s>>>(*p);
 	return cudaGetLastError();
 }
