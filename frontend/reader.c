@@ -1029,8 +1029,11 @@ static void node_end(struct reader *r)
 		return;
 	uint32_t id = dt_module_add_node(r->m, &p->init);
 	char what[200];
-	int minor = dt_format_node_minor(r->m, dt_node_get(r->m, id), what,
-					 sizeof what);
+	/* a file of the newest minor version may use every feature */
+	int minor = r->minor < DT_FORMAT_MINOR
+			    ? dt_format_node_minor(r->m, dt_node_get(r->m, id),
+						   what, sizeof what)
+			    : 0;
 	if (minor > r->minor) {
 		char have[16] = "1";
 		if (r->minor)

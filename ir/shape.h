@@ -145,6 +145,9 @@ enum dt_memfmt dt_tinfo_suggest_memfmt(const struct dt_tinfo *t);
 /* Offset 0 and fresh strides of the format (channels-last needs rank 4;
  * PRESERVE means contiguous here). */
 void dt_tinfo_set_strides(struct dt_tinfo *t, enum dt_memfmt f);
+/* A fresh contiguous tensor of `dtype` and `shape` (rank entries). */
+struct dt_tinfo dt_tinfo_contiguous(enum dt_dtype dtype, const int64_t *shape,
+				    int rank);
 /* infer_dense_strides(): dense strides with t's memory order. */
 void dt_tinfo_dense_strides(const struct dt_tinfo *t, int64_t *stride);
 /* empty_like(t) with preserve_format: dense -> same strides, else dense

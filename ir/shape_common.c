@@ -545,6 +545,17 @@ enum dt_memfmt dt_tinfo_suggest_memfmt(const struct dt_tinfo *t)
 	return DT_MEMFMT_CL;
 }
 
+struct dt_tinfo dt_tinfo_contiguous(enum dt_dtype dtype, const int64_t *shape,
+				    int rank)
+{
+	struct dt_tinfo r = {0};
+	r.dtype = (uint8_t)dtype;
+	r.rank = rank;
+	memcpy(r.shape, shape, (size_t)rank * sizeof(int64_t));
+	dt_tinfo_set_strides(&r, DT_MEMFMT_CONTIGUOUS);
+	return r;
+}
+
 void dt_tinfo_set_strides(struct dt_tinfo *t, enum dt_memfmt f)
 {
 	t->offset = 0;

@@ -8,17 +8,6 @@
 
 #include <string.h>
 
-static struct dt_tinfo contiguous(enum dt_dtype dtype, const int64_t *shape,
-				  int rank)
-{
-	struct dt_tinfo r = {0};
-	r.dtype = (uint8_t)dtype;
-	r.rank = rank;
-	memcpy(r.shape, shape, (size_t)rank * sizeof(int64_t));
-	dt_tinfo_set_strides(&r, DT_MEMFMT_CONTIGUOUS);
-	return r;
-}
-
 /* tril(self, diagonal) and triu: self's dtype and shape (rank >= 2). */
 int dt_shape_triangle(struct dt_shape_ctx *c)
 {
@@ -27,7 +16,7 @@ int dt_shape_triangle(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	if (t.rank < 2)
 		return dt_shape_fail(c, "input tensor must have at least 2 dimensions");
-	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -63,7 +52,7 @@ int dt_shape_index_select(struct dt_shape_ctx *c)
 				     (long long)n);
 	if (t.rank > 0)
 		t.shape[dim] = n;
-	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -102,7 +91,7 @@ int dt_shape_index_add(struct dt_shape_ctx *c)
 		return dt_shape_fail(c, "index_add_(): source %s does not match self %s outside dim %lld",
 				     dt_dims_format(&b1, src.shape, src.rank),
 				     dt_dims_format(&b2, t.shape, t.rank), (long long)dim);
-	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)t.dtype, t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -132,7 +121,7 @@ int dt_shape_repeat_interleave(struct dt_shape_ctx *c)
 	}
 	if (len < 0)
 		return dt_shape_fail(c, "the result's length is sum(repeats), known only at run time: give output_size or record the result's <tensor>");
-	struct dt_tinfo r = contiguous((enum dt_dtype)rep.dtype, &len, 1);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)rep.dtype, &len, 1);
 	if (dt_shape_check_layout(c, &r) != DT_OK)
 		return DT_EINPUT;
 	dt_shape_emit(c, &r);
@@ -176,8 +165,8 @@ int dt_shape_gather(struct dt_shape_ctx *c)
 					     dt_dims_format(&b2, t.shape, t.rank), (long long)dim,
 					     scatter ? ", nor than src" : "");
 	}
-	struct dt_tinfo r = scatter ? contiguous((enum dt_dtype)t.dtype, t.shape, t.rank)
-				    : contiguous((enum dt_dtype)t.dtype, idx.shape, idx.rank);
+	struct dt_tinfo r = scatter ? dt_tinfo_contiguous((enum dt_dtype)t.dtype, t.shape, t.rank)
+				    : dt_tinfo_contiguous((enum dt_dtype)t.dtype, idx.shape, idx.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -208,7 +197,7 @@ int dt_shape_repeat(struct dt_shape_ctx *c)
 	}
 	if (dt_shape_check_sizes(c, shape, n) != DT_OK)
 		return DT_EINPUT;
-	struct dt_tinfo r = contiguous((enum dt_dtype)t.dtype, shape, n);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)t.dtype, shape, n);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -252,7 +241,7 @@ int dt_shape_cumsum(struct dt_shape_ctx *c)
 	if (!dt_shape_dtype(c, 2, &dtype))
 		dtype = dt_dtype_is_float((enum dt_dtype)t.dtype) ? (enum dt_dtype)t.dtype
 								  : DT_INT64;
-	struct dt_tinfo r = contiguous(dtype, t.shape, t.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous(dtype, t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }

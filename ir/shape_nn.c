@@ -7,16 +7,6 @@
 
 #include <string.h>
 
-static struct dt_tinfo fresh(enum dt_dtype dtype, const int64_t *shape, int rank)
-{
-	struct dt_tinfo r = {0};
-	r.dtype = (uint8_t)dtype;
-	r.rank = rank;
-	memcpy(r.shape, shape, (size_t)rank * sizeof(int64_t));
-	dt_tinfo_set_strides(&r, DT_MEMFMT_CONTIGUOUS);
-	return r;
-}
-
 static bool same_shape(const struct dt_tinfo *a, const int64_t *shape, int rank)
 {
 	return a->rank == rank &&
@@ -57,7 +47,7 @@ static int matmul(struct dt_shape_ctx *c, int pa, int pb, int rank,
 	shape[rank - 1] = b.shape[rank - 1];
 	if (dt_shape_check_sizes(c, shape, rank) != DT_OK)
 		return DT_EINPUT;
-	*out = fresh((enum dt_dtype)a.dtype, shape, rank);
+	*out = dt_tinfo_contiguous((enum dt_dtype)a.dtype, shape, rank);
 	return DT_OK;
 }
 
@@ -106,7 +96,7 @@ int dt_shape_softmax(struct dt_shape_ctx *c)
 	dt_shape_bool(c, 2, &half_to_float);
 	if (!dt_shape_wrap_dim(c, &dim, t.rank))
 		return DT_EINPUT;
-	struct dt_tinfo r = fresh(half_to_float ? DT_FLOAT32 : (enum dt_dtype)t.dtype,
+	struct dt_tinfo r = dt_tinfo_contiguous(half_to_float ? DT_FLOAT32 : (enum dt_dtype)t.dtype,
 				  t.shape, t.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
@@ -134,7 +124,7 @@ int dt_shape_softmax_backward(struct dt_shape_ctx *c)
 	enum dt_dtype dt = (enum dt_dtype)g.dtype;
 	if (dt == DT_FLOAT32 && in_dtype == DT_FLOAT16)
 		dt = DT_FLOAT16;
-	struct dt_tinfo r = fresh(dt, g.shape, g.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous(dt, g.shape, g.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -183,14 +173,14 @@ int dt_shape_layer_norm(struct dt_shape_ctx *c)
 	    dt_shape_ints(c, 1, ns, DT_MAX_RANK + 1, &nn) != DT_OK ||
 	    layer_norm_check(c, &in, ns, nn, 2, 3, &axis) != DT_OK)
 		return DT_EINPUT;
-	struct dt_tinfo out = fresh((enum dt_dtype)in.dtype, in.shape, in.rank);
+	struct dt_tinfo out = dt_tinfo_contiguous((enum dt_dtype)in.dtype, in.shape, in.rank);
 	int64_t stat[DT_MAX_RANK];
 	for (int d = 0; d < in.rank; d++)
 		stat[d] = d < axis ? in.shape[d] : 1;
 	enum dt_dtype acc = in.dtype == DT_FLOAT16 || in.dtype == DT_BFLOAT16
 				    ? DT_FLOAT32
 				    : (enum dt_dtype)in.dtype;
-	struct dt_tinfo st = fresh(acc, stat, in.rank);
+	struct dt_tinfo st = dt_tinfo_contiguous(acc, stat, in.rank);
 	dt_shape_emit(c, &out);
 	dt_shape_emit(c, &st);
 	dt_shape_emit(c, &st);
@@ -217,7 +207,7 @@ int dt_shape_layer_norm_backward(struct dt_shape_ctx *c)
 				     dt_dims_format(&b1, g.shape, g.rank),
 				     dt_dims_format(&b2, in.shape, in.rank));
 	}
-	struct dt_tinfo gi = fresh((enum dt_dtype)in.dtype, in.shape, in.rank);
+	struct dt_tinfo gi = dt_tinfo_contiguous((enum dt_dtype)in.dtype, in.shape, in.rank);
 	dt_shape_emit(c, &gi);
 	for (int p = 5; p <= 6; p++) {
 		struct dt_tinfo w;
@@ -225,9 +215,9 @@ int dt_shape_layer_norm_backward(struct dt_shape_ctx *c)
 			if (dt_shape_tensor(c, p, &w) != DT_OK)
 				return DT_EINPUT;
 		} else {
-			w = fresh((enum dt_dtype)in.dtype, ns, nn);
+			w = dt_tinfo_contiguous((enum dt_dtype)in.dtype, ns, nn);
 		}
-		struct dt_tinfo r = fresh((enum dt_dtype)w.dtype, ns, nn);
+		struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)w.dtype, ns, nn);
 		dt_shape_emit(c, &r);
 	}
 	return DT_OK;
@@ -258,7 +248,7 @@ int dt_shape_embedding(struct dt_shape_ctx *c)
 	shape[idx.rank] = w.shape[1];
 	if (dt_shape_check_sizes(c, shape, idx.rank + 1) != DT_OK)
 		return DT_EINPUT;
-	struct dt_tinfo r = fresh((enum dt_dtype)w.dtype, shape, idx.rank + 1);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)w.dtype, shape, idx.rank + 1);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -278,7 +268,7 @@ int dt_shape_embedding_backward(struct dt_shape_ctx *c)
 	shape[1] = g.shape[g.rank - 1];
 	if (dt_shape_check_sizes(c, shape, 2) != DT_OK)
 		return DT_EINPUT;
-	struct dt_tinfo r = fresh((enum dt_dtype)g.dtype, shape, 2);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)g.dtype, shape, 2);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
@@ -324,8 +314,8 @@ int dt_shape_nll_loss(struct dt_shape_ctx *c)
 		return DT_EINPUT;
 	dt_shape_int(c, 3, &reduction);
 	bool per_item = reduction == 0 && self.rank == 2;
-	struct dt_tinfo out = fresh((enum dt_dtype)self.dtype, self.shape, per_item ? 1 : 0);
-	struct dt_tinfo tw = fresh((enum dt_dtype)self.dtype, self.shape, 0);
+	struct dt_tinfo out = dt_tinfo_contiguous((enum dt_dtype)self.dtype, self.shape, per_item ? 1 : 0);
+	struct dt_tinfo tw = dt_tinfo_contiguous((enum dt_dtype)self.dtype, self.shape, 0);
 	dt_shape_emit(c, &out);
 	dt_shape_emit(c, &tw);
 	return DT_OK;
@@ -341,7 +331,7 @@ int dt_shape_nll_loss_backward(struct dt_shape_ctx *c)
 	if (dt_tinfo_numel(&tw) != 1)
 		return dt_shape_fail(c, "expected total_weight to be a single element tensor, got: %lld elements",
 				     (long long)dt_tinfo_numel(&tw));
-	struct dt_tinfo r = fresh((enum dt_dtype)self.dtype, self.shape, self.rank);
+	struct dt_tinfo r = dt_tinfo_contiguous((enum dt_dtype)self.dtype, self.shape, self.rank);
 	dt_shape_emit(c, &r);
 	return DT_OK;
 }
