@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The sharding solver: pick one strategy per node of a cost graph (the
+ * IOPDDL / auto-sharding problem), minimising node + edge costs, with the
+ * summed usage of the live nodes at every time point under a limit.
+ * Independent of the IR: shard-prop builds a dt_solve_problem from a graph,
+ * `dtopt solve` reads one from the contest's JSON. */
+#ifndef DTOPT_SOLVER_H
+#define DTOPT_SOLVER_H
+
+#include <stdint.h>
+
+/* A cost that can never be chosen (the contest uses none; dtopt uses it for
+ * strategies a pin or a shape rules out). Costs are integers, as in the
+ * contest; dtopt's own problems count nanoseconds of modelled time. */
+#define DT_SOLVE_INFINITE INT64_MAX
+
+struct dt_solve_node {
+  int64_t start, end;     /* live over [start, end): usage counts there */
+  int32_t nstrategies;    /* >= 1 */
+  int64_t *cost;          /* [nstrategies] node cost per strategy */
+  int64_t *usage;         /* [nstrategies] usage (bytes) per strategy */
+};
+
+struct dt_solve_edge {
+  int32_t from, to;       /* node indices */
+  int64_t *cost;          /* [from.nstrategies * to.nstrategies], row-major
+                             in the strategy of `from` */
+};
+
+struct dt_solve_problem {
+  char *name;             /* may be NULL */
+  int32_t nnodes, nedges;
+  struct dt_solve_node *nodes;
+  struct dt_solve_edge *edges;
+  int64_t usage_limit;    /* < 0: no limit */
+};
+
+struct dt_solve_options {
+  double timeout_s;       /* wall-clock budget of the anytime search */
+  int threads;            /* worker threads (>= 1) */
+  uint64_t seed;          /* deterministic search for a given seed */
+  int verbose;            /* print `#` progress lines to stdout */
+};
+
+struct dt_solve_result {
+  int32_t *strategy;      /* [nnodes], owned by the caller */
+  int64_t cost;           /* DT_SOLVE_INFINITE when no feasible plan found */
+  int64_t lower_bound;    /* a proven lower bound, or INT64_MIN */
+  int64_t peak_usage;     /* max over time of the chosen usages */
+  double seconds;
+  int timed_out;          /* 1 when the budget ended before a proof */
+};
+
+#endif
