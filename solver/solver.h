@@ -51,4 +51,12 @@ struct dt_solve_result {
   int timed_out;          /* 1 when the budget ended before a proof */
 };
 
+/* Solve `problem` within `options->timeout_s`; fills `result` (its
+ * `strategy` array must hold nnodes entries). Returns 0 with a feasible plan,
+ * DT_E* < 0 when none was found (result->cost is then DT_SOLVE_INFINITE).
+ * The problem is not modified. */
+int dt_solve(const struct dt_solve_problem *problem,
+             const struct dt_solve_options *options,
+             struct dt_solve_result *result);
+
 #endif
