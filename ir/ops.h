@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ops.h: the op table (generated from ops.def), argument binding against
  * each op's schema, and the shape/stride/dtype functions' interface.
- * Included by ir.h; do not include directly. */
+ * Included by graph.h; do not include directly. */
 #ifndef DTOPT_OPS_H
 #define DTOPT_OPS_H
 

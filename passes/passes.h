@@ -87,6 +87,27 @@ struct dt_pipeline_options {
 int dt_pipeline_run(struct dt_module *m, const struct dt_pipeline *p,
 		    const struct dt_pipeline_options *opt, struct dt_diag *d);
 
+/* ------------------------------------------------------------------ */
+/* shard-prop, observed (the pass is passes/shard_prop.c; its parts are
+ * sharding/). */
+
+/* What shard-prop saw at one node (for `dtopt explain`). */
+struct dt_shard_watch {
+	uint32_t node;        /* in: the call node to watch */
+	bool seen;            /* out: the pass weighed its strategies */
+	int mesh;             /* the mesh of its inputs */
+	bool pinned;          /* it carried a <sharding> before the pass */
+	struct dt_placements pin;
+	DT_VEC(uint32_t) values;              /* per input: the value read */
+	DT_VEC(struct dt_placements) current; /* per input: its placements */
+};
+void dt_shard_watch_fini(struct dt_shard_watch *w);
+
+/* Run shard-prop (as the pass does, ctx->options giving the search mode
+ * and topology) and, when `watch` is not NULL, record what the node it
+ * names saw before its inputs moved. Returns the pass's status. */
+int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
+
 /* Monotonic seconds, for timing. */
 double dt_now(void);
 

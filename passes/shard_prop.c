@@ -25,7 +25,7 @@
  * with its modelled cost (once: later consumers share it).
  *
  * Requires: VERIFIED, SHAPES; a global-view graph. Preserves: both.
- * Time: per node, the search's (sharding_search.c): for the pq a few
+ * Time: per node, the search's (sharding/search.c): for the pq a few
  * states on typical inputs, each costing one plan per moved input.
  *
  *   mm = aten.mm.default(x, w)     x_redist = dtensor.redistribute(x) @ [S(0)

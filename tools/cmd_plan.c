@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* cmd_plan.c: the `plan` subcommand, a debugging window on the
- * redistribution planner (passes/redistribute.h): for a tensor on a mesh
+ * redistribution planner (redistribute/redistribute.h): for a tensor on a mesh
  * given on the command line, print the steps DTensor takes from SRC to DST
  * placements (merged onto the --group groups), with their groups, bytes and
  * modelled times, as a table or as JSON. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* test_rules_exec.c: every single-dim row of the sharding rule table
- * (passes/sharding_rules.def) checked against the math by execution. For
+ * (sharding/rules.def) checked against the math by execution. For
  * each case (one op on small float64 inputs, uneven lengths included) and
  * each mesh of 2, 3 and 4 ranks, every row is filled with S (and with
  * _S(d,2) unless it is S-only), each rank runs the op on its shards with
@@ -861,7 +861,7 @@ static void test_every_op_has_a_case(void **state)
 			continue;
 		}
 		if (!family)
-			fail_msg("%s has no entry in sharding_rules.def", info->target);
+			fail_msg("%s has no entry in sharding/rules.def", info->target);
 		if (strcmp(family, "replicate") == 0 || strcmp(family, "new") == 0)
 			continue;
 		char quoted[256];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_search.c: the strategy search of passes/sharding_search.c. The
+/* test_search.c: the strategy search of sharding/search.c. The
  * priority queue returns the same strategy (so the same minimum cost) as
  * exhaustive enumeration for every combination of input placements from
  * {S(0), S(1), R, P(sum)} per mesh dim for mm, add with broadcasting, cat

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* bench_plan.c: planning time per redistribution (passes/redistribute.h)
+/* bench_plan.c: planning time per redistribution (redistribute/redistribute.h)
  * on 1-D to 4-D meshes: DTensor's greedy plan plus merging, and the
  * min-cost (Dijkstra) plan for non-default shard orders. Prints one line
  * per case: mesh, request, steps, states expanded, µs per plan.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* test_redistribute.c: unit tests of the redistribution planner
- * (passes/redistribute.h): DTensor's greedy steps and comm counts on the
+ * (redistribute/redistribute.h): DTensor's greedy steps and comm counts on the
  * tables of semantics §3, 1-D and uneven cases, bytes and modelled cost,
  * the min-cost plan for shard orders and _S, merging onto declared groups
  * with the tables of §4.4, warnings, --create-groups, and invalid

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* sharding_search.c: expansion of a node's single-dim rows to its N-D
+/* sharding/search.c: expansion of a node's single-dim rows to its N-D
  * strategy space, the costs of input placements, the filters a strategy
  * passes, the exhaustive search (the oracle) and the search toward a pin.
  * A strategy picks one expanded row per mesh dim; its cost is the sum over
  * inputs of the planner's plan cost (redistribute.h) from the current
  * placements to the ones the strategy needs. The priority-queue search is
- * sharding_pq.c.
+ * sharding/pq.c.
  *
  *   mm on (2,2,2), a S(0) R R, b R R R: 8 rows per mesh dim (R, S(0) <-
  *   S(0), R, ...), 512 strategies; the cheapest, S(0) R R, costs nothing.
@@ -14,7 +14,7 @@
  * mesh dims)), plan costs cached per (input, placements). */
 #include "cost_model.h"
 #include "redistribute.h"
-#include "sharding_internal.h"
+#include "search_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* redistribute_merge.c: merging the steps of one redistribution onto
+/* redistribute/merge.c: merging the steps of one redistribution onto
  * declared flattened groups (semantics §4.4, DTensor's
  * _optimize_transform_infos, extended to ordered groups).
  *
@@ -19,7 +19,7 @@
  * Without the group: one warning naming it (redistribute:no_group).
  *
  * Time: O(steps · (groups + mesh dims)). */
-#include "redistribute_internal.h"
+#include "internal.h"
 
 #include <string.h>
 

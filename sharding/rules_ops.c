@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* sharding_rules_ops.c: the rule families of the masking, index and loss
- * ops real models add (sharding_rules.def: triangle, index — with gather,
+/* sharding/rules_ops.c: the rule families of the masking, index and loss
+ * ops real models add (sharding/rules.def: triangle, index — with gather,
  * scatter_add and repeat —, mse_loss).
  * Rows follow the ops' math (semantics §6); test_rules_exec checks each
  * by execution.
@@ -9,7 +9,7 @@
  *   mse_loss(a[6, 4], b[6, 4], mean) -> P(avg) <- S*(d), S*(d) (even)
  *
  * Time: O(rank) rows per node. */
-#include "sharding_rules_internal.h"
+#include "rules_internal.h"
 
 /* tril/triu: the mask depends on the row and column index within the
  * last two dims, so only the dims before them shard; zeros elsewhere

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* redistribute_search.c: DTensor's min-cost redistribution plan (semantics
+/* redistribute/search.c: DTensor's min-cost redistribution plan (semantics
  * §3), used when either side has a non-default shard order or a `_S`:
  * Dijkstra over states (placements, per-tensor-dim order of mesh dims).
  *
@@ -27,7 +27,7 @@
  *
  * Time: O(E log S) for the E moves out of the S states expanded before the
  * destination pops; states are 64-bit keys in an open-addressing table. */
-#include "redistribute_internal.h"
+#include "internal.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* sharding_internal.h: what the strategy search's files share
- * (sharding_search.c: expansion, costs, strategies, exhaustive search;
- * sharding_pq.c: the priority queue). Nothing else uses it. */
+/* sharding/search_internal.h: what the strategy search's files share
+ * (sharding/search.c: expansion, costs, strategies, exhaustive search;
+ * sharding/pq.c: the priority queue). Nothing else uses it. */
 #ifndef DTOPT_SHARDING_INTERNAL_H
 #define DTOPT_SHARDING_INTERNAL_H
 
@@ -37,7 +37,7 @@ bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows);
 void dt_shard_fill_choice(struct dt_shard_space *s, struct dt_shard_choice *c,
 			  const uint32_t *rows, const uint8_t *st, double cost);
 
-/* The priority-queue search (sharding_pq.c): sets out (found or not) and
+/* The priority-queue search (sharding/pq.c): sets out (found or not) and
  * adds to *stats. */
 int dt_shard_search_pq(struct dt_shard_space *s, struct dt_shard_choice *out,
 		       struct dt_shard_stats *stats);

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* sharding_rules_dims.c: the rule families whose rows follow tensor dims
+/* sharding/rules_dims.c: the rule families whose rows follow tensor dims
  * as they move (views, permutations, expand, unsqueeze and squeeze,
  * slices and splits, cat and stack, padding, slice backward) and the
  * neural-network ops (softmax, layer norm, embedding, nll loss, *_like),
- * with their backward forms. sharding_rules.def says what each writes.
+ * with their backward forms. sharding/rules.def says what each writes.
  *
  *   view([4, 6, 5] -> [24, 5]): S*(0) <- S*(0) (even, S only: dims 0 and 1
  *   merge), _S(0,4) <- S*(1) (S only: the inner dim, one chunk per row),
  *   S*(1) <- S*(2), P(op) <- P(op)
  *
  * Time: O(rank · tensors) rows per node. */
-#include "sharding_rules_internal.h"
+#include "rules_internal.h"
 #include "views.h"
 
 #include <string.h>

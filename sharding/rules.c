@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* sharding_rules.c: the rule table (sharding_rules.def) and filling a
+/* sharding/rules.c: the rule table (sharding/rules.def) and filling a
  * node's rules: its tensors, then the rows of its op's family, written by
  * a generator from the op's variant, its arguments (dims, keepdim,
  * permutation, …) and the global shapes of its tensors; the table itself
  * is data. Here the element-wise, reduction and matrix families and the
  * helpers every generator uses; the families that move dims and the
- * neural-network ops are sharding_rules_dims.c. Semantics §6.
+ * neural-network ops are sharding/rules_dims.c. Semantics §6.
  *
  *   mm(a[8,4], b[4,16]) -> S*(0) <- S*(0), R      S*(1) <- R, S*(1)
  *                          P(sum) <- S*(1), S*(0)  P(sum) <- P(sum), R …
  *
  * Time: O(rows · tensors) per node; rows are O(rank) for every family. */
-#include "sharding_rules_internal.h"
+#include "rules_internal.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -63,7 +63,7 @@ struct rule_spec {
 static const struct rule_spec table[DT_NOPS] = {
 #define DT_SHARD_RULE(op, family, variant)                                     \
 	[DT_OP_##op] = {FAMILY_##family, DT_VARIANT_##variant},
-#include "sharding_rules.def"
+#include "rules.def"
 #undef DT_SHARD_RULE
 };
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* sharding_rules_internal.h: what the rule generators' files share
- * (sharding_rules.c: the table, filling a node, the element-wise,
- * reduction and matrix families; sharding_rules_dims.c: the families that
+/* sharding/rules_internal.h: what the rule generators' files share
+ * (sharding/rules.c: the table, filling a node, the element-wise,
+ * reduction and matrix families; sharding/rules_dims.c: the families that
  * move dims and the neural-network ops). Nothing else uses it. */
 #ifndef DTOPT_SHARDING_RULES_INTERNAL_H
 #define DTOPT_SHARDING_RULES_INTERNAL_H
 
 #include "sharding.h"
 
-/* The VARIANT column of sharding_rules.def: which partials pass. */
+/* The VARIANT column of sharding/rules.def: which partials pass. */
 enum dt_rule_variant {
 	DT_VARIANT_NONE,
 	DT_VARIANT_LINEAR, DT_VARIANT_MUL, DT_VARIANT_DIV, DT_VARIANT_SHIFT,
@@ -74,7 +74,7 @@ void dt_rule_shard_row(struct dt_rule_fill *f, int out_dim, int in_dim, uint8_t 
  * d and not broadcast there, or -1. */
 int dt_rule_aligned_dim(const struct dt_rule_fill *f, uint32_t i, int d);
 
-/* The families of sharding_rules_dims.c (see sharding_rules.def). */
+/* The families of sharding/rules_dims.c (see sharding/rules.def). */
 void dt_rule_view(struct dt_rule_fill *f);
 void dt_rule_permute(struct dt_rule_fill *f);
 void dt_rule_expand(struct dt_rule_fill *f);
@@ -88,7 +88,7 @@ void dt_rule_layer_norm(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_embedding(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_nll_loss(struct dt_rule_fill *f, enum dt_rule_variant v);
 void dt_rule_like(struct dt_rule_fill *f);
-/* The families of sharding_rules_ops.c. */
+/* The families of sharding/rules_ops.c. */
 void dt_rule_triangle(struct dt_rule_fill *f);
 void dt_rule_index(struct dt_rule_fill *f);
 void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v);

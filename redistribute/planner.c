@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* redistribute.c: the redistribution planner's front (semantics §3):
+/* redistribute/planner.c: the redistribution planner's front (semantics §3):
  * checks a request, writes `_S` placements as shard orders, chooses between
  * DTensor's greedy plan (default shard orders, here) and its min-cost search
- * (redistribute_search.c), and fills in what each step carries: kind,
+ * (redistribute/search.c), and fills in what each step carries: kind,
  * tensor dims, reduce op, evenness, bytes and modelled cost. Merging onto
- * flattened groups is redistribute_merge.c.
+ * flattened groups is redistribute/merge.c.
  *
  * Greedy example, mesh (2,2,2), tensor (8,8,8), S(0) S(0) S(0) -> S(1) S(1)
  * S(1): C S(0)->R all_gather, B S(0)->R all_gather, A S(0)->S(1)
@@ -12,7 +12,7 @@
  *
  * Time: greedy O(mesh dims^2); each step's evenness O(mesh dims · lengths),
  * lengths being the distinct shard lengths (at most 2^dims + 1). */
-#include "redistribute_internal.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <string.h>

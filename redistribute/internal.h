@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* redistribute_internal.h: what the planner's files (redistribute.c,
- * redistribute_search.c, redistribute_merge.c) share and nothing else
+/* redistribute/internal.h: what the planner's files (redistribute/planner.c,
+ * redistribute/search.c, redistribute/merge.c) share and nothing else
  * uses. */
 #ifndef DTOPT_REDISTRIBUTE_INTERNAL_H
 #define DTOPT_REDISTRIBUTE_INTERNAL_H

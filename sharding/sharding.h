@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* sharding.h: sharding propagation's parts (semantics §6): the rule table
  * of single-mesh-dim rows written with R, P(op) and the placeholder S*(d)
- * (sharding_rules.def, sharding_rules.c), the expansion of a node's rows
+ * (sharding/rules.def, sharding/rules.c), the expansion of a node's rows
  * to its strategies on an N-D mesh, and the search for the strategy of
  * least redistribution cost from the inputs' placements: a priority queue
  * over input placements, or full enumeration, the oracle
- * (sharding_search.c). The `shard-prop` pass and `dtopt explain` use them.
+ * (sharding/search.c). The `shard-prop` pass and `dtopt explain` use them.
  *
  *     struct dt_rules rules = {0};
  *     if (dt_rules_fill(&rules, m, node, err, sizeof err) != DT_OK) ...
@@ -27,8 +27,6 @@
 #define DTOPT_SHARDING_H
 
 #include "ir.h"
-
-struct dt_pass_ctx; /* passes.h */
 
 /* ------------------------------------------------------------------ */
 /* Single-mesh-dim rules. */
@@ -89,7 +87,7 @@ struct dt_rule_tensor {
  * outputs' first. The all-replicate row is not listed: expansion adds it. */
 struct dt_rules {
 	enum dt_op op;
-	const char *family;  /* the rule family of sharding_rules.def */
+	const char *family;  /* the rule family of sharding/rules.def */
 	uint32_t nout, nin;
 	DT_VEC(struct dt_rule_tensor) tensors; /* outputs, then inputs */
 	DT_VEC(struct dt_rule_entry) entries;
@@ -272,7 +270,7 @@ struct dt_shard_stats {
  * 0's placement; a pin fixes output 0. Ties break by dt_shard_choice_compare: fewer moved inputs,
  * then the smaller placements, then the lower index; both modes return
  * the same strategy. PQ: a best-first search over the inputs' placements
- * from the current ones (sharding_search.c): each state keyed by a lower
+ * from the current ones (sharding/search.c): each state keyed by a lower
  * bound on the cost of what it leads to, moves taken in a fixed order of
  * (input, mesh dim) entries, stopping when a state some valid strategy
  * consumes comes out of the queue at its exact cost, so it returns the
@@ -304,26 +302,6 @@ double dt_shard_search_toward(struct dt_shard_space *s, const struct dt_placemen
 uint64_t dt_shard_enumerate(struct dt_shard_space *s,
 			    void (*fn)(void *ud, const struct dt_shard_choice *c),
 			    void *ud);
-
-/* ------------------------------------------------------------------ */
-/* The pass, observed. */
-
-/* What shard-prop saw at one node (for `dtopt explain`). */
-struct dt_shard_watch {
-	uint32_t node;        /* in: the call node to watch */
-	bool seen;            /* out: the pass weighed its strategies */
-	int mesh;             /* the mesh of its inputs */
-	bool pinned;          /* it carried a <sharding> before the pass */
-	struct dt_placements pin;
-	DT_VEC(uint32_t) values;              /* per input: the value read */
-	DT_VEC(struct dt_placements) current; /* per input: its placements */
-};
-void dt_shard_watch_fini(struct dt_shard_watch *w);
-
-/* Run shard-prop (as the pass does, ctx->options giving the search mode
- * and topology) and, when `watch` is not NULL, record what the node it
- * names saw before its inputs moved. Returns the pass's status. */
-int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
 
 /* A value whose tensor dim d is split, on every mesh dim sharding it, as
  * _S(d,P) with P >= 2 (the pieces of a view that merged a sharded inner

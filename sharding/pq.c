@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* sharding_pq.c: the priority-queue strategy search (semantics §6 step 4).
+/* sharding/pq.c: the priority-queue strategy search (semantics §6 step 4).
  *
  * The priority-queue search walks states: one placement per (input, mesh
  * dim) entry, drawn from the input's column of the rows, plus a flag per
@@ -23,7 +23,7 @@
  * Time: O(V · (dims · rows · inputs + log V)) for V popped states, plan
  * costs cached per (input, placements). */
 #include "cost_model.h"
-#include "sharding_internal.h"
+#include "search_internal.h"
 
 #include <math.h>
 #include <string.h>
