@@ -183,6 +183,16 @@ dt_node_tensor(const struct dt_module *m, const struct dt_node *n, int i)
 {
 	return &m->tensors.data[n->tensors + (uint32_t)i];
 }
+/* By id: the node's name, and its first result's metadata. */
+static inline const char *dt_node_name(const struct dt_module *m, uint32_t id)
+{
+	return dt_str_get(m, m->nodes.data[id].name);
+}
+static inline const struct dt_tensor *dt_node_tensor0(const struct dt_module *m,
+						      uint32_t id)
+{
+	return dt_node_tensor(m, &m->nodes.data[id], 0);
+}
 /* The data of a DT_NODE_CONSTANT node. */
 static inline const struct dt_constant *
 dt_node_constant(const struct dt_module *m, const struct dt_node *n)
@@ -249,6 +259,23 @@ int dt_module_find_group(const struct dt_module *m, dt_str name);
  * (found by layout, never by name), or -1. */
 int dt_module_find_group_by_layout(const struct dt_module *m, int mesh,
 				   const uint8_t *dims, int ndims);
+/* A declared group on `mesh` over the same mesh dims as dims[0..n) in any
+ * order (dims of size 1 ignored), or -1. */
+int dt_module_find_group_any_order(const struct dt_module *m, int mesh,
+				   const uint8_t *dims, int n);
+/* The names of mesh dims dims[0..n) joined by `sep` ("dp tp"). */
+void dt_mesh_dims_join(const struct dt_module *m, int mesh,
+		       const uint8_t *dims, int n, const char *sep, char *buf,
+		       size_t size);
+/* A free name for a new group over dims[0..n): the dim names joined by
+ * "_", then "_2", "_3", … while taken. */
+void dt_module_new_group_name(const struct dt_module *m, int mesh,
+			      const uint8_t *dims, int n, char *buf,
+			      size_t size);
+/* Declare a generated group over dims[0..n) of `mesh` (rank order as
+ * given) under a new name; returns its index. */
+int dt_module_declare_group(struct dt_module *m, int mesh, const uint8_t *dims,
+			    int n);
 
 /* Call `fn` for every node referenced by the args of `n` (args, lists and
  * items), in order. */
@@ -314,5 +341,7 @@ void dt_print_call(const struct dt_module *m, const struct dt_node *n,
 		   FILE *out);
 void dt_print_sharding(const struct dt_module *m, const struct dt_node *n,
 		       FILE *out);
+/* "[4, 8]": n ints, truncated to fit buf[size]. */
+void dt_int_list_print(const int64_t *v, int n, char *buf, size_t size);
 
 #endif

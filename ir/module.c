@@ -296,6 +296,76 @@ int dt_module_find_group_by_layout(const struct dt_module *m, int mesh,
 	return -1;
 }
 
+/* The mesh dims of dims[0..n) that have more than one rank, as a set. */
+static uint32_t dim_set(const struct dt_mesh *mesh, const uint8_t *dims,
+			int n)
+{
+	uint32_t set = 0;
+	for (int i = 0; i < n; i++)
+		if (mesh->shape[dims[i]] > 1)
+			set |= 1u << dims[i];
+	return set;
+}
+
+int dt_module_find_group_any_order(const struct dt_module *m, int mesh,
+				   const uint8_t *dims, int n)
+{
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	uint32_t want = dim_set(me, dims, n);
+	for (uint32_t i = 0; i < m->groups.len; i++) {
+		const struct dt_group *g = &m->groups.data[i];
+		if (g->mesh == mesh && dim_set(me, g->dims, g->ndims) == want)
+			return (int)i;
+	}
+	return -1;
+}
+
+void dt_mesh_dims_join(const struct dt_module *m, int mesh,
+		       const uint8_t *dims, int n, const char *sep, char *buf,
+		       size_t size)
+{
+	const struct dt_mesh *me = &m->meshes.data[mesh];
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%s",
+				       i ? sep : "",
+				       dt_str_get(m, me->dims[dims[i]]));
+}
+
+static bool group_name_taken(const struct dt_module *m, const char *name)
+{
+	for (uint32_t i = 0; i < m->groups.len; i++)
+		if (strcmp(dt_str_get(m, m->groups.data[i].name), name) == 0)
+			return true;
+	return false;
+}
+
+void dt_module_new_group_name(const struct dt_module *m, int mesh,
+			      const uint8_t *dims, int n, char *buf,
+			      size_t size)
+{
+	dt_mesh_dims_join(m, mesh, dims, n, "_", buf, size);
+	size_t len = strlen(buf);
+	for (int k = 2; group_name_taken(m, buf); k++)
+		snprintf(buf + len, size - len, "_%d", k);
+}
+
+int dt_module_declare_group(struct dt_module *m, int mesh, const uint8_t *dims,
+			    int n)
+{
+	char name[128];
+	dt_module_new_group_name(m, mesh, dims, n, name, sizeof name);
+	struct dt_group g = {
+		.name = dt_str_intern(m, name),
+		.mesh = (uint16_t)mesh,
+		.ndims = (uint8_t)n,
+		.generated = true,
+	};
+	memcpy(g.dims, dims, (size_t)n);
+	return (int)dt_vec_push(&m->groups, g);
+}
+
 void dt_node_for_each_input(const struct dt_module *m, const struct dt_node *n,
 			    void (*fn)(void *ud, uint32_t input), void *ud)
 {

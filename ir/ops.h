@@ -117,6 +117,24 @@ static inline bool dt_op_is_spmd(enum dt_op op)
 	       op == DT_OP_UNPACK_BLOCKS;
 }
 
+/* How a reduction op reads its arguments: what it computes, the dims
+ * parameter (-1: none, every dim), the keepdim parameter (-1: none),
+ * whether dim is one int (max.dim, argmax), and whether it returns indices
+ * too (max.dim/min.dim: (values, indices)). The shape functions and every
+ * backend's kernels read reductions through this one table. */
+enum dt_reduce_kind {
+	DT_RED_SUM, DT_RED_MEAN, DT_RED_MAX, DT_RED_MIN, DT_RED_ARGMAX,
+	DT_RED_ARGMIN, DT_RED_LOGSUMEXP, DT_RED_VAR,
+};
+struct dt_reduction {
+	uint8_t kind; /* enum dt_reduce_kind */
+	int8_t pdims, pkeep;
+	bool one_dim;
+	bool with_indices;
+};
+/* Whether op is a reduction; fills *out. */
+bool dt_reduction_of(enum dt_op op, struct dt_reduction *out);
+
 struct dt_shape_ctx {
 	struct dt_module *m;
 	uint32_t node;                 /* id of the node being inferred */

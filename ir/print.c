@@ -279,3 +279,13 @@ void dt_print_text(const struct dt_module *m, FILE *out)
 		print_trailer(m, n, out);
 	}
 }
+
+void dt_int_list_print(const int64_t *v, int n, char *buf, size_t size)
+{
+	size_t at = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%lld",
+				       i ? ", " : "", (long long)v[i]);
+	if (at < size)
+		snprintf(buf + at, size - at, "]");
+}

@@ -92,7 +92,6 @@ bool dt_shape_int(const struct dt_shape_ctx *c, int p, int64_t *v);
 /* An int[] (or a single int, or items). Sets *n = -1 when absent; a list
  * longer than `cap` is reported. */
 int dt_shape_ints(struct dt_shape_ctx *c, int p, int64_t *v, int cap, int *n);
-bool dt_shape_float(const struct dt_shape_ctx *c, int p, double *v);
 bool dt_shape_bool(const struct dt_shape_ctx *c, int p, bool *v);
 bool dt_shape_scalar(const struct dt_shape_ctx *c, int p, struct dt_scalar *s);
 bool dt_shape_dtype(const struct dt_shape_ctx *c, int p, enum dt_dtype *v);

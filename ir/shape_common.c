@@ -244,20 +244,6 @@ int dt_shape_ints(struct dt_shape_ctx *c, int p, int64_t *v, int cap, int *n)
 	return DT_OK;
 }
 
-bool dt_shape_float(const struct dt_shape_ctx *c, int p, double *v)
-{
-	const struct dt_arg *a = c->args.arg[p];
-	if (a) {
-		*v = a->kind == DT_ARG_INT ? (double)a->v.i : a->v.f;
-		return true;
-	}
-	const char *d = param_default(c, p);
-	if (!d)
-		return false;
-	*v = strtod(d, NULL);
-	return true;
-}
-
 bool dt_shape_bool(const struct dt_shape_ctx *c, int p, bool *v)
 {
 	const struct dt_arg *a = c->args.arg[p];

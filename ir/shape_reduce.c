@@ -7,6 +7,38 @@
 
 #include <string.h>
 
+bool dt_reduction_of(enum dt_op op, struct dt_reduction *out)
+{
+	static const struct {
+		enum dt_op op;
+		struct dt_reduction r;
+	} table[] = {
+		{DT_OP_SUM, {DT_RED_SUM, -1, -1, false, false}},
+		{DT_OP_SUM_DIM, {DT_RED_SUM, 1, 2, false, false}},
+		{DT_OP_MEAN, {DT_RED_MEAN, -1, -1, false, false}},
+		{DT_OP_MEAN_DIM, {DT_RED_MEAN, 1, 2, false, false}},
+		{DT_OP_AMAX, {DT_RED_MAX, 1, 2, false, false}},
+		{DT_OP_AMIN, {DT_RED_MIN, 1, 2, false, false}},
+		{DT_OP_MAX, {DT_RED_MAX, -1, -1, false, false}},
+		{DT_OP_MIN, {DT_RED_MIN, -1, -1, false, false}},
+		{DT_OP_MAX_DIM, {DT_RED_MAX, 1, 2, true, true}},
+		{DT_OP_MIN_DIM, {DT_RED_MIN, 1, 2, true, true}},
+		{DT_OP_ARGMAX, {DT_RED_ARGMAX, 1, 2, true, false}},
+		{DT_OP_ARGMIN, {DT_RED_ARGMIN, 1, 2, true, false}},
+		{DT_OP_LOGSUMEXP, {DT_RED_LOGSUMEXP, 1, 2, false, false}},
+		{DT_OP_VAR_CORRECTION, {DT_RED_VAR, 1, 3, false, false}},
+		{DT_OP_VAR_MEAN_CORRECTION, {DT_RED_VAR, 1, 3, false, false}},
+		{DT_OP_VAR_MEAN_DIM, {DT_RED_VAR, 1, 3, false, false}},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].op == op) {
+			*out = table[i].r;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Marks the reduced dims of t from the int[] param p (p < 0: all). */
 static int reduce_mask(struct dt_shape_ctx *c, const struct dt_tinfo *t, int p,
 		       bool *mask)
@@ -51,15 +83,19 @@ static struct dt_tinfo reduced(const struct dt_tinfo *t, const bool *mask,
 	return r;
 }
 
-/* Common reading: self, dims param `pd`, keepdim param `pk` (< 0: none). */
-static int reduce_args(struct dt_shape_ctx *c, int pd, int pk,
-		       struct dt_tinfo *t, bool *mask, bool *keepdim)
+/* Common reading: self, the dims and keepdim params of the node's op
+ * (dt_reduction_of). */
+static int reduce_args(struct dt_shape_ctx *c, struct dt_tinfo *t, bool *mask,
+		       bool *keepdim)
 {
+	struct dt_reduction r;
+	DT_REQUIRE(dt_reduction_of(dt_shape_op(c), &r) && !r.one_dim);
 	*keepdim = false;
-	if (dt_shape_tensor(c, 0, t) != DT_OK || reduce_mask(c, t, pd, mask) != DT_OK)
+	if (dt_shape_tensor(c, 0, t) != DT_OK ||
+	    reduce_mask(c, t, r.pdims, mask) != DT_OK)
 		return DT_EINPUT;
-	if (pk >= 0)
-		dt_shape_bool(c, pk, keepdim);
+	if (r.pkeep >= 0)
+		dt_shape_bool(c, r.pkeep, keepdim);
 	return DT_OK;
 }
 
@@ -70,7 +106,7 @@ int dt_shape_sum(struct dt_shape_ctx *c)
 	bool all = dt_shape_op(c) == DT_OP_SUM;
 	struct dt_tinfo t;
 	bool mask[DT_MAX_RANK], keepdim;
-	if (reduce_args(c, all ? -1 : 1, all ? -1 : 2, &t, mask, &keepdim) != DT_OK)
+	if (reduce_args(c, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
 	enum dt_dtype dt = (enum dt_dtype)t.dtype;
 	if (!dt_shape_dtype(c, all ? 1 : 3, &dt) && !dt_dtype_is_float(dt))
@@ -86,7 +122,7 @@ int dt_shape_mean(struct dt_shape_ctx *c)
 	bool all = dt_shape_op(c) == DT_OP_MEAN;
 	struct dt_tinfo t;
 	bool mask[DT_MAX_RANK], keepdim;
-	if (reduce_args(c, all ? -1 : 1, all ? -1 : 2, &t, mask, &keepdim) != DT_OK)
+	if (reduce_args(c, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
 	enum dt_dtype dt = (enum dt_dtype)t.dtype;
 	bool given = dt_shape_dtype(c, all ? 1 : 3, &dt);
@@ -101,11 +137,9 @@ int dt_shape_mean(struct dt_shape_ctx *c)
 /* amax/amin(self, dim=[], keepdim) and max/min(self): the input dtype. */
 int dt_shape_amax(struct dt_shape_ctx *c)
 {
-	enum dt_op op = dt_shape_op(c);
-	bool all = op == DT_OP_MAX || op == DT_OP_MIN;
 	struct dt_tinfo t;
 	bool mask[DT_MAX_RANK], keepdim;
-	if (reduce_args(c, all ? -1 : 1, all ? -1 : 2, &t, mask, &keepdim) != DT_OK)
+	if (reduce_args(c, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
 	for (int d = 0; d < t.rank; d++)
 		if (mask[d] && t.shape[d] == 0)
@@ -179,7 +213,7 @@ int dt_shape_logsumexp(struct dt_shape_ctx *c)
 {
 	struct dt_tinfo t;
 	bool mask[DT_MAX_RANK], keepdim;
-	if (reduce_args(c, 1, 2, &t, mask, &keepdim) != DT_OK)
+	if (reduce_args(c, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
 	enum dt_dtype dt = (enum dt_dtype)t.dtype;
 	struct dt_tinfo r = reduced(&t, mask, keepdim,
@@ -194,7 +228,7 @@ int dt_shape_var(struct dt_shape_ctx *c)
 {
 	struct dt_tinfo t;
 	bool mask[DT_MAX_RANK], keepdim;
-	if (reduce_args(c, 1, 3, &t, mask, &keepdim) != DT_OK)
+	if (reduce_args(c, &t, mask, &keepdim) != DT_OK)
 		return DT_EINPUT;
 	if (!dt_dtype_is_float((enum dt_dtype)t.dtype))
 		return dt_shape_fail(c, "std and var only support floating point and complex dtypes");

@@ -29,11 +29,6 @@ static void fail(struct verifier *v, const char *fmt, ...)
 	v->errors++;
 }
 
-static const char *name_of(const struct verifier *v, uint32_t id)
-{
-	return dt_str_get(v->m, dt_node_get(v->m, id)->name);
-}
-
 struct input_check {
 	struct verifier *v;
 	uint32_t self_pos;
@@ -50,10 +45,10 @@ static void check_input(void *ud, uint32_t input)
 	uint32_t pos = v->position[input];
 	if (pos == 0)
 		fail(v, "uses '%s', which is not in the graph",
-		     name_of(v, input));
+		     dt_node_name(v->m, input));
 	else if (pos >= c->self_pos)
 		fail(v, "uses '%s', which is defined after it",
-		     name_of(v, input));
+		     dt_node_name(v->m, input));
 	else if (dt_node_get(v->m, input)->kind == DT_NODE_OUTPUT)
 		fail(v, "uses the output node");
 }
@@ -348,17 +343,17 @@ static void check_inplace(struct verifier *v)
 		if (dt_node_get(v->m, base)->kind == DT_NODE_PLACEHOLDER) {
 			if (base == self)
 				fail(v, "writes graph input '%s' in place (dtopt runs in-place ops only where the write cannot be observed)",
-				     name_of(v, self));
+				     dt_node_name(v->m, self));
 			else
 				fail(v, "writes '%s' in place, a view of graph input '%s' (dtopt runs in-place ops only where the write cannot be observed)",
-				     name_of(v, self), name_of(v, base));
+				     dt_node_name(v->m, self), dt_node_name(v->m, base));
 			continue;
 		}
 		uint32_t reader = 0, seen = read_after(v, &u, base, id, v->position[id], &reader);
 		if (seen)
 			fail(v, "writes '%s' in place, and '%s' reads %s%s%s afterwards (dtopt runs in-place ops only where the write cannot be observed)",
-			     name_of(v, self), name_of(v, reader),
-			     seen == self ? "it" : "'", seen == self ? "" : name_of(v, seen),
+			     dt_node_name(v->m, self), dt_node_name(v->m, reader),
+			     seen == self ? "it" : "'", seen == self ? "" : dt_node_name(v->m, seen),
 			     seen == self ? "" : "', which shares its memory,");
 	}
 	v->node = NULL;

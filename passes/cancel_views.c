@@ -59,20 +59,15 @@ static uint32_t slot_hash(uint32_t run, const struct dt_tensor *t)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-static const struct dt_tensor *tensor_of(const struct cancel *c, uint32_t id)
-{
-	return dt_node_tensor(c->m, dt_node_get(c->m, id), 0);
-}
-
 /* The slot of (run, metadata of `like`): the one holding the first node
  * inserted with that key, or the empty slot where it would go. */
 static struct slot *slot_find(struct cancel *c, uint32_t run, uint32_t like)
 {
-	const struct dt_tensor *t = tensor_of(c, like);
+	const struct dt_tensor *t = dt_node_tensor0(c->m, like);
 	for (uint32_t i = slot_hash(run, t) & c->mask;; i = (i + 1) & c->mask) {
 		struct slot *s = &c->slots[i];
 		if (!s->node ||
-		    (s->run == run && dt_tensor_same(tensor_of(c, s->node), t)))
+		    (s->run == run && dt_tensor_same(dt_node_tensor0(c->m, s->node), t)))
 			return s;
 	}
 }

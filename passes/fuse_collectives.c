@@ -102,16 +102,6 @@ struct plan {
 	double chain_us, fused_us;
 };
 
-static const char *name_of(const struct dt_module *m, uint32_t id)
-{
-	return dt_str_get(m, dt_node_get(m, id)->name);
-}
-
-static const struct dt_tensor *tensor_of(const struct dt_module *m, uint32_t id)
-{
-	return dt_node_tensor(m, dt_node_get(m, id), 0);
-}
-
 static uint32_t first_input(const struct dt_module *m, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(m, id);
@@ -209,24 +199,14 @@ static uint32_t find_next(const struct fuse *f, uint32_t from,
 	return 0;
 }
 
-static void group_dims_text(const struct dt_module *m, int mesh,
-			    const uint8_t *dims, int ndims, char *buf, size_t n)
-{
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	size_t at = 0;
-	buf[0] = 0;
-	for (int i = 0; i < ndims && at < n; i++)
-		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? " " : "",
-				       dt_str_get(m, me->dims[dims[i]]));
-}
-
 static void link_text(const struct dt_module *m, const struct link *l,
 		      char *buf, size_t n)
 {
 	const struct dt_group *g = &m->groups.data[l->group];
 	char dims[128];
-	group_dims_text(m, g->mesh, g->dims, g->ndims, dims, sizeof(dims));
-	snprintf(buf, n, "%s(%s,%lld)", name_of(m, l->coll), dims,
+	dt_mesh_dims_join(m, g->mesh, g->dims, g->ndims, " ", dims,
+			  sizeof(dims));
+	snprintf(buf, n, "%s(%s,%lld)", dt_node_name(m, l->coll), dims,
 		 (long long)l->size);
 }
 
@@ -252,7 +232,7 @@ static void node_list_text(const struct dt_module *m, const uint32_t *ids,
 	buf[0] = 0;
 	for (int i = 0; i < n && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, "%s%s",
-				       i ? " -> " : "", name_of(m, ids[i]));
+				       i ? " -> " : "", dt_node_name(m, ids[i]));
 }
 
 /* Whether `next` can follow `l` in a chain; on a miss, f->why says why. */
@@ -264,19 +244,19 @@ static enum miss check_link(struct fuse *f, const struct link *l,
 	if (nusers(f, l->wait) != 1) {
 		snprintf(f->why, sizeof(f->why),
 			 "%s has %u users; fusing would drop the value the others read",
-			 name_of(m, l->wait), nusers(f, l->wait));
+			 dt_node_name(m, l->wait), nusers(f, l->wait));
 		return MISS_MULTI_USER;
 	}
 	for (int i = 0; i < l->npath; i++)
 		if (nusers(f, l->path[i]) != 1) {
 			snprintf(f->why, sizeof(f->why),
 				 "%s between them has %u users; fusing would drop the value the others read",
-				 name_of(m, l->path[i]), nusers(f, l->path[i]));
+				 dt_node_name(m, l->path[i]), nusers(f, l->path[i]));
 			return MISS_MULTI_USER;
 		}
-	const struct dt_tensor *start = tensor_of(m, l->wait);
+	const struct dt_tensor *start = dt_node_tensor0(m, l->wait);
 	uint32_t end_id = l->npath ? l->path[l->npath - 1] : l->wait;
-	const struct dt_tensor *end = tensor_of(m, end_id);
+	const struct dt_tensor *end = dt_node_tensor0(m, end_id);
 	if (start->dtype != end->dtype) {
 		snprintf(f->why, sizeof(f->why),
 			 "the value changes dtype between them (%s -> %s); cast before the first %s instead",
@@ -361,7 +341,7 @@ static enum miss combine_ops(struct fuse *f, const struct link *links, int lo,
 	}
 	if (!mixed || all_avg)
 		return MISS_NONE;
-	const struct dt_tensor *t = tensor_of(f->m, links[lo].coll);
+	const struct dt_tensor *t = dt_node_tensor0(f->m, links[lo].coll);
 	if (!dt_dtype_is_float((enum dt_dtype)t->dtype)) {
 		snprintf(f->why, sizeof(f->why),
 			 "sum with avg needs a division after the sum, which %s cannot hold exactly",
@@ -436,7 +416,7 @@ static enum miss check_even(struct fuse *f, const struct link *links, int lo,
 	if (is_pad(m, x)) {
 		snprintf(f->why, sizeof(f->why),
 			 "the shards are uneven: %s pads the input before the first collective",
-			 name_of(m, x));
+			 dt_node_name(m, x));
 		return MISS_UNEVEN;
 	}
 	uint32_t last = links[hi - 1].wait;
@@ -444,7 +424,7 @@ static enum miss check_even(struct fuse *f, const struct link *links, int lo,
 		if (is_trim(m, f->uses.list[u], f->ctx->diag)) {
 			snprintf(f->why, sizeof(f->why),
 				 "the shards are uneven: %s trims the result after the last collective",
-				 name_of(m, f->uses.list[u]));
+				 dt_node_name(m, f->uses.list[u]));
 			return MISS_UNEVEN;
 		}
 	uint32_t values[2 * MAX_LINKS + 1];
@@ -470,56 +450,13 @@ static enum miss check_even(struct fuse *f, const struct link *links, int lo,
 						       (long long)lens[k]);
 			snprintf(f->why, sizeof(f->why),
 				 "the shards are uneven: %s is %s of a global dim %d of %lld (local %s %s%s)",
-				 name_of(m, values[i]), text, dim,
+				 dt_node_name(m, values[i]), text, dim,
 				 (long long)shape[dim], dim ? "lengths" : "rows",
 				 rows, nlens == 8 ? ",..." : "");
 			return MISS_UNEVEN;
 		}
 	}
 	return MISS_NONE;
-}
-
-static void join_dims(const struct dt_module *m, int mesh, const uint8_t *dims,
-		      int ndims, const char *sep, char *buf, size_t n)
-{
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	size_t at = 0;
-	buf[0] = 0;
-	for (int i = 0; i < ndims && at < n; i++)
-		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? sep : "",
-				       dt_str_get(m, me->dims[dims[i]]));
-}
-
-/* A name for a group to declare: dims joined by '_', made unique. */
-static void new_group_name(struct dt_module *m, const struct plan *p,
-			   char *buf, size_t n)
-{
-	join_dims(m, p->mesh, p->dims, p->ndims, "_", buf, n);
-	size_t len = strlen(buf);
-	for (int k = 2; dt_module_find_group(m, dt_str_intern(m, buf)) >= 0; k++)
-		snprintf(buf + len, n - len, "_%d", k);
-}
-
-/* A declared group over exactly the non-trivial dims of `dims` in any
- * order (all_reduce accepts any rank order), or -1. */
-static int find_group_any_order(const struct dt_module *m, int mesh,
-				const uint8_t *dims, int ndims)
-{
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	uint32_t want = 0;
-	for (int i = 0; i < ndims; i++)
-		if (me->shape[dims[i]] > 1)
-			want |= 1u << dims[i];
-	for (uint32_t i = 0; i < m->groups.len; i++) {
-		const struct dt_group *g = &m->groups.data[i];
-		uint32_t have = 0;
-		for (int d = 0; d < g->ndims; d++)
-			if (me->shape[g->dims[d]] > 1)
-				have |= 1u << g->dims[d];
-		if (g->mesh == mesh && have == want)
-			return (int)i;
-	}
-	return -1;
 }
 
 /* The group of the plan: by layout in the order the kind needs. */
@@ -537,7 +474,8 @@ static enum miss find_group(struct fuse *f, struct plan *p)
 		memcpy(p->dims, sorted, (size_t)n);
 		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims, n);
 		if (p->group < 0)
-			p->group = find_group_any_order(m, p->mesh, p->dims, n);
+			p->group = dt_module_find_group_any_order(m, p->mesh,
+								  p->dims, n);
 	} else {
 		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims,
 							  p->ndims);
@@ -545,14 +483,16 @@ static enum miss find_group(struct fuse *f, struct plan *p)
 	if (p->group >= 0 || f->ctx->options->create_groups)
 		return MISS_NONE;
 	char dims[96], name[96];
-	join_dims(m, p->mesh, p->dims, p->ndims, " ", dims, sizeof(dims));
-	new_group_name(m, p, name, sizeof(name));
+	dt_mesh_dims_join(m, p->mesh, p->dims, p->ndims, " ", dims, sizeof(dims));
+	dt_module_new_group_name(m, p->mesh, p->dims, p->ndims, name,
+				 sizeof(name));
 	const char *mesh = dt_str_get(m, m->meshes.data[p->mesh].name);
-	int other = find_group_any_order(m, p->mesh, p->dims, p->ndims);
+	int other = dt_module_find_group_any_order(m, p->mesh, p->dims,
+						   p->ndims);
 	if (other >= 0) {
 		const struct dt_group *g = &m->groups.data[other];
 		char have[96];
-		join_dims(m, g->mesh, g->dims, g->ndims, " ", have, sizeof(have));
+		dt_mesh_dims_join(m, g->mesh, g->dims, g->ndims, " ", have, sizeof(have));
 		snprintf(f->why, sizeof(f->why),
 			 "group %.64s (dims %s) has the wrong rank order: this chain needs dims (%s), %s; add <group name=\"%s\" mesh=\"%.64s\" dims=\"%s\"/> or pass --create-groups",
 			 dt_str_get(m, g->name), have, dims,
@@ -650,21 +590,6 @@ static uint32_t collect_metas(const struct dt_module *m, uint32_t id,
 	return k;
 }
 
-static int declare_group(struct fuse *f, const struct plan *p)
-{
-	struct dt_module *m = f->m;
-	char name[128];
-	new_group_name(m, p, name, sizeof(name));
-	struct dt_group g = {
-		.name = dt_str_intern(m, name),
-		.mesh = (uint16_t)p->mesh,
-		.ndims = (uint8_t)p->ndims,
-		.generated = true,
-	};
-	memcpy(g.dims, p->dims, (size_t)p->ndims);
-	return (int)dt_vec_push(&m->groups, g);
-}
-
 /* Replace links [lo, hi) with one collective and its wait (and the
  * division of sum with avg). */
 static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
@@ -672,18 +597,19 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 {
 	struct dt_module *m = f->m;
 	if (p->group < 0)
-		p->group = declare_group(f, p);
+		p->group = dt_module_declare_group(m, p->mesh, p->dims,
+						    p->ndims);
 	/* Provenance: every node the window replaces, in graph order. */
 	char from[4096];
 	size_t at = 0;
 	from[0] = 0;
 	for (int i = lo; i < hi && at < sizeof(from); i++) {
 		at += (size_t)snprintf(from + at, sizeof(from) - at, "%s%s %s",
-				       at ? " " : "", name_of(m, links[i].coll),
-				       name_of(m, links[i].wait));
+				       at ? " " : "", dt_node_name(m, links[i].coll),
+				       dt_node_name(m, links[i].wait));
 		for (int k = 0; i + 1 < hi && k < links[i].npath && at < sizeof(from); k++)
 			at += (size_t)snprintf(from + at, sizeof(from) - at, " %s",
-					       name_of(m, links[i].path[k]));
+					       dt_node_name(m, links[i].path[k]));
 	}
 	struct dt_meta provenance = {dt_str_intern(m, DT_META_FUSED_FROM),
 				     dt_str_intern(m, from)};
@@ -703,7 +629,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 					.v.s = m->groups.data[p->group].name};
 	struct dt_meta metas[64];
 	uint32_t nmetas = collect_metas(m, links[lo].coll, &provenance, metas, 64);
-	struct dt_tensor out = *tensor_of(m, links[hi - 1].coll);
+	struct dt_tensor out = *dt_node_tensor0(m, links[hi - 1].coll);
 	uint32_t coll = dt_module_add_node(m, &(struct dt_node_init){
 		.kind = DT_NODE_CALL,
 		.name = unique_name(m, dt_str_get(m, first->name), ".fused"),
@@ -724,7 +650,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 	nmetas = collect_metas(m, links[hi - 1].wait, &provenance, metas, 64);
 	uint32_t wait = dt_module_add_node(m, &(struct dt_node_init){
 		.kind = DT_NODE_CALL,
-		.name = unique_name(m, name_of(m, links[lo].wait), ".fused"),
+		.name = unique_name(m, dt_node_name(m, links[lo].wait), ".fused"),
 		.target = last_wait->target,
 		.line = dt_node_get(m, links[lo].wait)->line,
 		.args = &wait_arg, .nargs = 1,
@@ -745,7 +671,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 				      provenance.value};
 		result = dt_module_add_node(m, &(struct dt_node_init){
 			.kind = DT_NODE_CALL,
-			.name = unique_name(m, name_of(m, links[lo].wait), ".avg"),
+			.name = unique_name(m, dt_node_name(m, links[lo].wait), ".avg"),
 			.target = dt_str_intern(m, "aten.div.Scalar"),
 			.line = dt_node_get(m, links[lo].wait)->line,
 			.args = div_args, .nargs = 2,
@@ -774,14 +700,14 @@ static void remark_fired(struct fuse *f, const struct link *links, int lo,
 	char chain[512], dims[128], scale[96] = "";
 	chain_text(f, links, lo, hi, chain, sizeof(chain));
 	const struct dt_group *g = &m->groups.data[p->group];
-	join_dims(m, g->mesh, g->dims, g->ndims, " ", dims, sizeof(dims));
+	dt_mesh_dims_join(m, g->mesh, g->dims, g->ndims, " ", dims, sizeof(dims));
 	if (p->avg_divisor > 1)
 		snprintf(scale, sizeof(scale), ", sum then divided by %lld for the avg dims",
 			 (long long)p->avg_divisor);
 	dt_diag_report(f->ctx->diag, DT_REMARK, m->file,
 		       dt_node_get(m, links[lo].coll)->line, "fuse-collectives",
 		       "fused %s into %s(%s,%lld) on group %s%s%s (modelled %.1f -> %.1f us%s)",
-		       chain, name_of(m, fused), dims, (long long)p->size,
+		       chain, dt_node_name(m, fused), dims, (long long)p->size,
 		       dt_str_get(m, g->name), g->generated ? " (declared by --create-groups)" : "",
 		       scale, p->chain_us, p->fused_us,
 		       p->fused_us > p->chain_us ? ", slower: forced by --force-fusion" : "");

@@ -85,16 +85,6 @@ bool dt_lower_coords(struct dt_lower *l, const struct dt_node *at, int mesh,
 	return true;
 }
 
-static void dims_text(const int64_t *v, int n, char *buf, size_t size)
-{
-	size_t at = (size_t)snprintf(buf, size, "[");
-	for (int i = 0; i < n && at < size; i++)
-		at += (size_t)snprintf(buf + at, size - at, "%s%lld",
-				       i ? ", " : "", (long long)v[i]);
-	if (at < size)
-		snprintf(buf + at, size - at, "]");
-}
-
 void dt_lower_local_shape(const struct dt_lower *l, int mesh,
 			  const struct dt_placements *pl, const int64_t *g,
 			  int rank, int64_t *out)
@@ -155,11 +145,6 @@ void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
 
 /* ------------------------------------------------------------------ */
 /* Values. */
-
-static const char *name_of(const struct dt_module *m, uint32_t id)
-{
-	return dt_str_get(m, dt_node_get(m, id)->name);
-}
 
 /* Replicated on every mesh dim that has more than one rank. */
 static bool replicated(const struct dt_mesh *me, const struct dt_placements *pl)
@@ -282,7 +267,7 @@ static int lower_constant(struct dt_lower *l, uint32_t id)
 		if (!m->meshes.len) {
 			dt_node_error(l->ctx->diag, m, n,
 				      "cannot lower constant '%s': the graph "
-				      "declares no mesh", name_of(m, id));
+				      "declares no mesh", dt_node_name(m, id));
 			return DT_EINPUT;
 		}
 		struct dt_sharding r = {.placements.ndim =
@@ -328,10 +313,10 @@ static void split_sharded_constants(struct dt_module *m, int rank)
 		struct dt_tensor t = *dt_node_tensor(m, n, 0);
 		char name[300];
 		snprintf(name, sizeof name, "%.256s.redistribute",
-			 name_of(m, id));
+			 dt_node_name(m, id));
 		for (int k = 2; dt_module_find_node(m, dt_str_intern(m, name)); k++)
 			snprintf(name, sizeof name, "%.256s.redistribute_%d",
-				 name_of(m, id), k);
+				 dt_node_name(m, id), k);
 		struct dt_arg in = {.kind = DT_ARG_NODE, .v.node = id};
 		uint32_t r = dt_module_add_node(m, &(struct dt_node_init){
 			.kind = DT_NODE_CALL, .name = dt_str_intern(m, name),
@@ -421,11 +406,11 @@ static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
 	const struct dt_sharding *pin = dt_node_sharding(m, n);
 	struct inputs in = {.l = l, .mesh = -1};
 	dt_node_for_each_input(m, n, scan_input, &in);
-	const char *name = name_of(m, id);
+	const char *name = dt_node_name(m, id);
 	if (in.no_value) {
 		dt_node_error(l->ctx->diag, m, n,
 			      "cannot lower '%s': its input '%s' has no "
-			      "tensor value", name, name_of(m, in.no_value));
+			      "tensor value", name, dt_node_name(m, in.no_value));
 		return DT_EINPUT;
 	}
 	if (in.other_mesh) {
@@ -433,9 +418,9 @@ static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
 			      "cannot lower '%s': it reads '%s' on mesh '%s' "
 			      "and '%s' on mesh '%s'; lowering does not move "
 			      "values between meshes",
-			      name, name_of(m, in.first),
+			      name, dt_node_name(m, in.first),
 			      dt_str_get(m, m->meshes.data[in.mesh].name),
-			      name_of(m, in.other_mesh),
+			      dt_node_name(m, in.other_mesh),
 			      dt_str_get(m, m->meshes.data[m->shardings.data[
 				      l->shard[in.other_mesh]].mesh].name));
 		return DT_EINPUT;
@@ -487,7 +472,7 @@ static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
 		char p[160];
 		dt_placements_print(&s->placements, p, sizeof p);
 		snprintf(why, sizeof why, "its input '%.100s' is %s",
-			 name_of(m, in.sharded), p);
+			 dt_node_name(m, in.sharded), p);
 	}
 	dt_node_error(l->ctx->diag, m, n,
 		      "placements of node %s are unknown: pin them with "
@@ -558,7 +543,7 @@ static int strided_view_local(struct dt_lower *l, uint32_t id)
 		      "cannot lower %s locally: %s states storage strides and "
 		      "offsets of its global input, whose layout differs on "
 		      "the ranks (sharded or redistributed)",
-		      name_of(m, id), dt_op_get((enum dt_op)n->op)->name);
+		      dt_node_name(m, id), dt_op_get((enum dt_op)n->op)->name);
 	return DT_EINPUT;
 }
 
@@ -641,7 +626,7 @@ static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
 				      "cannot lower %s locally: empty_strided "
 				      "with non-contiguous strides states a "
 				      "storage layout of the global tensor",
-				      name_of(m, id));
+				      dt_node_name(m, id));
 			return DT_EINPUT;
 		}
 		dt_contiguous_strides(out, k, local);
@@ -791,9 +776,9 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		    memcmp(got, want[k], (size_t)r * sizeof *got) == 0))
 			continue;
 		char have[160], gl[160], w[160], p[160], which[32] = "";
-		dims_text(got, r, have, sizeof have);
-		dims_text(g[k], rank[k], gl, sizeof gl);
-		dims_text(want[k], rank[k], w, sizeof w);
+		dt_int_list_print(got, r, have, sizeof have);
+		dt_int_list_print(g[k], rank[k], gl, sizeof gl);
+		dt_int_list_print(want[k], rank[k], w, sizeof w);
 		dt_placements_print(&result_pl[k], p, sizeof p);
 		if (nres > 1)
 			snprintf(which, sizeof which, " %u", k);

@@ -498,16 +498,6 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 
 /* ------------------------------------------------------------------ */
 
-static void dims_text(const int64_t *v, int n, char *buf, size_t size)
-{
-	size_t at = (size_t)snprintf(buf, size, "[");
-	for (int i = 0; i < n && at < size; i++)
-		at += (size_t)snprintf(buf + at, size - at, "%s%lld",
-				       i ? ", " : "", (long long)v[i]);
-	if (at < size)
-		snprintf(buf + at, size - at, "]");
-}
-
 /* "S(0) R -> R R", for messages. */
 static void change_text(const struct dt_placements *src,
 			const struct dt_placements *dst, char *buf, size_t n)
@@ -726,8 +716,8 @@ int dt_lower_redistribute(struct dt_lower *l, uint32_t id)
 			shape_of(m, next, got);
 			if (memcmp(want, got, (size_t)plan.rank * sizeof *want)) {
 				char w[160], h[160], p[160];
-				dims_text(want, plan.rank, w, sizeof w);
-				dims_text(got, plan.rank, h, sizeof h);
+				dt_int_list_print(want, plan.rank, w, sizeof w);
+				dt_int_list_print(got, plan.rank, h, sizeof h);
 				dt_placements_print(&s->after, p, sizeof p);
 				dt_node_error(l->ctx->diag, m, dt_node_get(m, id),
 					      "internal error: step %u (%s) of "

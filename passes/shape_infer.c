@@ -11,14 +11,9 @@
  *   (no <tensor>)                    →    (filled in)
  */
 #include "passes.h"
+#include "views.h"
 
 #include <string.h>
-
-static bool tensor_equal(const struct dt_tensor *a, const struct dt_tensor *b)
-{
-	return a->dtype == b->dtype && a->shape.id == b->shape.id &&
-	       a->stride.id == b->stride.id && a->offset == b->offset;
-}
 
 /* Size-1 dims may carry any stride (PyTorch does not normalise them), so
  * compare strides only where the size exceeds 1. */
@@ -26,7 +21,7 @@ static bool tensor_equivalent(const struct dt_module *m,
 			      const struct dt_tensor *a,
 			      const struct dt_tensor *b)
 {
-	if (tensor_equal(a, b))
+	if (dt_tensor_same(a, b))
 		return true;
 	if (a->dtype != b->dtype || a->shape.id != b->shape.id)
 		return false;

@@ -76,11 +76,6 @@ static struct dt_node *node(struct prop *p, uint32_t id)
 	return dt_node_get(p->m, id);
 }
 
-static const char *name_of(struct prop *p, uint32_t id)
-{
-	return dt_str_get(p->m, node(p, id)->name);
-}
-
 /* Make the per-node arrays cover every node id. */
 static void cover_nodes(struct prop *p)
 {
@@ -148,7 +143,7 @@ static uint32_t new_node(struct prop *p, uint32_t from, dt_str target,
 			 uint32_t before, uint32_t line, const char *suffix)
 {
 	char base[256];
-	snprintf(base, sizeof base, "%s_%s", name_of(p, from), suffix);
+	snprintf(base, sizeof base, "%s_%s", dt_node_name(p->m, from), suffix);
 	struct dt_arg args[2] = {{.kind = DT_ARG_NODE, .v.node = from}};
 	if (more)
 		args[1] = *more;
@@ -301,7 +296,7 @@ static void move_inputs(struct prop *p, uint32_t id, uint16_t mesh,
 		remark(
 		    p, id, "shard-prop:redistribute",
 		    "'%s' moves from %s to %s for '%s' (%s), modelled %.2f us",
-		    name_of(p, t->node), a, b, name_of(p, id),
+		    dt_node_name(p->m, t->node), a, b, dt_node_name(p->m, id),
 		    dt_op_get(p->rules.op)->target,
 		    dt_shard_input_cost(&p->space, i, &want[i]));
 	}
@@ -338,7 +333,7 @@ static int constant_value(struct prop *p, uint32_t id)
 		dt_node_error(p->ctx->diag, p->m, node(p, id),
 			      "constant '%s' has no <sharding> and the graph "
 			      "declares no mesh to replicate it on",
-			      name_of(p, id));
+			      dt_node_name(p->m, id));
 		return DT_EINPUT;
 	} else {
 		replicated(&v.pl, p->m->meshes.data[0].ndim);
@@ -366,8 +361,8 @@ static int node_mesh(struct prop *p, uint32_t id, const struct dt_sharding *pin)
 			    p->ctx->diag, p->m, node(p, id),
 			    "node '%s': its inputs '%s' and '%s' are on "
 			    "different meshes ('%s' and '%s')",
-			    name_of(p, id), name_of(p, first),
-			    name_of(p, t->node),
+			    dt_node_name(p->m, id), dt_node_name(p->m, first),
+			    dt_node_name(p->m, t->node),
 			    dt_str_get(p->m, p->m->meshes.data[mesh].name),
 			    dt_str_get(p->m, p->m->meshes.data[v->mesh].name));
 			return -1;
@@ -380,7 +375,7 @@ static int node_mesh(struct prop *p, uint32_t id, const struct dt_sharding *pin)
 		    p->ctx->diag, p->m, node(p, id),
 		    "node '%s': its <sharding> names mesh '%s' but its inputs "
 		    "are on '%s'",
-		    name_of(p, id),
+		    dt_node_name(p->m, id),
 		    dt_str_get(p->m, p->m->meshes.data[pin->mesh].name),
 		    dt_str_get(p->m, p->m->meshes.data[mesh].name));
 		return -1;
@@ -443,7 +438,7 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_node_error(p->ctx->diag, m, node(p, id),
 				      "node '%s': %llu strategies are too many "
 				      "for --search=exhaustive (use pq)",
-				      name_of(p, id),
+				      dt_node_name(p->m, id),
 				      (unsigned long long)
 					  dt_shard_space_product(&p->space));
 			return DT_EINPUT;
@@ -482,7 +477,7 @@ static int propagate(struct prop *p, uint32_t id)
 	if (moved && (!have_rules || !p->choice.found || p->rules.nrows == 0) &&
 	    p->ctx->diag->remarks)
 		remark(p, id, "shard-prop:replicate",
-		       "'%s' (%s) runs replicated: %s", name_of(p, id),
+		       "'%s' (%s) runs replicated: %s", dt_node_name(p->m, id),
 		       dt_str_get(m, node(p, id)->target),
 		       !have_rules || !p->choice.found ? why
 		       : strcmp(p->rules.family, "replicate") == 0
@@ -504,7 +499,7 @@ static int propagate(struct prop *p, uint32_t id)
 				      "node '%s': no strategy gives its result "
 				      "0 the pinned placements %s; pin the "
 				      "getitem of that result instead",
-				      name_of(p, id), a);
+				      dt_node_name(p->m, id), a);
 			dt_vec_free(&fallback);
 			return DT_EINPUT;
 		}
@@ -513,7 +508,7 @@ static int propagate(struct prop *p, uint32_t id)
 			       "no strategy of '%s' (%s) gives its pinned "
 			       "placements %s; it computes %s and is "
 			       "redistributed",
-			       name_of(p, id),
+			       dt_node_name(p->m, id),
 			       dt_str_get(m, node(p, id)->target), a, b);
 		redistribute_to_pin(p, id, (uint16_t)mesh, &pin.placements);
 	}
@@ -587,7 +582,7 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 				dt_node_error(ctx->diag, m, n,
 					      "node '%s': dtensor.redistribute "
 					      "needs a <sharding> target",
-					      name_of(&p, id));
+					      dt_node_name(p.m, id));
 				rc = DT_EINPUT;
 				break;
 			}

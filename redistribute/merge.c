@@ -92,78 +92,6 @@ static int nontrivial_dims(const struct dt_mesh *mesh, const uint8_t *dims,
 	return k;
 }
 
-/* Bit mask of the dims of size > 1. */
-static uint32_t dim_set(const struct dt_mesh *mesh, const uint8_t *dims,
-			int n)
-{
-	uint32_t set = 0;
-	for (int i = 0; i < n; i++)
-		if (mesh->shape[dims[i]] > 1)
-			set |= 1u << dims[i];
-	return set;
-}
-
-/* A declared group of `mesh` over the same dims of size > 1 as `dims`, in
- * any order, or -1. */
-static int find_group_any_order(const struct dt_module *m, int mesh,
-				const uint8_t *dims, int n)
-{
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	uint32_t want = dim_set(me, dims, n);
-	for (uint32_t i = 0; i < m->groups.len; i++) {
-		const struct dt_group *g = &m->groups.data[i];
-		if (g->mesh == mesh && dim_set(me, g->dims, g->ndims) == want)
-			return (int)i;
-	}
-	return -1;
-}
-
-static void join_dim_names(const struct dt_module *m, int mesh,
-			   const uint8_t *dims, int n, const char *sep,
-			   char *buf, size_t size)
-{
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int i = 0; i < n && at < size; i++)
-		at += (size_t)snprintf(buf + at, size - at, "%s%s",
-				       i ? sep : "",
-				       dt_str_get(m, me->dims[dims[i]]));
-}
-
-static bool group_name_taken(const struct dt_module *m, const char *name)
-{
-	for (uint32_t i = 0; i < m->groups.len; i++)
-		if (strcmp(dt_str_get(m, m->groups.data[i].name), name) == 0)
-			return true;
-	return false;
-}
-
-/* A group name not yet declared: the dim names joined by '_'. */
-static void new_group_name(const struct dt_module *m, int mesh,
-			   const uint8_t *dims, int n, char *buf, size_t size)
-{
-	join_dim_names(m, mesh, dims, n, "_", buf, size);
-	size_t len = strlen(buf);
-	for (int k = 2; group_name_taken(m, buf); k++)
-		snprintf(buf + len, size - len, "_%d", k);
-}
-
-static int declare_group(struct dt_module *m, int mesh, const uint8_t *dims,
-			 int n)
-{
-	char name[128];
-	new_group_name(m, mesh, dims, n, name, sizeof name);
-	struct dt_group g = {
-		.name = dt_str_intern(m, name),
-		.mesh = (uint16_t)mesh,
-		.ndims = (uint8_t)n,
-		.generated = true,
-	};
-	memcpy(g.dims, dims, (size_t)n);
-	return (int)dt_vec_push(&m->groups, g);
-}
-
 /* Whether (mesh, dims, reason) was warned about; records it if not. */
 static bool already_warned(struct dt_redist_warned *w, int mesh,
 			   const uint8_t *dims, int n, enum miss why)
@@ -193,7 +121,7 @@ static void warn_missed(const struct dt_redist_plan *plan,
 	char src[128], dst[128], names[96], fix[400];
 	dt_placements_print(&plan->src, src, sizeof src);
 	dt_placements_print(&plan->dst, dst, sizeof dst);
-	join_dim_names(m, opt->mesh, dims, ndims, " ", names, sizeof names);
+	dt_mesh_dims_join(m, opt->mesh, dims, ndims, " ", names, sizeof names);
 	const char *mesh = dt_str_get(m, m->meshes.data[opt->mesh].name);
 	const char *kind = dt_redist_kind_name(run[0].kind);
 	if (why == MISS_UNEVEN) {
@@ -212,7 +140,7 @@ static void warn_missed(const struct dt_redist_plan *plan,
 		return;
 	}
 	char name[96];
-	new_group_name(m, opt->mesh, dims, ndims, name, sizeof name);
+	dt_module_new_group_name(m, opt->mesh, dims, ndims, name, sizeof name);
 	snprintf(fix, sizeof fix,
 		 "add <group name=\"%s\" mesh=\"%s\" dims=\"%s\"/> or pass "
 		 "--create-groups",
@@ -220,7 +148,7 @@ static void warn_missed(const struct dt_redist_plan *plan,
 	if (why == MISS_ORDER) {
 		const struct dt_group *g = &m->groups.data[other_group];
 		char have[96];
-		join_dim_names(m, opt->mesh, g->dims, g->ndims, " ", have,
+		dt_mesh_dims_join(m, opt->mesh, g->dims, g->ndims, " ", have,
 			       sizeof have);
 		dt_diag_report(opt->diag, DT_WARNING, NULL, 0, miss_tags[why],
 			       "redistributing %s -> %s on mesh %s: %d %s steps "
@@ -249,7 +177,7 @@ static int run_group(const struct dt_redist_plan *plan,
 {
 	struct dt_module *m = opt->module;
 	int g = dt_module_find_group_by_layout(m, opt->mesh, dims, ndims);
-	int any = find_group_any_order(m, opt->mesh, dims, ndims);
+	int any = dt_module_find_group_any_order(m, opt->mesh, dims, ndims);
 	if (g < 0 && run[0].kind == DT_REDIST_ALL_REDUCE)
 		g = any;
 	if (g >= 0)
@@ -257,7 +185,7 @@ static int run_group(const struct dt_redist_plan *plan,
 	uint8_t wanted[DT_MAX_MESH_DIMS];
 	int nwanted = nontrivial_dims(&plan->mesh, dims, ndims, wanted);
 	if (opt->create_groups)
-		return declare_group(m, opt->mesh, wanted, nwanted);
+		return dt_module_declare_group(m, opt->mesh, wanted, nwanted);
 	warn_missed(plan, opt, run, n, wanted, nwanted,
 		    any >= 0 ? MISS_ORDER : MISS_NO_GROUP, any);
 	return -1;

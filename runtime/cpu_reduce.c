@@ -9,54 +9,9 @@
 #include <math.h>
 #include <string.h>
 
-enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN,
-		RED_LOGSUMEXP, RED_VAR };
-
-/* How an op is read: its kind, the dims parameter (-1: all dims), the
- * keepdim parameter (-1: none), and whether it returns indices too. */
-struct red_def {
-	uint8_t kind;
-	int8_t pdims, pkeep;
-	bool one_dim;      /* dim is a single int (max.dim, argmax) */
-	bool with_indices; /* max.dim/min.dim: (values, indices) */
-};
-
-static bool red_def_of(enum dt_op op, struct red_def *d)
-{
-	static const struct {
-		enum dt_op op;
-		struct red_def def;
-	} table[] = {
-		{DT_OP_SUM, {RED_SUM, -1, -1, false, false}},
-		{DT_OP_SUM_DIM, {RED_SUM, 1, 2, false, false}},
-		{DT_OP_MEAN, {RED_MEAN, -1, -1, false, false}},
-		{DT_OP_MEAN_DIM, {RED_MEAN, 1, 2, false, false}},
-		{DT_OP_AMAX, {RED_MAX, 1, 2, false, false}},
-		{DT_OP_AMIN, {RED_MIN, 1, 2, false, false}},
-		{DT_OP_MAX, {RED_MAX, -1, -1, false, false}},
-		{DT_OP_MIN, {RED_MIN, -1, -1, false, false}},
-		{DT_OP_MAX_DIM, {RED_MAX, 1, 2, true, true}},
-		{DT_OP_MIN_DIM, {RED_MIN, 1, 2, true, true}},
-		{DT_OP_ARGMAX, {RED_ARGMAX, 1, 2, true, false}},
-		{DT_OP_ARGMIN, {RED_ARGMIN, 1, 2, true, false}},
-		{DT_OP_LOGSUMEXP, {RED_LOGSUMEXP, 1, 2, false, false}},
-		{DT_OP_VAR_CORRECTION, {RED_VAR, 1, 3, false, false}},
-		{DT_OP_VAR_MEAN_CORRECTION, {RED_VAR, 1, 3, false, false}},
-		{DT_OP_VAR_MEAN_DIM, {RED_VAR, 1, 3, false, false}},
-	};
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (table[i].op == op) {
-			*d = table[i].def;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Marks the reduced dims of x; false (after reporting) on a bad dim. */
-static int reduce_mask(struct dt_backend *b, const struct dt_kernel_call *c,
-		       const struct red_def *def, const struct dt_rt_tensor *x,
-		       bool *mask)
+int dt_cpu_reduce_mask(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const struct dt_reduction *def,
+		       const struct dt_rt_tensor *x, bool *mask)
 {
 	int64_t dims[2 * DT_MAX_RANK];
 	int n = -1;
@@ -102,27 +57,27 @@ static void extreme(const double *row, int64_t k, int sign, double *v,
 }
 
 /* Reduce one row into r[0] (and r[1]: index or mean). */
-static void reduce_row(enum red_kind kind, double *row, int64_t k,
+static void reduce_row(enum dt_reduce_kind kind, double *row, int64_t k,
 		       double correction, double *r)
 {
 	double sum = 0, v;
 	int64_t at;
 	switch (kind) {
-	case RED_SUM:
-	case RED_MEAN:
+	case DT_RED_SUM:
+	case DT_RED_MEAN:
 		for (int64_t i = 0; i < k; i++)
 			sum += row[i];
-		r[0] = kind == RED_SUM ? sum : sum / (double)k;
+		r[0] = kind == DT_RED_SUM ? sum : sum / (double)k;
 		break;
-	case RED_MAX:
-	case RED_MIN:
-	case RED_ARGMAX:
-	case RED_ARGMIN:
-		extreme(row, k, kind == RED_MAX || kind == RED_ARGMAX ? 1 : -1, &v, &at);
-		r[0] = kind == RED_MAX || kind == RED_MIN ? v : (double)at;
+	case DT_RED_MAX:
+	case DT_RED_MIN:
+	case DT_RED_ARGMAX:
+	case DT_RED_ARGMIN:
+		extreme(row, k, kind == DT_RED_MAX || kind == DT_RED_ARGMAX ? 1 : -1, &v, &at);
+		r[0] = kind == DT_RED_MAX || kind == DT_RED_MIN ? v : (double)at;
 		r[1] = (double)at;
 		break;
-	case RED_LOGSUMEXP:
+	case DT_RED_LOGSUMEXP:
 		extreme(row, k, 1, &v, &at);
 		if (isinf(v))
 			v = 0;
@@ -130,7 +85,7 @@ static void reduce_row(enum red_kind kind, double *row, int64_t k,
 			sum += exp(row[i] - v);
 		r[0] = log(sum) + v;
 		break;
-	case RED_VAR: {
+	case DT_RED_VAR: {
 		for (int64_t i = 0; i < k; i++)
 			sum += row[i];
 		double mean = sum / (double)k, ss = 0;
@@ -146,13 +101,13 @@ static void reduce_row(enum red_kind kind, double *row, int64_t k,
 
 int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 {
-	struct red_def def;
-	if (!red_def_of(c->op, &def))
+	struct dt_reduction def;
+	if (!dt_reduction_of(c->op, &def))
 		dt_die(__FILE__, __LINE__, "no reduction kernel for %s",
 		       dt_op_get(c->op)->target);
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	bool mask[DT_MAX_RANK], keepdim = false;
-	if (reduce_mask(b, c, &def, x, mask) != DT_OK)
+	if (dt_cpu_reduce_mask(b, c, &def, x, mask) != DT_OK)
 		return DT_ERUNTIME;
 	if (def.pkeep >= 0)
 		dt_cpu_bool(c, def.pkeep, &keepdim);
@@ -161,12 +116,12 @@ int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 		bool unbiased = true;
 		dt_cpu_bool(c, 2, &unbiased);
 		correction = unbiased;
-	} else if (def.kind == RED_VAR) {
+	} else if (def.kind == DT_RED_VAR) {
 		dt_cpu_number(c, 2, &correction);
 	}
 	/* sum/mean with dtype=: the input is cast first */
 	enum dt_dtype cast;
-	bool do_cast = (def.kind == RED_SUM || def.kind == RED_MEAN) &&
+	bool do_cast = (def.kind == DT_RED_SUM || def.kind == DT_RED_MEAN) &&
 		       dt_cpu_dtype(c, c->op == DT_OP_SUM || c->op == DT_OP_MEAN ? 1 : 3,
 				    &cast);
 
@@ -185,7 +140,7 @@ int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 			memcpy(outs[k].stride, c->outputs[k].stride, sizeof(xo.stride));
 	}
 	int64_t k = dt_rt_numel(&xi), rows = dt_rt_numel(&xo);
-	if (k == 0 && def.kind != RED_SUM && def.kind != RED_MEAN && def.kind != RED_VAR &&
+	if (k == 0 && def.kind != DT_RED_SUM && def.kind != DT_RED_MEAN && def.kind != DT_RED_VAR &&
 	    rows > 0)
 		return dt_cpu_fail(b, c, "cannot reduce over a zero-size dimension");
 	double *row = dt_cpu_scratch(k);
@@ -199,7 +154,7 @@ int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 			for (int64_t j = 0; j < k; j++)
 				row[j] = dt_round_to(cast, row[j]);
 		double r[2] = {0, 0};
-		reduce_row((enum red_kind)def.kind, row, k, correction, r);
+		reduce_row((enum dt_reduce_kind)def.kind, row, k, correction, r);
 		for (int o = 0; o < nout; o++)
 			dt_store_element((enum dt_dtype)outs[o].dtype,
 					 dt_rt_at(&outs[o], it.off[o + 1]), r[o]);

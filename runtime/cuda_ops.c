@@ -200,76 +200,14 @@ int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 
 /* ---- reductions ---- */
 
-struct red_def {
-	uint8_t kind;
-	int8_t pdims, pkeep;
-	bool one_dim; /* dim is a single int (max.dim, argmax) */
-};
-
-static bool red_def_of(enum dt_op op, struct red_def *d)
-{
-	static const struct {
-		enum dt_op op;
-		struct red_def def;
-	} table[] = {
-	    {DT_OP_SUM, {DT_CU_RED_SUM, -1, -1, false}},
-	    {DT_OP_SUM_DIM, {DT_CU_RED_SUM, 1, 2, false}},
-	    {DT_OP_MEAN, {DT_CU_RED_MEAN, -1, -1, false}},
-	    {DT_OP_MEAN_DIM, {DT_CU_RED_MEAN, 1, 2, false}},
-	    {DT_OP_AMAX, {DT_CU_RED_MAX, 1, 2, false}},
-	    {DT_OP_AMIN, {DT_CU_RED_MIN, 1, 2, false}},
-	    {DT_OP_MAX, {DT_CU_RED_MAX, -1, -1, false}},
-	    {DT_OP_MIN, {DT_CU_RED_MIN, -1, -1, false}},
-	    {DT_OP_MAX_DIM, {DT_CU_RED_MAX, 1, 2, true}},
-	    {DT_OP_MIN_DIM, {DT_CU_RED_MIN, 1, 2, true}},
-	    {DT_OP_ARGMAX, {DT_CU_RED_ARGMAX, 1, 2, true}},
-	    {DT_OP_ARGMIN, {DT_CU_RED_ARGMIN, 1, 2, true}},
-	    {DT_OP_LOGSUMEXP, {DT_CU_RED_LOGSUMEXP, 1, 2, false}},
-	    {DT_OP_VAR_CORRECTION, {DT_CU_RED_VAR, 1, 3, false}},
-	    {DT_OP_VAR_MEAN_CORRECTION, {DT_CU_RED_VAR, 1, 3, false}},
-	    {DT_OP_VAR_MEAN_DIM, {DT_CU_RED_VAR, 1, 3, false}},
-	};
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (table[i].op == op) {
-			*d = table[i].def;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Marks the reduced dims of x (all of them without a dim list). */
-static int reduce_mask(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
-		       const struct red_def *def, const struct dt_rt_tensor *x,
-		       bool *mask)
-{
-	int64_t dims[2 * DT_MAX_RANK];
-	int n = -1;
-	memset(mask, 0, DT_MAX_RANK * sizeof(bool));
-	if (def->pdims >= 0) {
-		if (def->one_dim)
-			n = dt_cpu_int(c, def->pdims, &dims[0]) ? 1 : -1;
-		else
-			n = dt_cpu_ints(c, def->pdims, dims, 2 * DT_MAX_RANK);
-	}
-	if (n <= 0) {
-		for (int d = 0; d < x->rank; d++)
-			mask[d] = true;
-		return DT_OK;
-	}
-	int64_t r = x->rank > 0 ? x->rank : 1;
-	for (int i = 0; i < n; i++) {
-		int64_t d = dims[i] < 0 ? dims[i] + r : dims[i];
-		if (d < 0 || d >= r)
-			return dt_cpu_fail(
-			    ctx->b, c,
-			    "dim %lld out of range for a %d-D tensor",
-			    (long long)dims[i], x->rank);
-		if (x->rank > 0)
-			mask[d] = true;
-	}
-	return DT_OK;
-}
+/* The kernels' kinds are the IR's (dt_reduction_of). */
+_Static_assert(DT_CU_RED_SUM == (int)DT_RED_SUM && DT_CU_RED_MEAN == (int)DT_RED_MEAN &&
+		       DT_CU_RED_MAX == (int)DT_RED_MAX && DT_CU_RED_MIN == (int)DT_RED_MIN &&
+		       DT_CU_RED_ARGMAX == (int)DT_RED_ARGMAX &&
+		       DT_CU_RED_ARGMIN == (int)DT_RED_ARGMIN &&
+		       DT_CU_RED_LOGSUMEXP == (int)DT_RED_LOGSUMEXP &&
+		       DT_CU_RED_VAR == (int)DT_RED_VAR,
+	       "enum dt_cu_reduce_kind follows enum dt_reduce_kind");
 
 /* The reduced dims of x in row-major order, merged where contiguous. */
 static void inner_dims(struct dt_cu_reduce_op *p, const struct dt_rt_tensor *xi)
@@ -373,11 +311,11 @@ int dt_cuda_reduce_all(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 
 int dt_cuda_reduce(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
-	struct red_def def;
-	DT_REQUIRE(red_def_of(c->op, &def));
+	struct dt_reduction def;
+	DT_REQUIRE(dt_reduction_of(c->op, &def));
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	bool mask[DT_MAX_RANK], keepdim = false;
-	if (reduce_mask(ctx, c, &def, x, mask) != DT_OK)
+	if (dt_cpu_reduce_mask(ctx->b, c, &def, x, mask) != DT_OK)
 		return DT_ERUNTIME;
 	if (def.pkeep >= 0)
 		dt_cpu_bool(c, def.pkeep, &keepdim);

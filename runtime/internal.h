@@ -171,6 +171,12 @@ int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_backward_ew(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c);
+/* Marks the reduced dims of x for reduction `def` of the call (every dim
+ * without a dim list); DT_ERUNTIME after reporting a dim out of range.
+ * Shared by the CPU and CUDA reductions. */
+int dt_cpu_reduce_mask(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const struct dt_reduction *def,
+		       const struct dt_rt_tensor *x, bool *mask);
 int dt_cpu_matmul(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_softmax(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_layer_norm(struct dt_backend *b, const struct dt_kernel_call *c);
