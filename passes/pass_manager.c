@@ -96,12 +96,16 @@ const char *dt_default_pipeline(const struct dt_module *m)
 			 "fuse-collectives,cancel-views,dce";
 }
 
-/* The pass that establishes `prop`. */
-static const struct dt_pass *establisher(uint32_t prop)
+/* The pass of `reg` (the built-in registry when NULL) that establishes
+ * `prop`, or NULL. */
+static const struct dt_pass *establisher(const struct dt_pass_registry *reg,
+					 uint32_t prop)
 {
-	for (int i = 0; i < NPASSES; i++)
-		if (registry[i]->establishes & prop)
-			return registry[i];
+	const struct dt_pass *const *passes = reg ? reg->passes : registry;
+	int n = reg ? reg->npasses : NPASSES;
+	for (int i = 0; i < n; i++)
+		if (passes[i]->establishes & prop)
+			return passes[i];
 	return NULL;
 }
 
@@ -119,23 +123,59 @@ struct timings {
 static int run_one(struct dt_module *m, const struct dt_pass *pass,
 		   uint32_t *props, const struct dt_pipeline_options *opt,
 		   struct dt_diag *d, struct dt_arena *scratch,
-		   struct timings *t, int depth)
+		   struct timings *t, int depth);
+
+/* Run the passes that establish what `pass` requires and is missing,
+ * until nothing is missing (a prerequisite that drops another's property
+ * sends the loop round again); an error when a property has no pass, or
+ * the prerequisites nest deeper than DT_MAX_PREREQ_DEPTH or keep undoing
+ * each other. */
+static int run_prerequisites(struct dt_module *m, const struct dt_pass *pass,
+			     uint32_t *props,
+			     const struct dt_pipeline_options *opt,
+			     struct dt_diag *d, struct dt_arena *scratch,
+			     struct timings *t, int depth)
 {
-	uint32_t missing = pass->requires & ~*props;
-	for (uint32_t bit = 1; missing && depth < 4; bit <<= 1) {
-		if (!(missing & bit))
-			continue;
-		const struct dt_pass *pre = establisher(bit);
-		DT_REQUIRE(pre);
+	for (int round = 0; pass->requires & ~*props; round++) {
+		uint32_t missing = pass->requires & ~*props;
+		uint32_t bit = missing & -missing;
+		const struct dt_pass *pre = establisher(opt->registry, bit);
+		if (!pre) {
+			dt_diag_report(d, DT_ERROR, NULL, 0, NULL,
+				       "pass '%s' requires property %#x, which "
+				       "no pass establishes",
+				       pass->name, bit);
+			return DT_EUSAGE;
+		}
+		if (depth >= DT_MAX_PREREQ_DEPTH || round >= 32) {
+			dt_diag_report(d, DT_ERROR, NULL, 0, NULL,
+				       "pass '%s': its prerequisites %s (last "
+				       "tried: '%s')",
+				       pass->name,
+				       round >= 32 ? "keep undoing each other"
+						   : "nest too deep",
+				       pre->name);
+			return DT_EUSAGE;
+		}
 		int rc = run_one(m, pre, props, opt, d, scratch, t, depth + 1);
 		if (rc != DT_OK)
 			return rc;
-		missing &= ~*props;
 	}
+	return DT_OK;
+}
+
+static int run_one(struct dt_module *m, const struct dt_pass *pass,
+		   uint32_t *props, const struct dt_pipeline_options *opt,
+		   struct dt_diag *d, struct dt_arena *scratch,
+		   struct timings *t, int depth)
+{
+	int rc = run_prerequisites(m, pass, props, opt, d, scratch, t, depth);
+	if (rc != DT_OK)
+		return rc;
 	struct dt_pass_ctx ctx = {m, d, scratch, &opt->pass};
 	double start = dt_now();
 	unsigned errors = d->nerrors;
-	int rc = pass->run(&ctx);
+	rc = pass->run(&ctx);
 	if (rc == DT_OK && d->nerrors > errors)
 		rc = DT_EINPUT;
 	if (t->n < (int)(sizeof(t->rows) / sizeof(t->rows[0])))

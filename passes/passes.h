@@ -72,18 +72,33 @@ int dt_pipeline_parse(struct dt_pipeline *p, const char *text,
 /* The default pipeline for the module's view. */
 const char *dt_default_pipeline(const struct dt_module *m);
 
+/* A set of passes the pass manager picks prerequisites from. */
+struct dt_pass_registry {
+	const struct dt_pass *const *passes;
+	int npasses;
+};
+/* How deep prerequisites may nest (a pass requiring what a pass requiring
+ * what … establishes): deeper is an error, never a pass run without them. */
+#define DT_MAX_PREREQ_DEPTH 8
+
 struct dt_pipeline_options {
 	const char *dump_after; /* pass name or "all"; NULL = none */
 	FILE *dump_out;         /* where dumps go (stderr if NULL) */
 	bool verify_each;       /* run dt_verify after every pass */
 	bool time_passes;       /* print a timing table to time_out */
 	FILE *time_out;
+	/* Where prerequisites come from; NULL = the registered passes. */
+	const struct dt_pass_registry *registry;
 	struct dt_pass_options pass;
 };
 
 /* Run the pipeline on `m`: before each pass, the passes establishing its
- * missing required properties run first. Stops at the first failing pass;
- * returns its status. */
+ * missing required properties run first (the set after a pass: what it
+ * establishes and, of what held before, what it preserves). Stops at the
+ * first failing pass; returns its status (DT_EUSAGE, reported, when
+ * prerequisites cannot be met: a required property no pass establishes,
+ * prerequisites nested deeper than DT_MAX_PREREQ_DEPTH or undoing each
+ * other). */
 int dt_pipeline_run(struct dt_module *m, const struct dt_pipeline *p,
 		    const struct dt_pipeline_options *opt, struct dt_diag *d);
 
