@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* dce.c: the `dce` pass removes nodes whose results are unused and that
- * have no effects (unused constants too). A collective and its wait are removed together when the
- * wait is unused and is the collective's only user; collectives and nodes
- * of unknown targets are otherwise kept.
+ * have no effects (unused constants too). An unused wait goes: alone when
+ * its collective has other waits (they complete it; the verifier lets a
+ * collective be read only by waits), with its collective when it is the
+ * collective's only user. Collectives nobody waits for and nodes of
+ * unknown targets are kept.
  *
  * Requires: VERIFIED. Preserves: everything. O(nodes + uses).
  *
@@ -45,13 +47,13 @@ static bool is_removable(const struct dt_node *n)
 		dt_op_has((enum dt_op)n->op, DT_OPF_PURE));
 }
 
-/* The collective a wait completes, when the wait is its only user. */
+/* The collective wait `n` completes, or 0. */
 static uint32_t waited_collective(const struct dce *c, const struct dt_node *n)
 {
 	if (n->op != DT_OP_WAIT || n->nargs < 1)
 		return 0;
 	const struct dt_arg *a = dt_node_arg(c->m, n, 0);
-	if (a->kind != DT_ARG_NODE || c->users[a->v.node] != 1)
+	if (a->kind != DT_ARG_NODE)
 		return 0;
 	const struct dt_node *in = dt_node_get(c->m, a->v.node);
 	return in->op != DT_OP_UNKNOWN &&
@@ -75,8 +77,10 @@ static int run_dce(struct dt_pass_ctx *ctx)
 			continue;
 		uint32_t collective = waited_collective(&c, node);
 		if (collective) {
+			bool last = c.users[collective] == 1;
 			kill(&c, id);
-			kill(&c, collective);
+			if (last)
+				kill(&c, collective);
 		} else if (is_removable(node)) {
 			kill(&c, id);
 		}
