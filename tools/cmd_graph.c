@@ -369,8 +369,11 @@ int dt_cmd_dump(int argc, char **argv)
 
 static const char verify_help[] =
 	"usage: dtopt verify IN.xml\n\n"
-	"Reads IN.xml (schema, references, targets) and runs the verifier;\n"
-	"reports every problem as file:line: error: and exits 1 if there is one.\n";
+	"Reads IN.xml (schema, references, targets), runs the verifier, then\n"
+	"infers every value's dtype, shape, stride and offset (shape-infer) and\n"
+	"checks them against the graph's; reports every problem as\n"
+	"file:line: error: and exits 1 if there is one (shapes are checked only\n"
+	"when the structure is sound).\n";
 
 int dt_cmd_verify(int argc, char **argv)
 {
@@ -386,9 +389,13 @@ int dt_cmd_verify(int argc, char **argv)
 	int rc = load(argv[1], false, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
-	rc = dt_verify(m, &diag);
+	/* What opt checks before any rewrite: structure, then shapes. */
+	struct dt_pipeline checks = {{&dt_pass_verify, &dt_pass_shape_infer}, 2};
+	struct dt_pipeline_options popt = {0};
+	rc = dt_pipeline_run(m, &checks, &popt, &diag);
 	if (rc == DT_OK)
-		printf("%s: ok (%u nodes, %s view)\n", m->file, dt_graph_count(m),
+		printf("%s: ok (%u nodes, %s view; structure and shapes)\n",
+		       m->file, dt_graph_count(m),
 		       m->view == DT_VIEW_GLOBAL ? "global" : "local");
 	dt_module_destroy(m);
 	return dt_exit_code(rc);
