@@ -364,7 +364,10 @@ static void reduce_partial(struct dt_runner *c, const struct dt_module *m,
 			     : op == DT_REDUCE_MIN	 ? MPI_MIN
 			     : op == DT_REDUCE_PRODUCT ? MPI_PROD
 						       : MPI_SUM;
-		MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, mop, comm);
+		MPI_Request req;
+		MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, mop, comm,
+			       &req);
+		dt_runner_wait(c, &req, "reducing a Partial output");
 		MPI_Comm_free(&comm);
 	}
 #else
