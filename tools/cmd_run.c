@@ -163,32 +163,6 @@ static int fail_run(struct dt_runner *c, int code)
 	return code;
 }
 
-#if DTOPT_HAVE_MPI
-struct request_ctx {
-	MPI_Request *req;
-};
-
-static bool test_request(void *ud)
-{
-	int done = 0;
-	MPI_Test(((struct request_ctx *)ud)->req, &done, MPI_STATUS_IGNORE);
-	return done;
-}
-
-void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what)
-{
-	struct request_ctx t = {req};
-	if (dt_rt_poll(test_request, &t, c->o.timeout))
-		return;
-	fprintf(stderr, "dtopt run: error: rank %d of %d waited %g s for the "
-		"other ranks in %s: a peer rank stopped or hangs; ending the "
-		"job (--timeout=%g)\n", c->rank, c->size, c->o.timeout, what,
-		c->o.timeout);
-	fflush(stderr);
-	MPI_Abort(MPI_COMM_WORLD, DT_EXIT_RUNTIME);
-}
-#endif
-
 /* Sum (or max) doubles over the ranks, in place, on every rank. */
 void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max)
 {
@@ -329,6 +303,14 @@ double *dt_cli_values(const struct dt_rt_tensor *t)
 /* ------------------------------------------------------------------ */
 /* Running. */
 
+/* Release a backend's communicators under the watchdog. */
+static void destroy(struct dt_runner *c, struct dt_backend *b)
+{
+	dt_runner_step(c, "releasing the communicators");
+	b->ops->destroy(b);
+	dt_runner_step(c, NULL);
+}
+
 /* "17179869184 bytes (16.0 GiB)" */
 static void format_bytes(size_t v, char *buf, size_t n)
 {
@@ -392,6 +374,7 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	/* a rank of a job (MPI or NCCL): peers may wait on it */
 	bool mpi = (c->o.mpi || gpu) && !reference;
 	struct dt_backend *b = NULL;
+	dt_runner_step(c, "creating the communicators");
 #if DTOPT_HAVE_NCCL
 	if (gpu)
 		b = dt_backend_nccl_create(m, &c->diag);
@@ -400,12 +383,13 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	if (mpi && !gpu)
 		b = dt_backend_mpi_create(m, &c->diag);
 #endif
+	dt_runner_step(c, NULL);
 	if (!mpi)
 		b = dt_backend_cpu_create(&c->diag);
 	int code = dt_runner_agree(c, b ? DT_EXIT_OK : DT_EXIT_RUNTIME);
 	if (code != DT_EXIT_OK) {
 		if (b)
-			b->ops->destroy(b);
+			destroy(c, b);
 		return code;
 	}
 	b->timeout = c->o.timeout;
@@ -418,13 +402,13 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	if (code == DT_EXIT_OK)
 		code = dt_runner_agree(c, check_memory(c, m, b));
 	if (code != DT_EXIT_OK) {
-		b->ops->destroy(b);
+		destroy(c, b);
 		return code;
 	}
 	if (mpi)
 		hold_diagnostics(c, false);
 	int rc = dt_interpret(m, b, ro, res);
-	b->ops->destroy(b);
+	destroy(c, b);
 	if (rc != DT_OK && mpi)
 		return fail_run(c, dt_exit_code(rc));
 	if (mpi)
@@ -956,7 +940,11 @@ int dt_cmd_run(int argc, char **argv)
 	c.diag.ud = &c;
 #if DTOPT_HAVE_MPI
 	if (c.o.mpi) {
-		if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+		dt_runner_watchdog_start(&c);
+		dt_runner_step(&c, "MPI_Init");
+		int err = MPI_Init(NULL, NULL);
+		dt_runner_step(&c, NULL);
+		if (err != MPI_SUCCESS) {
 			fprintf(stderr, "dtopt run: error: MPI_Init failed\n");
 			return DT_EXIT_RUNTIME;
 		}
@@ -970,8 +958,11 @@ int dt_cmd_run(int argc, char **argv)
 			   : cmd_plain(&c);
 	hold_diagnostics(&c, false);
 #if DTOPT_HAVE_MPI
-	if (c.o.mpi)
+	if (c.o.mpi) {
+		dt_runner_step(&c, "MPI_Finalize");
 		MPI_Finalize();
+		dt_runner_step(&c, NULL);
+	}
 #endif
 	return code;
 }

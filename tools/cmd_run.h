@@ -45,6 +45,12 @@ int dt_runner_agree(struct dt_runner *c, int code);
 /* Sum (or, with max, the maximum of) n doubles over the ranks, in place,
  * on every rank. */
 void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max);
+/* The watchdog of MPI's blocking steps (cmd_run_watchdog.c): start its
+ * thread (with --timeout > 0), then arm it around each step: past
+ * --timeout in `step` the rank prints that it waited there and exits 3
+ * (mpirun then ends the job). A NULL step disarms it. */
+void dt_runner_watchdog_start(struct dt_runner *c);
+void dt_runner_step(struct dt_runner *c, const char *step);
 #if DTOPT_HAVE_MPI
 /* Complete nonblocking MPI request *req of `what` (for the message), or,
  * past --timeout, print that a peer rank stopped and end the job with
