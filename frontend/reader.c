@@ -125,12 +125,26 @@ static xmlParserInputPtr refuse_external_entity(const char *url,
 
 /* ---- attribute access on the current element ---- */
 
-/* The source line of element `n`. libxml2 keeps element lines in 16 bits:
- * past line 65535 this is the parser's position, which is at or a few
- * lines after the element (the reader parses ahead in small chunks). */
+/* The source line of element `n`. libxml2 keeps element lines in 16 bits;
+ * past line 65535 they come from the text node after the start tag, or,
+ * when the reader has not parsed that far, the parser's position (at or a
+ * few lines after the element: the reader parses ahead in chunks). */
 static uint32_t node_line(struct reader *r, xmlNodePtr n)
 {
 	long line = xmlGetLineNo(n);
+	if (line >= 65535 && n->type == XML_ELEMENT_NODE) {
+		/* XML_PARSE_BIG_LINES keeps the full line only in text nodes,
+		 * as the line where the text ends: the text after the start
+		 * tag (first child, else next sibling) less its newlines is
+		 * the line of the tag's end. */
+		xmlNodePtr t = n->children ? n->children : n->next;
+		if (t && t->type == XML_TEXT_NODE && t->psvi) {
+			line = (long)(ptrdiff_t)t->psvi;
+			for (const xmlChar *c = t->content; c && *c; c++)
+				line -= *c == '\n';
+			return line > 0 ? (uint32_t)line : 0;
+		}
+	}
 	if (line >= 65535)
 		line = xmlTextReaderGetParserLineNumber(r->xr);
 	return line > 0 ? (uint32_t)line : 0;
@@ -436,10 +450,10 @@ static void topology_number(struct reader *r, xmlNodePtr el, const char *name,
 	double v;
 	if (!text)
 		return;
-	if (!parse_float(text, &v) || !isfinite(v) || v <= 0)
+	if (!parse_float(text, &v) || !(v >= DT_TOPOLOGY_MIN && v <= DT_TOPOLOGY_MAX))
 		error_at(r, node_line(r, el),
-			 "<topology> %s=\"%s\": expected a positive finite number%s%s",
-			 name, text, *unit ? " of " : "", unit);
+			 "<topology> %s=\"%s\": expected a number%s%s from %g to %g",
+			 name, text, *unit ? " of " : "", unit, DT_TOPOLOGY_MIN, DT_TOPOLOGY_MAX);
 	else
 		*field = v;
 }
@@ -507,7 +521,9 @@ static void read_mesh(struct reader *r, xmlNodePtr el)
 	for (int i = 0; i < mesh.ndim; i++) {
 		mesh.shape[i] = r->scratch.data[i];
 		if (mesh.shape[i] < 1 || mesh.shape[i] > (1 << 20)) {
-			error_at(r, line, "mesh '%s': dim size %lld is not positive",
+			error_at(r, line, mesh.shape[i] < 1
+				 ? "mesh '%s': dim size %lld is not positive"
+				 : "mesh '%s': dim size %lld exceeds 2^20",
 				 name, (long long)mesh.shape[i]);
 			return;
 		}

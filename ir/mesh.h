@@ -99,6 +99,10 @@ struct dt_topology {
 	double all_to_all_penalty;     /* µs added to an all_to_all; 1.0 */
 };
 void dt_topology_default(struct dt_topology *t);
+/* The range every real-valued topology parameter must lie in, so that the
+ * modelled times stay finite: DT_TOPOLOGY_MIN to DT_TOPOLOGY_MAX. */
+#define DT_TOPOLOGY_MIN 1e-9
+#define DT_TOPOLOGY_MAX 1e9
 
 /* ------------------------------------------------------------------ */
 /* Placements. */

@@ -93,5 +93,6 @@ struct dt_backend *dt_backend_cpu_create(struct dt_diag *d)
 	cb->base.rank = 0;
 	cb->base.world_size = 1;
 	cb->base.diag = d;
+	cb->base.memory = dt_host_memory();
 	return &cb->base;
 }

@@ -34,6 +34,7 @@ struct dt_pending {
 	MPI_Request req;
 	enum dt_collective_kind kind;
 	enum dt_reduce_op reduce;
+	int group;
 	int64_t group_size;
 	const struct dt_node *node;
 	struct dt_rt_tensor *output;
@@ -294,6 +295,7 @@ static int mpi_collective(struct dt_backend *base,
 	p->req = MPI_REQUEST_NULL;
 	p->kind = c->kind;
 	p->reduce = c->reduce;
+	p->group = c->group;
 	p->group_size = c->group_size;
 	p->node = c->node;
 	p->output = c->output;
@@ -351,11 +353,38 @@ static void unlink_pending(struct mpi_backend *b, struct dt_pending *p)
 	dt_die(__FILE__, __LINE__, "wait on a collective that is not pending");
 }
 
+struct test_ctx {
+	MPI_Request *req;
+	int err;
+};
+
+static bool test_request(void *ud)
+{
+	struct test_ctx *t = ud;
+	int done = 0;
+	t->err = MPI_Test(t->req, &done, MPI_STATUS_IGNORE);
+	return done || t->err != MPI_SUCCESS;
+}
+
+/* MPI_Wait under the watchdog: past b->base.timeout seconds the wait
+ * fails, naming the rank, the node and the collective (the caller ends
+ * the job: the request cannot be cancelled). */
+static int wait_request(struct mpi_backend *b, struct dt_pending *p)
+{
+	if (b->base.timeout <= 0)
+		return MPI_CALL(b, p->node, MPI_Wait, &p->req, MPI_STATUS_IGNORE);
+	struct test_ctx t = {&p->req, MPI_SUCCESS};
+	if (!dt_rt_poll(test_request, &t, b->base.timeout))
+		return dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind,
+					  p->group);
+	return mpi_check(b, p->node, "MPI_Test", t.err);
+}
+
 static int mpi_wait(struct dt_backend *base, struct dt_pending *p)
 {
 	struct mpi_backend *b = (struct mpi_backend *)base;
 	unlink_pending(b, p);
-	int rc = MPI_CALL(b, p->node, MPI_Wait, &p->req, MPI_STATUS_IGNORE);
+	int rc = wait_request(b, p);
 	if (rc == DT_OK && p->stage_out) {
 		enum dt_dtype t = p->output->dtype;
 		char *d = tensor_data(p->output);
@@ -497,6 +526,22 @@ static int create_groups(struct mpi_backend *b)
 	return DT_OK;
 }
 
+/* This rank's share of the host's memory: ranks on one host split it. */
+static int share_memory(struct mpi_backend *b)
+{
+	MPI_Comm host = MPI_COMM_NULL;
+	int local = 1;
+	int rc = MPI_CALL(b, NULL, MPI_Comm_split_type, b->world,
+			  MPI_COMM_TYPE_SHARED, b->base.rank, MPI_INFO_NULL,
+			  &host);
+	if (rc == DT_OK)
+		rc = MPI_CALL(b, NULL, MPI_Comm_size, host, &local);
+	if (host != MPI_COMM_NULL)
+		MPI_Comm_free(&host);
+	b->base.memory = dt_host_memory() / (size_t)(local > 0 ? local : 1);
+	return rc;
+}
+
 struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 					 struct dt_diag *d)
 {
@@ -547,6 +592,8 @@ struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 	}
 	if (rc == DT_OK)
 		rc = create_groups(b);
+	if (rc == DT_OK)
+		rc = share_memory(b);
 	if (rc != DT_OK) {
 		mpi_destroy(&b->base);
 		return NULL;

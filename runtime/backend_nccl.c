@@ -29,6 +29,8 @@ struct dt_pending {
 	struct dt_pending *next;
 	cudaEvent_t ready, done; /* inputs written; collective finished */
 	const struct dt_node *node;
+	enum dt_collective_kind kind;
+	int group;
 	void *stage[2]; /* int16 reductions: int32 in, out */
 };
 
@@ -409,6 +411,8 @@ static int nccl_collective(struct dt_backend *base,
 	struct dt_pending *p = pending_get(b, c->node);
 	if (!p)
 		return DT_ERUNTIME;
+	p->kind = c->kind;
+	p->group = c->group;
 	enum dt_dtype t = c->input->dtype;
 	ncclDataType_t type = ncclInt8;
 	int size = dt_dtype_size(t), esize = 1;
@@ -449,6 +453,45 @@ static int nccl_collective(struct dt_backend *base,
 	return DT_OK;
 }
 
+struct watch_ctx {
+	cudaEvent_t done;
+	ncclComm_t comm;
+	cudaError_t state;
+	ncclResult_t async;
+};
+
+static bool test_done(void *ud)
+{
+	struct watch_ctx *w = ud;
+	w->state = cudaEventQuery(w->done);
+	if (w->state != cudaErrorNotReady)
+		return true;
+	return ncclCommGetAsyncError(w->comm, &w->async) != ncclSuccess ||
+	       (w->async != ncclSuccess && w->async != ncclInProgress);
+}
+
+/* The watchdog (b->base.timeout > 0): the host waits for the collective's
+ * completion event, checking its communicator's asynchronous error, as
+ * PyTorch's NCCL watchdog does; past the timeout the wait fails and the
+ * backend is marked failed, so destroy aborts the communicators
+ * (ncclCommAbort) instead of draining them. Without a timeout the wait
+ * stays stream-ordered (the host does not block). */
+static int watch(struct nccl_backend *b, struct dt_pending *p)
+{
+	if (b->base.timeout <= 0)
+		return DT_OK;
+	ncclComm_t comm = b->groups[p->group].comm;
+	struct watch_ctx w = {p->done, comm, cudaSuccess, ncclSuccess};
+	if (!dt_rt_poll(test_done, &w, b->base.timeout)) {
+		b->failed = true;
+		return dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind,
+					  p->group);
+	}
+	if (w.async != ncclSuccess && w.async != ncclInProgress)
+		return nccl_check(b, p->node, "a collective", w.async, comm);
+	return cuda_check(b, p->node, "cudaEventQuery", w.state);
+}
+
 static int nccl_wait(struct dt_backend *base, struct dt_pending *p)
 {
 	struct nccl_backend *b = (struct nccl_backend *)base;
@@ -457,8 +500,10 @@ static int nccl_wait(struct dt_backend *base, struct dt_pending *p)
 		q = &(*q)->next;
 	DT_REQUIRE(*q == p);
 	*q = p->next;
-	int rc = cuda_check(b, p->node, "cudaStreamWaitEvent",
-			    cudaStreamWaitEvent(b->cu.stream, p->done, 0));
+	int rc = watch(b, p);
+	if (rc == DT_OK)
+		rc = cuda_check(b, p->node, "cudaStreamWaitEvent",
+				cudaStreamWaitEvent(b->cu.stream, p->done, 0));
 	pending_put(b, p);
 	return rc;
 }
@@ -587,9 +632,10 @@ static int agree(struct nccl_backend *b, int rc)
 
 /* MPI's world (when the caller initialised MPI): rank, size, and the
  * check that all ranks declare the same meshes and groups. */
-static int join_world(struct nccl_backend *b, int *local)
+static int join_world(struct nccl_backend *b, int *local, int *local_size)
 {
 	*local = 0;
+	*local_size = 1;
 #if DTOPT_HAVE_MPI
 	int initialized = 0;
 	MPI_Initialized(&initialized);
@@ -615,6 +661,9 @@ static int join_world(struct nccl_backend *b, int *local)
 						   &node));
 	if (rc == DT_OK)
 		rc = mpi_check(b, "MPI_Comm_rank", MPI_Comm_rank(node, local));
+	if (rc == DT_OK)
+		rc = mpi_check(b, "MPI_Comm_size",
+			       MPI_Comm_size(node, local_size));
 	if (node != MPI_COMM_NULL)
 		MPI_Comm_free(&node);
 	uint64_t fp = dt_topology_fingerprint(b->m), mine[2] = {fp, ~fp}, top[2];
@@ -652,7 +701,7 @@ static int check_world_size(struct nccl_backend *b)
 
 /* This rank's GPU (local rank modulo the visible devices), its streams,
  * deferred-error word and a caching memory pool. */
-static int setup_device(struct nccl_backend *b, int local)
+static int setup_device(struct nccl_backend *b, int local, int local_size)
 {
 	int count = 0, rc;
 	cudaError_t e = cudaGetDeviceCount(&count);
@@ -681,6 +730,12 @@ static int setup_device(struct nccl_backend *b, int local)
 		    b, NULL, "cudaMemPoolSetAttribute",
 		    cudaMemPoolSetAttribute(
 			pool, cudaMemPoolAttrReleaseThreshold, &keep));
+	size_t free_bytes = 0, total = 0;
+	if (rc == DT_OK)
+		rc = cuda_check(b, NULL, "cudaMemGetInfo",
+				cudaMemGetInfo(&free_bytes, &total));
+	/* ranks sharing this GPU (local ranks modulo the devices) split it */
+	b->base.memory = free_bytes / (size_t)((local_size - 1 - dev) / count + 1);
 	if (rc == DT_OK)
 		rc = cuda_check(
 		    b, NULL, "cudaMalloc",
@@ -763,13 +818,13 @@ struct dt_backend *dt_backend_nccl_create(const struct dt_module *m,
 #endif
 	/* every step ends in an agreement, so all ranks stop together and
 	 * none waits in NCCL's initialisation for a failed peer */
-	int local = 0;
+	int local = 0, local_size = 1;
 	bool global = m->view == DT_VIEW_GLOBAL; /* the one-process reference */
-	int rc = join_world(b, &local);
+	int rc = join_world(b, &local, &local_size);
 	if (rc == DT_OK && !global)
 		rc = check_world_size(b);
 	if (rc == DT_OK)
-		rc = agree(b, setup_device(b, local));
+		rc = agree(b, setup_device(b, local, local_size));
 	if (rc == DT_OK && !global)
 		rc = create_comms(b);
 	if (rc != DT_OK) {

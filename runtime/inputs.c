@@ -136,20 +136,38 @@ struct source {
 static void source_fini(struct source *s)
 {
 	for (int d = 0; d < s->rank; d++)
-		dt_free(s->index[d]);
+		free(s->index[d]);
 	for (int k = 0; k < s->npartial; k++)
 		dt_free(s->names[k]);
 }
 
+/* n + 1 indices (malloc: a huge dim is a reported failure, not an
+ * abort), or NULL after reporting. */
+static int64_t *new_indices(struct dt_backend *b, const struct dt_module *m,
+			    const struct dt_node *n, int64_t count)
+{
+	int64_t *v = (uint64_t)count < SIZE_MAX / sizeof(int64_t) - 1
+			     ? malloc((size_t)(count + 1) * sizeof(int64_t))
+			     : NULL;
+	if (!v)
+		dt_rt_fail(b, m, n, "out of memory for the input's %lld "
+			   "indices", (long long)count);
+	return v;
+}
+
 /* Identity indices over `shape` (global view, or a per-rank value). */
-static void source_identity(struct source *s, const struct dt_rt_tensor *t)
+static int source_identity(struct source *s, struct dt_backend *b,
+			   const struct dt_module *m, const struct dt_node *n,
+			   const struct dt_rt_tensor *t)
 {
 	dt_contiguous_strides(t->shape, t->rank, s->gstride);
 	for (int d = 0; d < t->rank; d++) {
-		s->index[d] = dt_malloc((size_t)(t->shape[d] + 1) * sizeof(int64_t));
+		if (!(s->index[d] = new_indices(b, m, n, t->shape[d])))
+			return DT_ERUNTIME;
 		for (int64_t i = 0; i < t->shape[d]; i++)
 			s->index[d][i] = i;
 	}
+	return DT_OK;
 }
 
 /* The rank's shard of the global tensor of a local-view placeholder. */
@@ -186,7 +204,8 @@ static int source_sharded(struct source *s, struct dt_backend *b,
 	dt_shard_shape(mesh, pl, -1, gshape, grank, padded);
 	for (int d = 0; d < t->rank; d++) {
 		int64_t got, size = gshape[d] > t->shape[d] ? gshape[d] : t->shape[d];
-		s->index[d] = dt_malloc((size_t)(size + 1) * sizeof(int64_t));
+		if (!(s->index[d] = new_indices(b, m, n, size)))
+			return DT_ERUNTIME;
 		s->rank = d + 1;
 		dt_shard_indices(pl, mesh->shape, coord, d, gshape[d], s->index[d], &got);
 		/* An SPMD graph pads uneven shards to the largest (semantics
@@ -238,7 +257,7 @@ int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 		else
 			snprintf(s.name, sizeof(s.name), "%s@%d", dt_str_get(m, n->name), rank);
 		s.rank = out->rank;
-		source_identity(&s, out);
+		status = source_identity(&s, b, m, n, out);
 	} else {
 		snprintf(s.name, sizeof(s.name), "%s", dt_str_get(m, n->name));
 		status = source_sharded(&s, b, m, n, sh, rank, out);
@@ -250,7 +269,14 @@ int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 		source_fini(&s);
 		return status;
 	}
-	unsigned char *host = dt_calloc(bytes ? bytes : 1, 1);
+	unsigned char *host = calloc(bytes ? bytes : 1, 1);
+	if (!host) {
+		dt_buffer_release(b, out->buf);
+		out->buf = NULL;
+		source_fini(&s);
+		return dt_rt_fail(b, m, n, "out of memory for %zu bytes of "
+				  "input values", bytes);
+	}
 	uint64_t name_hash = dt_rt_fnv1a(s.name);
 	int esize = dt_dtype_size(dtype);
 	dt_store_fn store = dt_storer(dtype);
@@ -274,7 +300,7 @@ int dt_materialize_input(const struct dt_module *m, const struct dt_node *n,
 	source_fini(&s);
 	if (bytes && b->ops->upload(b, out->buf->data, host, bytes) != DT_OK)
 		status = dt_rt_fail(b, m, n, "cannot upload the input to the backend");
-	dt_free(host);
+	free(host);
 	if (status != DT_OK) {
 		dt_buffer_release(b, out->buf);
 		out->buf = NULL;

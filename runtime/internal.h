@@ -208,6 +208,39 @@ uint64_t dt_topology_fingerprint(const struct dt_module *m);
 int64_t dt_required_world(const struct dt_module *m,
 			  const struct dt_mesh **which);
 
+/* trace.c: the op table's target string of n ("placeholder", "output",
+ * "get_attr" for the other kinds; valid forever). */
+const char *dt_rt_node_target(const struct dt_node *n);
+/* One executed node of a rank's trace. */
+struct dt_trace_event {
+	uint32_t node;
+	double start, dur; /* seconds since the run started */
+	uint64_t bytes;    /* of the results produced */
+};
+/* Write rank `rank`'s Chrome trace of `events` to `path` atomically (one
+ * event per line, which dt_trace_merge relies on). DT_OK, or DT_EIO
+ * after reporting. */
+int dt_trace_write(const char *path, const struct dt_module *m, int rank,
+		   const struct dt_trace_event *events, uint32_t n,
+		   struct dt_diag *d);
+
+/* sequence.c: the kind, group (index and size), reduce op and split sizes
+ * of collective node n from its bound args (input and output are left to
+ * the caller). DT_OK, or DT_EINPUT with *why ("undeclared group", "bad
+ * reduce_op"). */
+int dt_rt_collective_args(const struct dt_module *m, const struct dt_node *n,
+			  const struct dt_bound_args *a,
+			  struct dt_collective_call *c, const char **why);
+
+/* world.c: the watchdog's report at collective node n (of `kind` over
+ * module group `group`) whose wait outlived b->timeout; DT_ERUNTIME. */
+int dt_rt_timeout_fail(struct dt_backend *b, const struct dt_module *m,
+		       const struct dt_node *n, enum dt_collective_kind kind,
+		       int group);
+/* world.c: the memory this host can give (MemAvailable, capped by a
+ * cgroup's limit less its use), 0 when unknown. */
+size_t dt_host_memory(void);
+
 /* Views used by the copy kernels of both host and CUDA backends: the part
  * of t at [start, start + len) of dim d, every step-th; t with dim d
  * removed at `index`; a possibly negative dim wrapped into [0, rank)

@@ -8,12 +8,9 @@
  * times for the summary table and the Chrome trace. */
 #include "internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 enum step {
 	STEP_INPUT,      /* placeholder or constant: materialized once */
@@ -23,12 +20,6 @@ enum step {
 	STEP_COLLECTIVE, /* contiguous input, started now */
 	STEP_WAIT,       /* completes the collective it reads */
 	STEP_OUTPUT,
-};
-
-struct event {
-	uint32_t node;
-	double start, dur; /* seconds since the run started */
-	uint64_t bytes;
 };
 
 struct interp {
@@ -46,8 +37,9 @@ struct interp {
 	struct dt_buffer **pinned;       /* collective node -> input kept alive */
 	uint32_t *stat_of;               /* node id -> index in stats */
 	DT_VEC(struct dt_run_stat) stats;
-	DT_VEC(struct event) events;
+	DT_VEC(struct dt_trace_event) events;
 	size_t live, peak;
+	uint32_t peak_node;              /* the node whose buffer set peak */
 	double t0;
 };
 
@@ -58,19 +50,16 @@ double dt_rt_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The op table's target string of n (valid forever). */
-static const char *node_target(const struct dt_node *n)
-{
-	if (n->kind == DT_NODE_PLACEHOLDER)
-		return "placeholder";
-	if (n->kind == DT_NODE_OUTPUT)
-		return "output";
-	if (n->kind == DT_NODE_CONSTANT)
-		return "get_attr";
-	return dt_op_get((enum dt_op)n->op)->target;
-}
-
 /* ---- buffers with accounting ---- */
+
+static void account(struct interp *ip, const struct dt_node *n, size_t bytes)
+{
+	ip->live += bytes;
+	if (ip->live > ip->peak) {
+		ip->peak = ip->live;
+		ip->peak_node = (uint32_t)(n - ip->m->nodes.data);
+	}
+}
 
 static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
 				    size_t bytes)
@@ -80,9 +69,7 @@ static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
 		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
 		return NULL;
 	}
-	ip->live += bytes;
-	if (ip->live > ip->peak)
-		ip->peak = ip->live;
+	account(ip, n, bytes);
 	return buf;
 }
 
@@ -284,7 +271,7 @@ static int plan(struct interp *ip)
 		total += n->ntensors;
 		if (plan_node(ip, id) != DT_OK)
 			return DT_ERUNTIME;
-		ip->stat_of[id] = stat_index(ip, node_target(n));
+		ip->stat_of[id] = stat_index(ip, dt_rt_node_target(n));
 	}
 	plan_frees(ip);
 	return DT_OK;
@@ -354,47 +341,13 @@ static int run_kernel(struct interp *ip, uint32_t id)
 	return ip->b->ops->kernel(ip->b, &c);
 }
 
-static const struct {
-	enum dt_op op;
-	enum dt_collective_kind kind;
-	int8_t reduce, size, group, splits; /* parameter indices, -1 none */
-} collectives[] = {
-	{DT_OP_ALL_GATHER, DT_COLL_ALL_GATHER, -1, 1, 2, -1},
-	{DT_OP_REDUCE_SCATTER, DT_COLL_REDUCE_SCATTER, 1, 2, 3, -1},
-	{DT_OP_ALL_REDUCE, DT_COLL_ALL_REDUCE, 1, -1, 2, -1},
-	{DT_OP_ALL_TO_ALL, DT_COLL_ALL_TO_ALL, -1, -1, 3, 1},
-};
-
-/* The int list of a split-sizes parameter into v (NULL when none). */
-static const int64_t *split_sizes(const struct interp *ip, uint32_t id, int p)
-{
-	const struct dt_arg *a = ip->args[id].arg[p];
-	return a && a->kind == DT_ARG_INTS ? dt_ints_get(ip->m, a->v.ints, NULL) : NULL;
-}
-
 static int run_collective(struct interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
-	size_t k = 0;
-	while (k < sizeof(collectives) / sizeof(collectives[0]) && collectives[k].op != n->op)
-		k++;
-	DT_REQUIRE(k < sizeof(collectives) / sizeof(collectives[0]));
-	struct dt_collective_call c = {.kind = collectives[k].kind, .node = n, .m = ip->m};
-	const struct dt_arg *g = ip->args[id].arg[collectives[k].group];
-	c.group = g && g->kind == DT_ARG_STR ? dt_module_find_group(ip->m, g->v.s) : -1;
-	if (c.group < 0)
-		return dt_rt_fail(ip->b, ip->m, n, "undeclared group");
-	const struct dt_group *grp = &ip->m->groups.data[c.group];
-	c.group_size = dt_group_size(&ip->m->meshes.data[grp->mesh], grp->dims, grp->ndims);
-	if (collectives[k].reduce >= 0) {
-		const struct dt_arg *r = ip->args[id].arg[collectives[k].reduce];
-		if (!r || r->kind != DT_ARG_STR || !dt_reduce_parse(dt_str_get(ip->m, r->v.s), &c.reduce))
-			return dt_rt_fail(ip->b, ip->m, n, "bad reduce_op");
-	}
-	if (collectives[k].splits >= 0) {
-		c.output_splits = split_sizes(ip, id, collectives[k].splits);
-		c.input_splits = split_sizes(ip, id, collectives[k].splits + 1);
-	}
+	struct dt_collective_call c = {.node = n, .m = ip->m};
+	const char *why = NULL;
+	if (dt_rt_collective_args(ip->m, n, &ip->args[id], &c, &why) != DT_OK)
+		return dt_rt_fail(ip->b, ip->m, n, "%s", why);
 	/* the input, contiguous from offset 0 (staged when not) */
 	uint32_t in = arg_node(ip, id, 0);
 	if (!in)
@@ -532,7 +485,7 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 			s->seconds += dur;
 			s->bytes += bytes;
 			if (ip->opt->trace_path) {
-				struct event e = {id, t - ip->t0, dur, bytes};
+				struct dt_trace_event e = {id, t - ip->t0, dur, bytes};
 				dt_vec_push(&ip->events, e);
 			}
 		}
@@ -540,163 +493,6 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 			values_drop(ip, ip->free_list[i]);
 	}
 	return drain(ip);
-}
-
-/* ---- trace and summary ---- */
-
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-int dt_trace_rank_path(const char *path, int rank, int world_size, char *buf,
-		       size_t n)
-{
-	size_t len = strlen(path);
-	if (world_size <= 1)
-		return snprintf(buf, n, "%s", path);
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
-		return snprintf(buf, n, "%.*s.rank%d.json", (int)(len - 5), path, rank);
-	return snprintf(buf, n, "%s.rank%d", path, rank);
-}
-
-/* Write `path` atomically: `fill` writes into a temporary file in the
- * same directory, renamed over `path` only when everything was written.
- * `fill` returns DT_OK, or DT_EIO after reporting its own failure. */
-static int write_atomic(const char *path, struct dt_diag *d,
-			int (*fill)(FILE *f, void *ud), void *ud)
-{
-	size_t len = strlen(path);
-	char *tmp = dt_malloc(len + 16);
-	snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (fd >= 0 && !f)
-		close(fd);
-	if (f)
-		fchmod(fd, 0644); /* mkstemp's 0600 is for the temporary only */
-	int rc = f ? fill(f, ud) : DT_OK;
-	bool written = f && !ferror(f);
-	if (f && fclose(f) != 0)
-		written = false;
-	if (rc == DT_OK && (!written || rename(tmp, path) != 0)) {
-		dt_diag_report(d, DT_ERROR, path, 0, NULL, "cannot write the trace: %s",
-			       strerror(errno));
-		rc = DT_EIO;
-	}
-	if (rc != DT_OK && fd >= 0)
-		remove(tmp);
-	dt_free(tmp);
-	return rc;
-}
-
-/* One event per line between the header and the footer (merge relies on
- * it). */
-static int fill_trace(FILE *f, void *ud)
-{
-	const struct interp *ip = ud;
-	int rank = ip->b->rank;
-	fprintf(f, "{\"traceEvents\":[\n");
-	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
-		rank, rank);
-	for (uint32_t i = 0; i < ip->events.len; i++) {
-		const struct event *e = &ip->events.data[i];
-		const struct dt_node *n = dt_node_get(ip->m, e->node);
-		const char *target = node_target(n);
-		fprintf(f, ",\n{\"name\":");
-		json_string(f, dt_str_get(ip->m, n->name));
-		fprintf(f, ",\"cat\":");
-		json_string(f, target);
-		fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":0,\"args\":{\"target\":",
-			e->start * 1e6, e->dur * 1e6, rank);
-		json_string(f, target);
-		fprintf(f, ",\"bytes\":%llu}}", (unsigned long long)e->bytes);
-	}
-	fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
-	return DT_OK;
-}
-
-struct merge {
-	const char *path;
-	int world_size;
-	struct dt_diag *d;
-};
-
-static int fill_merged(FILE *f, void *ud)
-{
-	const struct merge *mg = ud;
-	char name[4096];
-	char *line = NULL;
-	size_t cap = 0;
-	bool first = true;
-	fprintf(f, "{\"traceEvents\":[\n");
-	for (int r = 0; r < mg->world_size; r++) {
-		dt_trace_rank_path(mg->path, r, mg->world_size, name, sizeof(name));
-		FILE *in = fopen(name, "r");
-		if (!in) {
-			dt_diag_report(mg->d, DT_ERROR, name, 0, NULL,
-				       "cannot read rank %d's trace: %s", r, strerror(errno));
-			free(line);
-			return DT_EIO;
-		}
-		ssize_t len;
-		while ((len = getline(&line, &cap, in)) > 0) {
-			while (len && (line[len - 1] == '\n' || line[len - 1] == ','))
-				line[--len] = 0;
-			if (line[0] != '{' || strncmp(line, "{\"traceEvents\"", 14) == 0)
-				continue;
-			fprintf(f, "%s%s", first ? "" : ",\n", line);
-			first = false;
-		}
-		fclose(in);
-	}
-	free(line); /* getline's buffer comes from malloc */
-	fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
-	return DT_OK;
-}
-
-int dt_trace_merge(const char *path, int world_size, struct dt_diag *d)
-{
-	struct merge mg = {path, world_size, d};
-	if (world_size <= 1)
-		return DT_OK;
-	int rc = write_atomic(path, d, fill_merged, &mg);
-	for (int r = 0; rc == DT_OK && r < world_size; r++) {
-		char name[4096];
-		dt_trace_rank_path(path, r, world_size, name, sizeof(name));
-		remove(name);
-	}
-	return rc;
-}
-
-void dt_run_summary_print(const struct dt_run_result *r, FILE *out)
-{
-	double total = 0;
-	int iters = r->iters > 0 ? r->iters : 1;
-	for (uint32_t i = 0; i < r->nstats; i++)
-		total += r->stats[i].seconds;
-	fprintf(out, "%-48s %8s %11s %11s %7s %14s\n", "target", "count",
-		"total ms", "ms/iter", "share", "bytes/iter");
-	for (uint32_t i = 0; i < r->nstats; i++) {
-		const struct dt_run_stat *s = &r->stats[i];
-		fprintf(out, "%-48s %8llu %11.3f %11.3f %6.1f%% %14llu\n", s->target,
-			(unsigned long long)s->count, s->seconds * 1e3,
-			s->seconds * 1e3 / iters, total > 0 ? 100 * s->seconds / total : 0,
-			(unsigned long long)(s->bytes / (uint64_t)iters));
-	}
-	fprintf(out, "%-48s %8s %11.3f %11.3f  (%d iteration%s, peak %zu bytes)\n",
-		"total", "", total * 1e3, total * 1e3 / iters, iters,
-		iters == 1 ? "" : "s", r->peak_bytes);
 }
 
 /* ---- the run ---- */
@@ -727,11 +523,104 @@ static int materialize(struct interp *ip)
 			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
 						   ip->b, &ip->inputs[id]) != DT_OK)
 			return DT_ERUNTIME;
-		ip->live += ip->inputs[id].buf->bytes;
-		if (ip->live > ip->peak)
-			ip->peak = ip->live;
+		account(ip, n, ip->inputs[id].buf->bytes);
 	}
 	return DT_OK;
+}
+
+/* ---- the memory plan: one iteration on a backend that holds nothing ---- */
+
+/* A non-NULL address for every allocation: nothing is stored. */
+static char measure_memory;
+
+static void *measure_alloc(struct dt_backend *b, size_t bytes)
+{
+	(void)b, (void)bytes;
+	return &measure_memory;
+}
+
+static void measure_release(struct dt_backend *b, void *p)
+{
+	(void)b, (void)p;
+}
+
+static int measure_move(struct dt_backend *b, void *dst, const void *src, size_t bytes)
+{
+	(void)b, (void)dst, (void)src, (void)bytes;
+	return DT_OK;
+}
+
+static int measure_copy(struct dt_backend *b, struct dt_rt_tensor *dst,
+			const struct dt_rt_tensor *src)
+{
+	(void)b, (void)dst, (void)src;
+	return DT_OK;
+}
+
+static int measure_kernel(struct dt_backend *b, const struct dt_kernel_call *c)
+{
+	(void)b, (void)c;
+	return DT_OK;
+}
+
+/* Nothing is in flight: the wait step finds no pending collective. */
+static int measure_collective(struct dt_backend *b, const struct dt_collective_call *c,
+			      struct dt_pending **out)
+{
+	(void)b, (void)c;
+	*out = NULL;
+	return DT_OK;
+}
+
+static int measure_wait(struct dt_backend *b, struct dt_pending *p)
+{
+	(void)b, (void)p;
+	return DT_OK;
+}
+
+static const struct dt_backend_ops measure_ops = {
+	.name = "measure",
+	.alloc = measure_alloc,
+	.release = measure_release,
+	.upload = measure_move,
+	.download = measure_move,
+	.copy = measure_copy,
+	.kernel = measure_kernel,
+	.collective = measure_collective,
+	.wait = measure_wait,
+};
+
+int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
+		      uint32_t *at)
+{
+	struct interp ip;
+	memset(&ip, 0, sizeof(ip));
+	struct dt_run_options opt = {0};
+	ip.m = m;
+	ip.b = b;
+	ip.opt = &opt;
+	*peak = 0;
+	*at = 0;
+	int rc = plan(&ip);
+	struct dt_backend measure = *b;
+	measure.ops = &measure_ops;
+	ip.b = &measure;
+	for (uint32_t p = 0; rc == DT_OK && p < ip.count; p++) {
+		uint32_t id = ip.order[p];
+		if (ip.step[id] != STEP_INPUT)
+			continue;
+		const struct dt_node *n = dt_node_get(m, id);
+		struct dt_rt_tensor *t = &ip.inputs[id];
+		dt_rt_from_meta(t, m, dt_node_tensor(m, n, 0));
+		if (!(t->buf = buffer_new(&ip, n, dt_rt_storage_bytes(t))))
+			rc = DT_ERUNTIME;
+	}
+	if (rc == DT_OK)
+		rc = iterate(&ip, false, NULL);
+	*peak = ip.peak;
+	*at = ip.peak_node;
+	interp_fini(&ip);
+	return rc;
 }
 
 int dt_interpret(struct dt_module *m, struct dt_backend *b,
@@ -775,7 +664,7 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 	if (rc == DT_OK && opt->trace_path) {
 		char path[4096];
 		dt_trace_rank_path(opt->trace_path, b->rank, b->world_size, path, sizeof(path));
-		rc = write_atomic(path, b->diag, fill_trace, &ip);
+		rc = dt_trace_write(path, m, b->rank, ip.events.data, ip.events.len, b->diag);
 	}
 	if (rc == DT_OK) {
 		out->nstats = ip.stats.len;

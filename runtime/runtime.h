@@ -87,6 +87,8 @@ enum dt_collective_kind {
 	DT_COLL_ALL_REDUCE,
 	DT_COLL_ALL_TO_ALL,
 };
+/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
+const char *dt_collective_name(enum dt_collective_kind k);
 
 struct dt_collective_call {
 	enum dt_collective_kind kind;
@@ -132,6 +134,12 @@ struct dt_backend {
 	struct dt_diag *diag;
 	/* The failing node of the last error, for messages and abort. */
 	const struct dt_node *failed_node;
+	/* Seconds a collective's wait may take before it fails, reporting
+	 * the node (0: no limit). Set by the caller after creation. */
+	double timeout;
+	/* Bytes of tensors this rank can hold: its share of the host's (or
+	 * GPU's) free memory at creation; 0 when unknown. */
+	size_t memory;
 };
 
 /* The single-process CPU backend: host memory, CPU kernels; collectives
@@ -146,6 +154,36 @@ struct dt_backend *dt_backend_cpu_create(struct dt_diag *d);
  * Returns NULL after reporting. Built when DTOPT_HAVE_MPI. */
 struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 					 struct dt_diag *d);
+/* One collective a rank issues, in graph order. */
+struct dt_collective_item {
+	uint64_t hash;        /* of every field below but node and line */
+	int64_t in, out;      /* elements of the input and the result */
+	uint64_t splits;      /* hash of all_to_all split sizes, 0 without */
+	int32_t kind;         /* enum dt_op */
+	int32_t group;        /* module group index, -1 when undeclared */
+	int32_t dtype;        /* of the input; -1 without metadata */
+	int32_t reduce;       /* enum dt_reduce_op, -1 for data movement */
+	uint32_t node, line;  /* this rank's node and its XML line */
+};
+/* The collectives graph m issues, in graph order: *out (a dt_malloc'd
+ * array, never NULL; dt_free it) of *n items, and one hash of the whole
+ * sequence (equal sequences, equal hashes). */
+void dt_collective_sequence(const struct dt_module *m,
+			    struct dt_collective_item **out, uint32_t *n,
+			    uint64_t *hash);
+/* Collective over MPI_COMM_WORLD (MPI initialised by the caller): all
+ * ranks must issue the same collective sequence (kind, group, dtype,
+ * element counts, reduce op, split sizes). One hash is compared; when it
+ * differs, rank 0 and the lowest rank differing from it at the first
+ * differing collective each report `file:line: error:` at their node
+ * there (or at their output node when their sequence ends first), naming
+ * both sides, and every rank returns DT_EINPUT. DT_ERUNTIME after a report
+ * when MPI fails or a peer does not take part within `timeout` seconds
+ * (> 0; 0 waits forever). MPI errors return (never MPI's fatal handler).
+ * Built when DTOPT_HAVE_MPI. */
+int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
+			 double timeout);
+
 /* The NCCL+CUDA backend: one GPU per rank (local rank, from
  * MPI_Comm_split_type, modulo the visible devices), device memory from
  * CUDA's stream-ordered allocator, compute on a CUDA stream (CUDA
@@ -253,6 +291,15 @@ struct dt_run_result {
 int dt_interpret(struct dt_module *m, struct dt_backend *b,
 		 const struct dt_run_options *opt, struct dt_run_result *out);
 void dt_run_result_fini(struct dt_run_result *r);
+/* The memory plan of running `m` on backend `b` for rank b->rank: the most
+ * backend memory one iteration holds at once (inputs, results, staged
+ * collective inputs; the peak_bytes a run reports), found by walking the
+ * schedule without allocating, computing or communicating. *at is the
+ * node whose result reaches the peak (0 when nothing is allocated).
+ * Reports and returns DT_ERUNTIME when the graph cannot run (as
+ * dt_interpret would before running anything). */
+int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
+		      uint32_t *at);
 /* Print the per-target table (count, total ms, ms per iteration, share,
  * bytes) of a run. */
 void dt_run_summary_print(const struct dt_run_result *r, FILE *out);
@@ -271,5 +318,10 @@ int dt_trace_merge(const char *path, int world_size, struct dt_diag *d);
 
 /* Monotonic seconds, for timing. */
 double dt_rt_now(void);
+/* Call test(ud) until it returns true or, when timeout > 0, that many
+ * seconds pass (false). Between calls it yields the CPU for the first
+ * 0.1 s, then sleeps 1 ms: every wait for peers (collectives, the CLI's
+ * agreements) goes through it, so a stopped peer cannot hang a rank. */
+bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout);
 
 #endif

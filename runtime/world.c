@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* world.c: what every multi-rank backend checks before creating its
  * communicators: that the ranks' graphs agree on meshes and groups, and
- * the world size the graph needs. */
+ * the world size the graph needs; the memory a host offers and the
+ * bounded polling every wait for peers goes through. */
 #include "internal.h"
+
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static uint64_t fnv(uint64_t h, int64_t v)
 {
@@ -57,4 +65,89 @@ int64_t dt_required_world(const struct dt_module *m,
 			}
 	}
 	return need;
+}
+
+bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout)
+{
+	double start = dt_rt_now();
+	for (;;) {
+		if (test(ud))
+			return true;
+		double waited = dt_rt_now() - start;
+		if (timeout > 0 && waited >= timeout)
+			return false;
+		if (waited < 0.1) { /* as MPI_Wait does when oversubscribed */
+			sched_yield();
+			continue;
+		}
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* The number after `key` in the text file `path` (in kB when kb), or
+ * UINT64_MAX when the file or key is absent or says "max". */
+static uint64_t read_number(const char *path, const char *key, bool kb)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return UINT64_MAX;
+	char line[256];
+	uint64_t v = UINT64_MAX;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(key);
+		unsigned long long x;
+		if (strncmp(line, key, n) == 0 &&
+		    sscanf(line + n, " %llu", &x) == 1) {
+			v = kb ? (uint64_t)x * 1024 : (uint64_t)x;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+size_t dt_host_memory(void)
+{
+	uint64_t avail = read_number("/proc/meminfo", "MemAvailable:", true);
+	/* a container's limit (cgroup v2, else v1) less what it uses */
+	uint64_t limit = read_number("/sys/fs/cgroup/memory.max", "", false);
+	uint64_t used = read_number("/sys/fs/cgroup/memory.current", "", false);
+	if (limit == UINT64_MAX) {
+		limit = read_number(
+		    "/sys/fs/cgroup/memory/memory.limit_in_bytes", "", false);
+		used = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes",
+				   "", false);
+	}
+	if (limit != UINT64_MAX && used != UINT64_MAX) {
+		uint64_t left = limit > used ? limit - used : 0;
+		avail = left < avail ? left : avail;
+	}
+	if (avail == UINT64_MAX || avail > SIZE_MAX)
+		return 0;
+	return (size_t)avail;
+}
+
+const char *dt_collective_name(enum dt_collective_kind k)
+{
+	static const char *const names[] = {
+		[DT_COLL_ALL_GATHER] = "all_gather",
+		[DT_COLL_REDUCE_SCATTER] = "reduce_scatter",
+		[DT_COLL_ALL_REDUCE] = "all_reduce",
+		[DT_COLL_ALL_TO_ALL] = "all_to_all",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+int dt_rt_timeout_fail(struct dt_backend *b, const struct dt_module *m,
+		       const struct dt_node *n, enum dt_collective_kind kind,
+		       int group)
+{
+	const struct dt_group *g = &m->groups.data[group];
+	return dt_rt_fail(b, m, n, "rank %d waited %g s for its %s over group "
+			  "'%s' to complete: a peer rank stopped, hangs or "
+			  "issues other collectives (--timeout=%g; 0 waits "
+			  "forever)", b->rank, b->timeout,
+			  dt_collective_name(kind), dt_str_get(m, g->name),
+			  b->timeout);
 }

@@ -64,6 +64,10 @@ int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
 void dt_cli_topology_apply(const struct dt_cli_topology *o,
 			   struct dt_topology *t);
 
+/* Flush stdout; when that (or an earlier write) failed, report `dtopt:
+ * error: cannot write the output: REASON` once and return DT_EXIT_INPUT
+ * (or `code` when it is already a failure). Else returns `code`. */
+int dt_cli_flush_stdout(int code);
 /* Exit code for a library status. */
 int dt_exit_code(int status);
 /* Print "dtopt CMD: error: MSG" to stderr and return DT_EXIT_USAGE. */

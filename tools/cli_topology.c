@@ -41,10 +41,12 @@ int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
 		o->values.devices_per_host = n;
 	} else {
 		double v = strtod(value, &end);
-		if (end == value || *end || !isfinite(v) || v <= 0)
-			return dt_usage_error(cmd, "--%s needs a positive finite "
-					      "number, not '%s'",
-					      flag_names[index], value);
+		if (end == value || *end ||
+		    !(v >= DT_TOPOLOGY_MIN && v <= DT_TOPOLOGY_MAX))
+			return dt_usage_error(cmd, "--%s needs a number from %g "
+					      "to %g, not '%s'",
+					      flag_names[index], DT_TOPOLOGY_MIN,
+					      DT_TOPOLOGY_MAX, value);
 		double *field[] = {
 			[DT_CLI_OPT_BANDWIDTH - DT_CLI_OPT_TOPOLOGY_FIRST] =
 				&o->values.bandwidth,

@@ -1271,7 +1271,5 @@ int dt_cmd_diff(int argc, char **argv)
 	dt_free(d.how);
 	dt_module_destroy(d.a);
 	dt_module_destroy(d.b);
-	if (fflush(stdout) != 0)
-		return DT_EXIT_INPUT;
-	return equivalent ? DT_EXIT_OK : DT_EXIT_INPUT;
+	return dt_cli_flush_stdout(equivalent ? DT_EXIT_OK : DT_EXIT_INPUT);
 }

@@ -77,6 +77,7 @@ static void rank_choice(void *ud, const struct dt_shard_choice *c)
 /* Everything explained about the node. */
 struct explanation {
 	struct dt_module *m;
+	bool ready;        /* weighed: printable (even when shard-prop failed) */
 	uint32_t node;
 	const struct dt_mesh *mesh;
 	struct dt_topology topology;
@@ -620,10 +621,13 @@ static int explain(struct explanation *e, const struct explain_args *a,
 	dt_arena_init(&scratch);
 	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
 	e->watch.node = e->node;
-	rc = dt_shard_prop(&ctx, &e->watch);
+	/* shard-prop may fail at or after the node (an exhaustive search
+	 * over too many strategies): the node is explained, the exit code
+	 * says it failed */
+	int prop = dt_shard_prop(&ctx, &e->watch);
 	dt_arena_fini(&scratch);
-	if (rc != DT_OK && !e->watch.seen)
-		return rc;
+	if (prop != DT_OK && !e->watch.seen)
+		return prop;
 	char err[256];
 	if (dt_rules_fill(&e->rules, m, e->node, err, sizeof err) != DT_OK) {
 		dt_diag_report(diag, DT_ERROR, m->file,
@@ -661,7 +665,8 @@ static int explain(struct explanation *e, const struct explain_args *a,
 		e->toward_pin = dt_shard_search_toward(&e->space, &e->watch.pin,
 						       e->mode, &e->chosen);
 	}
-	return DT_OK;
+	e->ready = true;
+	return prop;
 }
 
 static void explanation_fini(struct explanation *e)
@@ -725,7 +730,7 @@ int dt_cmd_explain(int argc, char **argv)
 		return DT_EXIT_OK;
 	}
 	rc = explain(&e, &a, &diag);
-	if (rc == DT_OK) {
+	if (e.ready) {
 		if (a.json)
 			print_json(&e, stdout);
 		else
@@ -733,7 +738,5 @@ int dt_cmd_explain(int argc, char **argv)
 	}
 	explanation_fini(&e);
 	dt_module_destroy(e.m);
-	if (rc == DT_OK && fflush(stdout) != 0)
-		rc = DT_EIO;
-	return dt_exit_code(rc);
+	return dt_cli_flush_stdout(dt_exit_code(rc));
 }

@@ -120,6 +120,44 @@ struct opt_job {
 	struct dt_diag *diag;
 };
 
+static void discard(void *ud, const struct dt_diag_entry *e)
+{
+	(void)ud, (void)e;
+}
+
+/* The "before" table of --report, from a copy of m whose metadata
+ * shape-infer completed (collectives without <tensor> sizes would count 0
+ * bytes; the output graph stays as the pipeline leaves it). Returns the
+ * copy, which the table refers to (NULL: the table is m's own). */
+static struct dt_module *fill_before(const struct dt_module *m,
+				     const struct dt_topology *t,
+				     struct dt_comm_table *before)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc = dt_write_stream(m, f);
+	fclose(f);
+	struct dt_diag quiet;
+	dt_diag_init(&quiet);
+	quiet.emit = discard;
+	struct dt_read_options ropt = {.allow_unknown_targets = true};
+	struct dt_module *copy = NULL;
+	if (rc == DT_OK)
+		rc = dt_read_memory(text, len, m->file, &ropt, &quiet, &copy);
+	free(text);
+	struct dt_pipeline p;
+	struct dt_pipeline_options popt = {0};
+	DT_REQUIRE(dt_pipeline_parse(&p, "shape-infer", &quiet) == DT_OK);
+	if (rc == DT_OK && dt_pipeline_run(copy, &p, &popt, &quiet) == DT_OK) {
+		dt_comm_table_fill(before, copy, t);
+		return copy;
+	}
+	dt_module_destroy(copy);
+	dt_comm_table_fill(before, m, t);
+	return NULL;
+}
+
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
  * report and timing, write `output`. Returns a dt_status. */
 static int optimize(const struct opt_job *job, const char *output)
@@ -140,8 +178,9 @@ static int optimize(const struct opt_job *job, const char *output)
 	dt_cli_topology_apply(job->topology_flags, &topology);
 	job->popt->pass.topology = &topology;
 	struct dt_comm_table before = {0}, after = {0};
+	struct dt_module *shaped = NULL;
 	if (job->report != FORM_NONE)
-		dt_comm_table_fill(&before, m, &topology);
+		shaped = fill_before(m, &topology, &before);
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
@@ -153,6 +192,7 @@ static int optimize(const struct opt_job *job, const char *output)
 	}
 	dt_comm_table_fini(&before);
 	dt_comm_table_fini(&after);
+	dt_module_destroy(shaped);
 	if (rc == DT_OK)
 		rc = dt_write_file(m, output, job->diag);
 	double t3 = dt_now();
@@ -364,7 +404,7 @@ int dt_cmd_dump(int argc, char **argv)
 		return dt_exit_code(rc);
 	dump(m, stdout);
 	dt_module_destroy(m);
-	return fflush(stdout) == 0 ? DT_EXIT_OK : DT_EXIT_INPUT;
+	return dt_cli_flush_stdout(DT_EXIT_OK);
 }
 
 static const char verify_help[] =

@@ -175,6 +175,15 @@ static int parse_shape(const char *text, struct dt_redist_request *req)
 	}
 	if (req->rank == 0)
 		return dt_usage_error(PLAN_CMD, "--shape is empty");
+	/* graph files bound tensors the same way, so that element and byte
+	 * counts cannot overflow */
+	int64_t span = 1;
+	for (int d = 0; d < req->rank; d++)
+		if (__builtin_mul_overflow(span, req->shape[d] > 1 ? req->shape[d] : 1,
+					   &span) ||
+		    span > ((int64_t)1 << 60))
+			return dt_usage_error(PLAN_CMD, "--shape '%s' has more "
+					      "than 2^60 elements", text);
 	return DT_EXIT_OK;
 }
 

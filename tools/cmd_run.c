@@ -33,17 +33,32 @@
  * once by parse_args for this process's one `run` command. */
 static bool use_nccl;
 
+/* --timeout's default: generous for a CPU interpreter on big tensors
+ * (PyTorch's NCCL watchdog waits 10 minutes). */
+#define DT_RUN_TIMEOUT 300
+
 /* ------------------------------------------------------------------ */
 /* Diagnostics and agreement. */
 
 static void emit(void *ud, const struct dt_diag_entry *e)
 {
 	struct dt_runner *c = ud;
-	FILE *out = c->held ? c->held : stderr;
-	dt_diag_format(e, out);
-	if (!c->held && c->size > 1 && e->severity == DT_ERROR)
-		fprintf(out, " (rank %d)", c->rank);
-	fputc('\n', out);
+	if (c->held) {
+		dt_diag_format(e, c->held);
+		fputc('\n', c->held);
+		return;
+	}
+	/* one write, so that ranks printing at once do not interleave */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *line = open_memstream(&text, &len);
+	dt_diag_format(e, line);
+	if (c->size > 1 && e->severity == DT_ERROR)
+		fprintf(line, " (rank %d)", c->rank);
+	fputc('\n', line);
+	fclose(line);
+	fwrite(text, 1, len, stderr);
+	free(text);
 }
 
 static void hold_diagnostics(struct dt_runner *c, bool hold)
@@ -75,7 +90,10 @@ static char **gather_strings(struct dt_runner *c, const char *s)
 		lens = dt_calloc((size_t)c->size, sizeof(int));
 		displs = dt_calloc((size_t)c->size, sizeof(int));
 	}
-	MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	MPI_Request req;
+	MPI_Igather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD,
+		    &req);
+	dt_runner_wait(c, &req, "a gather");
 	int64_t total = 0;
 	for (int r = 0; c->rank == 0 && r < c->size; r++) {
 		displs[r] = (int)total;
@@ -83,8 +101,9 @@ static char **gather_strings(struct dt_runner *c, const char *s)
 	}
 	if (c->rank == 0)
 		text = dt_malloc((size_t)total);
-	MPI_Gatherv(s, len, MPI_CHAR, text, lens, displs, MPI_CHAR, 0,
-		    MPI_COMM_WORLD);
+	MPI_Igatherv(s, len, MPI_CHAR, text, lens, displs, MPI_CHAR, 0,
+		     MPI_COMM_WORLD, &req);
+	dt_runner_wait(c, &req, "a gather");
 	for (int r = 0; c->rank == 0 && r < c->size; r++)
 		all[r] = dt_strdup(text + displs[r]);
 	dt_free(text);
@@ -121,7 +140,10 @@ int dt_runner_agree(struct dt_runner *c, int code)
 	hold_diagnostics(c, true);
 	int worst = code;
 #if DTOPT_HAVE_MPI
-	MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	MPI_Request req;
+	MPI_Iallreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+		       &req);
+	dt_runner_wait(c, &req, "an agreement");
 #endif
 	return worst;
 }
@@ -145,9 +167,12 @@ static int fail_run(struct dt_runner *c, int code)
 void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max)
 {
 #if DTOPT_HAVE_MPI
-	if (c->size > 1)
-		MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE,
-			      max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+	if (c->size > 1) {
+		MPI_Request req;
+		MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE,
+			       max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &req);
+		dt_runner_wait(c, &req, "an all-reduce");
+	}
 #else
 	(void)c, (void)v, (void)n, (void)max;
 #endif
@@ -278,6 +303,64 @@ double *dt_cli_values(const struct dt_rt_tensor *t)
 /* ------------------------------------------------------------------ */
 /* Running. */
 
+/* Release a backend's communicators under the watchdog. */
+static void destroy(struct dt_runner *c, struct dt_backend *b)
+{
+	dt_runner_step(c, "releasing the communicators");
+	b->ops->destroy(b);
+	dt_runner_step(c, NULL);
+}
+
+/* "17179869184 bytes (16.0 GiB)" */
+static void format_bytes(size_t v, char *buf, size_t n)
+{
+	const char *unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double x = (double)v;
+	int u = -1;
+	while (x >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, n, "%zu bytes", v);
+	else
+		snprintf(buf, n, "%zu bytes (%.1f %s)", v, x, unit[u]);
+}
+
+/* The memory plan: refuse (exit 3) before anything is allocated when the
+ * rank's peak exceeds --memory-limit, or else the backend's memory. */
+static int check_memory(struct dt_runner *c, struct dt_module *m,
+			struct dt_backend *b)
+{
+	size_t peak;
+	uint32_t at;
+	int rc = dt_interpret_peak(m, b, &peak, &at);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	size_t limit = c->o.memory_limit ? c->o.memory_limit : b->memory;
+	if (!limit || peak <= limit)
+		return DT_EXIT_OK;
+	char need[64], have[64];
+	format_bytes(peak, need, sizeof(need));
+	format_bytes(limit, have, sizeof(have));
+	const char *fmt = "%srank %d needs %s of %s memory at its peak "
+			  "but %s %s (%s)";
+	const struct dt_node *n = at ? dt_node_get(m, at) : NULL;
+	const char *kind = use_nccl ? "GPU" : "host";
+	const char *from = c->o.memory_limit ? "--memory-limit is"
+					     : "its share of the free memory is";
+	const char *hint = c->o.memory_limit ? "raise --memory-limit"
+					     : "run on more ranks or with "
+					       "smaller inputs";
+	char node[256] = "";
+	if (n)
+		snprintf(node, sizeof(node), "node '%s' (%s): ",
+			 dt_str_get(m, n->name), dt_str_get(m, n->target));
+	dt_diag_report(&c->diag, DT_ERROR, m->file, n ? n->line : 0, NULL,
+		       fmt, node, c->rank, need, kind, from, have, hint);
+	return DT_EXIT_RUNTIME;
+}
+
 /* Run `m` on a fresh backend: the NCCL one (--backend nccl or its
  * default), the MPI one, or the single-process CPU one (alone, or for the
  * global reference). Backend creation and reference runs fail alike on
@@ -291,6 +374,7 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	/* a rank of a job (MPI or NCCL): peers may wait on it */
 	bool mpi = (c->o.mpi || gpu) && !reference;
 	struct dt_backend *b = NULL;
+	dt_runner_step(c, "creating the communicators");
 #if DTOPT_HAVE_NCCL
 	if (gpu)
 		b = dt_backend_nccl_create(m, &c->diag);
@@ -299,18 +383,32 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	if (mpi && !gpu)
 		b = dt_backend_mpi_create(m, &c->diag);
 #endif
+	dt_runner_step(c, NULL);
 	if (!mpi)
 		b = dt_backend_cpu_create(&c->diag);
 	int code = dt_runner_agree(c, b ? DT_EXIT_OK : DT_EXIT_RUNTIME);
 	if (code != DT_EXIT_OK) {
 		if (b)
-			b->ops->destroy(b);
+			destroy(c, b);
+		return code;
+	}
+	b->timeout = c->o.timeout;
+#if DTOPT_HAVE_MPI
+	if (mpi && c->size > 1)
+		code = dt_runner_agree(
+		    c, dt_exit_code(dt_collectives_agree(m, &c->diag,
+							 c->o.timeout)));
+#endif
+	if (code == DT_EXIT_OK)
+		code = dt_runner_agree(c, check_memory(c, m, b));
+	if (code != DT_EXIT_OK) {
+		destroy(c, b);
 		return code;
 	}
 	if (mpi)
 		hold_diagnostics(c, false);
 	int rc = dt_interpret(m, b, ro, res);
-	b->ops->destroy(b);
+	destroy(c, b);
 	if (rc != DT_OK && mpi)
 		return fail_run(c, dt_exit_code(rc));
 	if (mpi)
@@ -585,8 +683,11 @@ static int cmd_plain(struct dt_runner *c)
 	if (code == DT_EXIT_OK && c->o.trace) {
 		int rc = DT_OK;
 #if DTOPT_HAVE_MPI
-		if (c->size > 1)
-			MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Request req;
+		if (c->size > 1) {
+			MPI_Ibarrier(MPI_COMM_WORLD, &req);
+			dt_runner_wait(c, &req, "a barrier");
+		}
 #endif
 		if (c->rank == 0)
 			rc = dt_trace_merge(c->o.trace, c->size, &c->diag);
@@ -624,6 +725,14 @@ static const char run_help[] =
 	"                      group, summed over ranks\n"
 	"  --out=DIR           write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
 	"                      of rank R) and DIR/index.json\n"
+	"  --timeout=SECONDS   the watchdog: a rank that waits longer than this for\n"
+	"                      one collective (or for the other ranks) reports the\n"
+	"                      node and the collective and ends the job, exit 3\n"
+	"                      (default 300; 0: wait forever)\n"
+	"  --memory-limit=BYTES\n"
+	"                      refuse to run (exit 3) when a rank's planned peak\n"
+	"                      memory exceeds BYTES (suffix K, M, G, T; default:\n"
+	"                      its share of the host's or GPU's free memory)\n"
 	"  --compare A B       run both graphs on the same inputs (their placeholders\n"
 	"                      must match by name, dtype, shape and sharding) and\n"
 	"                      compare every output on every rank\n"
@@ -671,6 +780,24 @@ static bool parse_int(const char *s, long long lo, long long *out)
 	return *s && !*end && errno == 0 && v >= lo && v <= INT32_MAX;
 }
 
+/* A byte count with an optional K, M, G or T suffix (powers of 1024). */
+static bool parse_bytes(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	const char *units = "KMGT";
+	const char *u = *end ? strchr(units, *end) : NULL;
+	int shift = u ? 10 * (int)(u - units + 1) : 0;
+	if (u)
+		end++;
+	if (*s < '0' || *s > '9' || *end || errno || v == 0 ||
+	    v > (SIZE_MAX >> shift))
+		return false;
+	*out = (size_t)v << shift;
+	return true;
+}
+
 /* Whether the NCCL backend is built and this process sees a GPU. */
 static bool gpu_visible(void)
 {
@@ -697,6 +824,8 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		{"check", no_argument, NULL, 'K'},
 		{"reference", required_argument, NULL, 'R'},
 		{"spmd", no_argument, NULL, 'P'},
+		{"timeout", required_argument, NULL, 'T'},
+		{"memory-limit", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -705,6 +834,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	use_nccl = false;
 	bool chosen = false; /* --backend given */
 	o->iters = 1;
+	o->timeout = DT_RUN_TIMEOUT;
 	long long v;
 	char *end;
 	int ch;
@@ -748,6 +878,20 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		case 'K': o->check = true; break;
 		case 'R': o->reference = optarg; break;
 		case 'P': o->spmd = true; break;
+		case 'T':
+			errno = 0;
+			o->timeout = strtod(optarg, &end);
+			if (!*optarg || *end || errno || !(o->timeout >= 0) ||
+			    o->timeout > 1e9)
+				return USAGE("--timeout needs seconds >= 0 (0: "
+					     "no limit)");
+			break;
+		case 'M':
+			if (!parse_bytes(optarg, &o->memory_limit))
+				return USAGE("--memory-limit needs a byte count "
+					     "> 0 (suffixes K, M, G, T: powers "
+					     "of 1024)");
+			break;
 		case 'h':
 			fputs(run_help, stdout);
 			return DT_EXIT_OK;
@@ -796,7 +940,11 @@ int dt_cmd_run(int argc, char **argv)
 	c.diag.ud = &c;
 #if DTOPT_HAVE_MPI
 	if (c.o.mpi) {
-		if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+		dt_runner_watchdog_start(&c);
+		dt_runner_step(&c, "MPI_Init");
+		int err = MPI_Init(NULL, NULL);
+		dt_runner_step(&c, NULL);
+		if (err != MPI_SUCCESS) {
 			fprintf(stderr, "dtopt run: error: MPI_Init failed\n");
 			return DT_EXIT_RUNTIME;
 		}
@@ -810,8 +958,11 @@ int dt_cmd_run(int argc, char **argv)
 			   : cmd_plain(&c);
 	hold_diagnostics(&c, false);
 #if DTOPT_HAVE_MPI
-	if (c.o.mpi)
+	if (c.o.mpi) {
+		dt_runner_step(&c, "MPI_Finalize");
 		MPI_Finalize();
+		dt_runner_step(&c, NULL);
+	}
 #endif
 	return code;
 }

@@ -6,7 +6,12 @@
 #define DTOPT_CMD_RUN_H
 
 #include "cli.h"
+#include "dtopt_config.h"
 #include "runtime.h"
+
+#if DTOPT_HAVE_MPI
+#include <mpi.h>
+#endif
 
 struct dt_runner_opts {
 	bool mpi;               /* --backend mpi (default when built with MPI) */
@@ -16,6 +21,10 @@ struct dt_runner_opts {
 	const char *trace, *out_dir, *reference;
 	bool summary, compare, check;
 	bool spmd;              /* --check GLOBAL --spmd: one program */
+	double timeout;         /* --timeout: seconds any wait for peers may
+				   take (0: no limit) */
+	size_t memory_limit;    /* --memory-limit: bytes a rank may plan to
+				   hold (0: the backend's memory) */
 	const char *paths[2];   /* positional graphs */
 	int npaths;
 };
@@ -36,6 +45,18 @@ int dt_runner_agree(struct dt_runner *c, int code);
 /* Sum (or, with max, the maximum of) n doubles over the ranks, in place,
  * on every rank. */
 void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max);
+/* The watchdog of MPI's blocking steps (cmd_run_watchdog.c): start its
+ * thread (with --timeout > 0), then arm it around each step: past
+ * --timeout in `step` the rank prints that it waited there and exits 3
+ * (mpirun then ends the job). A NULL step disarms it. */
+void dt_runner_watchdog_start(struct dt_runner *c);
+void dt_runner_step(struct dt_runner *c, const char *step);
+#if DTOPT_HAVE_MPI
+/* Complete nonblocking MPI request *req of `what` (for the message), or,
+ * past --timeout, print that a peer rank stopped and end the job with
+ * MPI_Abort (exit 3). */
+void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what);
+#endif
 /* Load paths[0..n) on every rank ("{rank}" in a path is this rank) and
  * run verify,shape-infer; only graph `global_ok` (-1: none) may be
  * global-view on several ranks. Ends in an agreement; returns the exit

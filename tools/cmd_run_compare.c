@@ -354,17 +354,22 @@ static void reduce_partial(struct dt_runner *c, const struct dt_module *m,
 	bool member = dt_group_locate(mesh, dims, nd, c->rank, &instance,
 				      &pos);
 	MPI_Comm comm = MPI_COMM_NULL;
+	dt_runner_step(c, "splitting a Partial output's communicator");
 	if (c->size > 1)
 		MPI_Comm_split(MPI_COMM_WORLD,
 			       member ? (int)instance : MPI_UNDEFINED,
 			       (int)pos, &comm);
+	dt_runner_step(c, NULL);
 	if (comm != MPI_COMM_NULL) {
 		DT_REQUIRE(n <= INT32_MAX);
 		MPI_Op mop = op == DT_REDUCE_MAX	 ? MPI_MAX
 			     : op == DT_REDUCE_MIN	 ? MPI_MIN
 			     : op == DT_REDUCE_PRODUCT ? MPI_PROD
 						       : MPI_SUM;
-		MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, mop, comm);
+		MPI_Request req;
+		MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, mop, comm,
+			       &req);
+		dt_runner_wait(c, &req, "reducing a Partial output");
 		MPI_Comm_free(&comm);
 	}
 #else

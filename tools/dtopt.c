@@ -5,6 +5,7 @@
 #include "dtopt_config.h"
 
 #include <stdarg.h>
+#include <errno.h>
 #include <string.h>
 
 static const struct {
@@ -55,7 +56,20 @@ static void usage(FILE *out)
 		     "0 ok, 1 bad input, 2 usage, 3 runtime failure.\n");
 }
 
-int main(int argc, char **argv)
+int dt_cli_flush_stdout(int code)
+{
+	static bool reported;
+	errno = 0;
+	bool failed = fflush(stdout) != 0 || ferror(stdout);
+	if (!failed || reported)
+		return failed && code == DT_EXIT_OK ? DT_EXIT_INPUT : code;
+	reported = true;
+	fprintf(stderr, "dtopt: error: cannot write the output: %s\n",
+		errno ? strerror(errno) : "write error");
+	return code == DT_EXIT_OK ? DT_EXIT_INPUT : code;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -78,4 +92,12 @@ int main(int argc, char **argv)
 	fprintf(stderr, "dtopt: error: unknown command '%s' (see 'dtopt --help')\n",
 		argv[1]);
 	return DT_EXIT_USAGE;
+}
+
+/* Every command's output must reach stdout in full (a full disk or a
+ * closed pipe is an error, exit 1). */
+int main(int argc, char **argv)
+{
+	int code = dispatch(argc, argv);
+	return code == DT_EXIT_OK ? dt_cli_flush_stdout(code) : code;
 }

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/* cmd_run_watchdog.c: `run`'s guard against a stopped or hung peer rank.
+ * Waits for nonblocking requests (the CLI's agreements and gathers) poll
+ * under --timeout; MPI's blocking steps (MPI_Init, communicator creation
+ * and release, MPI_Finalize) run under a deadline that a watchdog thread
+ * enforces: past it the rank says which step it waited in and exits 3, and
+ * mpirun ends the job. The interpreter's collective waits have their own
+ * watchdog in the backends. */
+#include "cmd_run.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if DTOPT_HAVE_MPI
+struct request_ctx {
+	MPI_Request *req;
+};
+
+static bool test_request(void *ud)
+{
+	int done = 0;
+	MPI_Test(((struct request_ctx *)ud)->req, &done, MPI_STATUS_IGNORE);
+	return done;
+}
+
+void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what)
+{
+	struct request_ctx t = {req};
+	if (dt_rt_poll(test_request, &t, c->o.timeout))
+		return;
+	fprintf(stderr, "dtopt run: error: rank %d of %d waited %g s for the "
+		"other ranks in %s: a peer rank stopped or hangs; ending the "
+		"job (--timeout=%g)\n", c->rank, c->size, c->o.timeout, what,
+		c->o.timeout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, DT_EXIT_RUNTIME);
+}
+#endif
+
+/* The armed step: its deadline in ms of CLOCK_MONOTONIC (0: none) and
+ * its message, written before the deadline is published. */
+static atomic_llong deadline_ms;
+static char message[256];
+static double timeout_s;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *watch(void *ud)
+{
+	(void)ud;
+	for (;;) {
+		struct timespec tick = {0, 100 * 1000000};
+		nanosleep(&tick, NULL);
+		long long d = atomic_load(&deadline_ms);
+		if (d && now_ms() > d) {
+			/* only async-signal-safe calls: the main thread is
+			 * inside MPI */
+			ssize_t w = write(STDERR_FILENO, message, strlen(message));
+			(void)w;
+			_exit(DT_EXIT_RUNTIME);
+		}
+	}
+	return NULL;
+}
+
+void dt_runner_watchdog_start(struct dt_runner *c)
+{
+	timeout_s = c->o.timeout;
+	pthread_t t;
+	if (timeout_s > 0 && pthread_create(&t, NULL, watch, NULL) == 0)
+		pthread_detach(t);
+}
+
+void dt_runner_step(struct dt_runner *c, const char *step)
+{
+	if (!step) {
+		atomic_store(&deadline_ms, 0);
+		return;
+	}
+	if (timeout_s <= 0)
+		return;
+	atomic_store(&deadline_ms, 0);
+	/* before MPI_Init only the launcher knows the rank */
+	char rank[32];
+	const char *env = getenv("OMPI_COMM_WORLD_RANK");
+	snprintf(rank, sizeof(rank), "%d", c->rank);
+	if (c->size == 1 && env)
+		snprintf(rank, sizeof(rank), "%.16s", env);
+	snprintf(message, sizeof(message),
+		 "dtopt run: error: rank %s waited %g s in %s: a peer rank "
+		 "stopped or hangs; ending the job (--timeout=%g)\n", rank,
+		 timeout_s, step, timeout_s);
+	atomic_store(&deadline_ms, now_ms() + (long long)(timeout_s * 1000));
+}
