@@ -108,6 +108,21 @@ PLANS = {
            "HSDP x TP: replicate x shard x Megatron TP"),
 }
 
+# The collectives an expert plan must lower to where the textbook says what
+# they are (the suite's stage expert-plan; run_models.format_collectives):
+# Megatron's 2 all-reduces per block forward (attention, MLP) and 2
+# backward (the input gradients of the column-parallel linears), plus the
+# all-gathers of the token embedding table and the LM head (see above); the
+# MLP's one all-reduce forward (its input needs no gradient); the Mixer's
+# two MLPs, plus the input gradient of its first LayerNorm, which only its
+# weight gradients read.
+TEXTBOOK = {
+    "gpt2/tp": "4 AR[tp] + 2 AG[tp]",
+    "llama/tp": "4 AR[tp] + 2 AG[tp]",
+    "mlp_sgd/tp": "1 AR[tp]",
+    "mixer/tp": "5 AR[tp] + 2 AG[tp]",
+}
+
 # ---------------------------------------------------------------------------
 # Labels: a dim is a list of atoms (axis, size), outer first; None for an
 # axis no plan splits or that is unknown.

@@ -53,7 +53,7 @@ import fx_export  # noqa: E402
 import models  # noqa: E402
 
 STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
-          "check", "eager", "expert-export", "expert-lower",
+          "check", "eager", "expert-export", "expert-lower", "expert-plan",
           "expert-check-reference", "expert-check")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
 # output (float32 sums in a different order).
@@ -290,6 +290,11 @@ def run_expert(a, model, plan, gm, inputs, mpirun, work, res):
         return ex
     ex.collectives, ex.bytes, ex.time_us = report(out)
     res.unmet_pins = out.count("[shard-prop:pin]")
+    want = experts.TEXTBOOK.get(res.config)
+    if want:
+        got = format_collectives(ex.collectives)
+        res.done("expert-plan", got == want, "the expert plan lowers to %s, "
+                 "the textbook's is %s" % (got, want))
     ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
     res.done("expert-check-reference", ok, why, err)
     ok, err, why = check_summary(*run(mpirun + [g]))
