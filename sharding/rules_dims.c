@@ -185,13 +185,26 @@ void dt_rule_dimmap(struct dt_rule_fill *f)
 	dt_rule_partial_through_first(f, DT_OPS_ALL);
 }
 
+/* A slice.Tensor over all of its dim (start 0, end past it, step 1) is the
+ * identity there, so that dim keeps its shard too (HF's repeat_kv writes
+ * `x[:, :, None]`, which make_fx traces as such slices of every dim). */
+static bool whole_slice(const struct dt_rule_fill *f, int dim)
+{
+	return f->r->op == DT_OP_SLICE && dim >= 0 &&
+	       dt_rule_arg_int(f, "start", 0) == 0 &&
+	       dt_rule_arg_int(f, "end", INT64_MAX) >=
+		   dt_rule_in(f, 0)->shape[dim] &&
+	       dt_rule_arg_int(f, "step", 1) == 1;
+}
+
 void dt_rule_slice(struct dt_rule_fill *f)
 {
 	int rank = dt_rule_in(f, 0)->rank;
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), rank);
 	bool drops = f->r->op == DT_OP_SELECT || f->r->op == DT_OP_UNBIND;
+	bool whole = whole_slice(f, dim);
 	for (int d = 0; d < rank; d++)
-		if (d != dim)
+		if (d != dim || whole)
 			dt_rule_shard_row(f, drops && d > dim ? d - 1 : d, d,
 					  0);
 	dt_rule_partial_through_first(f, DT_OPS_ALL);
@@ -240,9 +253,13 @@ void dt_rule_slice_backward(struct dt_rule_fill *f)
 	int rank = dt_rule_out(f, 0)->rank;
 	int dim = dt_rule_wrap_dim(dt_rule_arg_int(f, "dim", 0), rank);
 	bool select = f->r->op == DT_OP_SELECT_BACKWARD;
+	/* The backward of a whole slice (grad as long as the input) keeps
+	 * that dim's shard, as the slice does. */
+	bool whole = !select && dim >= 0 &&
+		     dt_rule_in(f, 0)->shape[dim] == dt_rule_out(f, 0)->shape[dim];
 	for (int d = 0; d < dt_rule_in(f, 0)->rank; d++) {
 		int od = select && d >= dim ? d + 1 : d;
-		if (od != dim)
+		if (od != dim || whole)
 			dt_rule_shard_row(f, od, d, 0);
 	}
 	dt_rule_partial_through_first(f, DT_OPS_ALL);

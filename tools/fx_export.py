@@ -470,9 +470,26 @@ def _output_pins(gm, output_placements, ndims, descs):
     return pins
 
 
+def _node_pins(nodes, node_placements, ndims, descs, pins):
+    """Add the pins `node_placements` names (call_function node name ->
+    placements of its result 0) to `pins` (node -> placements)."""
+    by_name = {n.name: n for n in nodes if n.op == "call_function"}
+    for name, text in node_placements.items():
+        n = by_name.get(name)
+        d = descs.get(n) if n is not None else None
+        if not d:
+            raise ExportError("node_placements: %s is no call_function node "
+                              "with a tensor result" % name)
+        pl = _check_placements(name, text, ndims, len(d[0].shape))
+        if pins.setdefault(n, pl) != pl:
+            raise ExportError("node_placements: %s pinned to %s, an output "
+                              "pins it to %s" % (name, pl, pins[n]))
+
+
 def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
            path=None, name=None, stack_trace=False,
-           inline_max=INLINE_MAX_BYTES, output_placements=None):
+           inline_max=INLINE_MAX_BYTES, output_placements=None,
+           node_placements=None):
     """Write `gm` (a torch.fx.GraphModule from make_fx) as a format v1
     global-view graph and return the XML text.
 
@@ -493,6 +510,9 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
       flattened output: the node feeding that output gets a <sharding>
       pin, which shard-prop honours (redistributing after the node when no
       strategy gives it). A placeholder output keeps its own placements.
+    node_placements: optional dict, call_function node name -> placements
+      string of its result 0: a <sharding> pin on that node (an expert
+      plan pins intermediates so). A node an output also pins must agree.
 
     Raises ExportError (a ValueError) for what format v1 cannot express:
     call_module/call_method nodes, non-tensor placeholders or constants,
@@ -522,6 +542,7 @@ def export(gm, example_inputs, *, mesh_shape, mesh_dims, placements,
                if any(n.op == "get_attr" for n in nodes) else FORMAT_VERSION)
     pins = (_output_pins(gm, output_placements, len(dims), descs)
             if output_placements is not None else {})
+    _node_pins(nodes, node_placements or {}, len(dims), descs, pins)
 
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              "<dtopt-graph%s>" % _attrs([("version", version),

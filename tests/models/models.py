@@ -293,6 +293,7 @@ def _tp(role, rank):
 #          parameter placements from (tp role, tensor rank)).
 PLACEMENTS = {
     "dp": ((4,), ("dp",), "S(0)", lambda role, r: "R"),
+    "fsdp": ((4,), ("dp",), "S(0)", lambda role, r: "S(0)"),
     "tp": ((4,), ("tp",), "R", lambda role, r: _tp(role, r)),
     "dp_tp": ((2, 2), ("dp", "tp"), "S(0) R",
               lambda role, r: "R " + _tp(role, r)),

@@ -48,11 +48,13 @@ sys.path[:0] = [HERE, os.path.join(ROOT, "tools"),
 import torch  # noqa: E402
 
 import check_torch  # noqa: E402  (input_value: runtime/inputs.c's formula)
+import experts  # noqa: E402
 import fx_export  # noqa: E402
 import models  # noqa: E402
 
 STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
-          "check", "eager")
+          "check", "eager", "expert-export", "expert-lower", "expert-plan",
+          "expert-check-reference", "expert-check")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
 # output (float32 sums in a different order).
 EAGER_TOL = 1e-4
@@ -116,14 +118,18 @@ def pins_reason(path, wanted):
     return ""
 
 
-def collectives(out):
-    """{'ag:tp': count, ...} from the first `--report=json` line of `out`."""
+def report(out):
+    """({'ag:tp': count, ...}, total bytes, total modelled µs) from the
+    first `--report=json` line of `out`."""
     for ln in out.splitlines():
         if ln.startswith('{"rows"'):
-            rows = json.loads(ln)["rows"]
-            return {"%s:%s" % (_KIND.get(r["kind"], r["kind"]), r["group"]):
-                    r["count_after"] for r in rows if r["count_after"]}
-    return {}
+            rep = json.loads(ln)
+            return ({"%s:%s" % (_KIND.get(r["kind"], r["kind"]), r["group"]):
+                     r["count_after"] for r in rep["rows"]
+                     if r["count_after"]},
+                    rep["total"]["bytes_after"],
+                    rep["total"]["time_us_after"])
+    return {}, 0, 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -196,6 +202,9 @@ class Result:
         self.failed = {}  # stage -> reason
         self.passed = set()
         self.collectives = {}
+        self.bytes, self.time_us = 0, 0.0
+        self.expert = None  # Result of the expert plan, when there is one
+        self.unmet_pins = 0  # expert pins no strategy gives
         self.errors = {}  # stage -> max abs error
 
     def done(self, stage, ok, reason="", error=None):
@@ -232,16 +241,17 @@ def run_config(a, model, placement, gm, inputs, expected):
         nranks *= s
     mpirun = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
               str(nranks), a.dtopt, "run", "--backend", "mpi", "--check"]
+    search = ["--search=" + a.search] if a.search else []
     low = os.path.join(work, "out.xml")
     rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
-                   "--report=json"])
+                   "--report=json"] + search)
     if not res.done("spmd", rc == 0, "SPMD refused: " + first_error(out)):
         low = os.path.join(work, "out.{rank}.xml")
         rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
-                       "--report=json"])
+                       "--report=json"] + search)
         res.done("lower", rc == 0, first_error(out))
     if rc == 0:
-        res.collectives = collectives(out)
+        res.collectives, res.bytes, res.time_us = report(out)
         why = pins_reason(low.replace("{rank}", "0"), outs)
         res.done("pins", not why, why)
         ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
@@ -250,7 +260,46 @@ def run_config(a, model, placement, gm, inputs, expected):
     res.done("check", ok, why, err)
     ok, err, why = compare_eager(a.dtopt, g, work, expected)
     res.done("eager", ok, why, err)
+    plan = experts.plan_of(placement)
+    if plan and not a.no_expert:
+        res.expert = run_expert(a, model, plan, gm, inputs, mpirun, work, res)
     return res
+
+
+def run_expert(a, model, plan, gm, inputs, mpirun, work, res):
+    """The expert plan `plan` (experts.py) of `model`: export the graph with
+    every intermediate pinned, lower it (the default search: the pins
+    leave it no choice that matters), check it. Its stages are recorded in
+    `res` (expert-*); returns a Result holding its collectives."""
+    ex = Result(res.config)
+    g = os.path.join(work, "expert.xml")
+    try:
+        experts.export(gm, inputs, model, plan, g)
+        res.done("expert-export", True)
+    except (fx_export.ExportError, ValueError) as e:
+        res.done("expert-export", False, str(e).splitlines()[0])
+        return ex
+    low = os.path.join(work, "expert.out.xml")
+    cmd = [a.dtopt, "opt", g, "-o", low, "--create-groups", "--report=json",
+           "--remarks"]
+    rc, out = run(cmd)
+    if rc != 0:  # per-rank files where one program is refused
+        low = os.path.join(work, "expert.out.{rank}.xml")
+        rc, out = run(cmd[:3] + [low] + cmd[4:])
+    if not res.done("expert-lower", rc == 0, first_error(out)):
+        return ex
+    ex.collectives, ex.bytes, ex.time_us = report(out)
+    res.unmet_pins = out.count("[shard-prop:pin]")
+    want = experts.TEXTBOOK.get(res.config)
+    if want:
+        got = format_collectives(ex.collectives)
+        res.done("expert-plan", got == want, "the expert plan lowers to %s, "
+                 "the textbook's is %s" % (got, want))
+    ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
+    res.done("expert-check-reference", ok, why, err)
+    ok, err, why = check_summary(*run(mpirun + [g]))
+    res.done("expert-check", ok, why, err)
+    return ex
 
 
 # ---------------------------------------------------------------------------
@@ -349,6 +398,69 @@ def print_table(results):
 
 
 # ---------------------------------------------------------------------------
+# dtopt against the expert plans
+
+
+def format_collectives(coll):
+    """{'ar:tp': 4, 'ag:tp': 2} -> '4 AR[tp] + 2 AG[tp]' (all-reduce,
+    reduce-scatter, all-gather, all-to-all; '-' for none)."""
+    order = {"ar": 0, "rs": 1, "ag": 2, "a2a": 3}
+    items = sorted(coll.items(), key=lambda kv: (
+        order.get(kv[0].split(":")[0], 9), kv[0]))
+    return " + ".join("%d %s[%s]" % (n, k.split(":")[0].upper(),
+                                     k.split(":", 1)[1])
+                      for k, n in items) or "-"
+
+
+def compare_rows(results):
+    """(config, plan, dtopt Result, expert Result, checked) for each
+    configuration run with an expert plan that lowered."""
+    rows = []
+    for r in results:
+        if r.expert is None or "expert-lower" not in r.passed or (
+                "spmd" not in r.passed and "lower" not in r.passed):
+            continue
+        checked = all(s in r.passed for s in ("expert-check",
+                                              "expert-check-reference"))
+        rows.append((r.config, experts.plan_of(r.config.split("/")[1]), r,
+                     r.expert, checked))
+    return rows
+
+
+def print_comparison(results, search):
+    """The markdown table: per configuration, dtopt's collectives, bytes
+    and modelled time against the expert plan's."""
+    print("| config | dtopt (%s): collectives | bytes | µs | expert: "
+          "collectives | bytes | µs | expert checked |" % (search or
+                                                          "default search"))
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- |")
+    for config, plan, d, e, checked in compare_rows(results):
+        print("| %s | %s | %d | %.1f | %s | %d | %.1f | %s |" % (
+            config, format_collectives(d.collectives), d.bytes, d.time_us,
+            format_collectives(e.collectives), e.bytes, e.time_us,
+            "yes" if checked else "NO" + (" (%d pins unmet)" % d.unmet_pins
+                                          if d.unmet_pins else "")))
+
+
+def worse_than_expert(results):
+    """Messages for each configuration where dtopt's plan moves more
+    (collectives, bytes or modelled time) than the expert's."""
+    msgs = []
+    for config, _, d, e, _ in compare_rows(results):
+        dn, en = sum(d.collectives.values()), sum(e.collectives.values())
+        worse = [w for w, x, y in (("collectives", dn, en),
+                                   ("bytes", d.bytes, e.bytes),
+                                   ("µs", d.time_us, e.time_us * 1.0001))
+                 if x > y]
+        if worse:
+            msgs.append("%s: dtopt is worse than the expert in %s (%d "
+                        "collectives, %d bytes, %.1f µs against %d, %d, "
+                        "%.1f)" % (config, ", ".join(worse), dn, d.bytes,
+                                   d.time_us, en, e.bytes, e.time_us))
+    return msgs
+
+
+# ---------------------------------------------------------------------------
 
 
 def selected(patterns):
@@ -371,6 +483,13 @@ def main():
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--list", action="store_true",
                     help="print the model names and exit")
+    ap.add_argument("--search", metavar="S", help="dtopt opt --search=S "
+                    "for dtopt's plan (default: dtopt's default)")
+    ap.add_argument("--no-expert", action="store_true",
+                    help="skip the expert plans (experts.py)")
+    ap.add_argument("--assert-not-worse-than-expert", action="store_true",
+                    help="fail where dtopt's plan has more collectives, "
+                    "bytes or modelled time than the expert's")
     ap.add_argument("--expected", metavar="FILE")
     ap.add_argument("--update-expected", metavar="FILE")
     a = ap.parse_args()
@@ -401,17 +520,26 @@ def main():
         r = run_config(a, model, placement, *traced[model])
         results.append(r)
         if not a.table:
-            print("%-16s %s (%.1f s)" % (
+            vs = "" if r.expert is None else "; collectives dtopt %d, " \
+                "expert %d" % (sum(r.collectives.values()),
+                               sum(r.expert.collectives.values()))
+            print("%-16s %s (%.1f s%s)" % (
                 r.config, "ok" if not r.failed else "failed: " + ", ".join(
-                    r.failed), time.time() - t0), flush=True)
+                    r.failed), time.time() - t0, vs), flush=True)
     if a.table:
         print_table(results)
+        print()
+        print_comparison(results, a.search)
     print("%d configurations in %.1f s" % (len(results), time.time() - start))
     if a.update_expected:
         write_expected(a.update_expected, results)
+    worse = worse_than_expert(results) if \
+        a.assert_not_worse_than_expert else []
+    for m in worse:
+        print("FAIL: " + m)
     if listed is None:
-        return 0 if all(not r.failed for r in results) else 1
-    msgs = compare_expected(results, listed)
+        return 0 if all(not r.failed for r in results) and not worse else 1
+    msgs = compare_expected(results, listed) + worse
     for m in msgs:
         print("FAIL: " + m)
     return 1 if msgs else 0

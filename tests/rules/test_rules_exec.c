@@ -198,6 +198,7 @@ static const struct rcase cases[] = {
 	{"squeeze_dims", {F("a", "1 4 1 5")}, OP("aten.squeeze.dims", A("a") AIS("0 2")), "op", NULL},
 	{"squeeze", {F("a", "4 1 5 1")}, OP("aten.squeeze.default", A("a")), "op", NULL},
 	{"slice", {F("a", "6 5")}, OP("aten.slice.Tensor", A("a") AI(1) AI(1) AI(4)), "op", NULL},
+	{"slice_whole", {F("a", "6 5")}, OP("aten.slice.Tensor", A("a") AI(0) AI(0) AI(9223372036854775807)), "op", NULL},
 	{"slice_step", {F("a", "7 5")}, OP("aten.slice.Tensor", A("a") AI(0) AI(0) AI(7) AI(2)), "op", NULL},
 	{"narrow", {F("a", "6 5")}, OP("aten.narrow.default", A("a") AI(0) AI(1) AI(3)), "op", NULL},
 	{"select", {F("a", "4 6 5")}, OP("aten.select.int", A("a") AI(1) AI(2)), "op", NULL},
@@ -212,6 +213,7 @@ static const struct rcase cases[] = {
 	{"pad", {F("a", "4 5")}, OP("aten.constant_pad_nd.default", A("a") AIS("1 2")), "op", NULL},
 	{"pad_value", {F("a", "4 5")}, OP("aten.constant_pad_nd.default", A("a") AIS("0 0 1 -1") AF(1.5)), "op", NULL},
 	{"slice_backward", {F("g", "6 3")}, OP("aten.slice_backward.default", A("g") SIZE AI(1) AI(1) AI(4) AI(1)), "op", "6 5"},
+	{"slice_backward_whole", {F("g", "6 5")}, OP("aten.slice_backward.default", A("g") SIZE AI(0) AI(0) AI(9223372036854775807) AI(1)), "op", "6 5"},
 	{"select_backward", {F("g", "6 4")}, OP("aten.select_backward.default", A("g") SIZE AI(1) AI(2)), "op", "6 3 4"},
 	/* neural-network ops */
 	{"softmax", {F("a", "4 6")}, OP("aten._softmax.default", A("a") AI(1) AB(false)), "op", NULL},
