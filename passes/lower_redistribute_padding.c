@@ -7,11 +7,13 @@
  * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
  * reductions and contractions over other dims, softmax and layer norm
  * over other dims, slicing, selecting, splitting and squeezing other
- * dims, views and expands that keep the padded dim whole) keeps padding
- * in padding. A view merging a padded dim into the dims before it gets
- * dt.pack_pieces after it, one splitting it dt.unpack_pieces before it,
- * when the rank's elements line up (view_pieces). A reduction
- * over a padded dim would read padding into valid results: sum and the
+ * dims, slice_backward along other dims, select_backward, cat and stack
+ * of equally padded inputs along other dims, views and expands that keep
+ * the padded dim whole) keeps padding in padding. A view merging a padded
+ * dim into the dims before it gets dt.pack_pieces after it, one splitting
+ * it dt.unpack_pieces before it, when the rank's elements line up
+ * (view_pieces). A reduction over a padded dim would read padding into
+ * valid results: sum and the
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
  * (+inf), by a dt.local_shard from its placements to themselves with that
@@ -28,8 +30,8 @@
  *
  * Every other op reading across a padded dim (mean, argmax, var, softmax
  * or layer norm over it, other views that merge or split it, slicing or
- * squeezing it, cat, indexing, other losses, …) is refused, naming the
- * node and input, with the advice to lower per rank. O(args · mesh size)
+ * squeezing it, cat along it, indexing, other losses, …) is refused,
+ * naming the node and input, with the advice to lower per rank. O(args · mesh size)
  * per node; a view merging or splitting a padded dim O(mesh size · the
  * elements of its group), refused beyond 2^24. */
 #include "lower_redistribute_internal.h"
@@ -354,8 +356,11 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		across = dim_param(b, 1, rank);
 		break;
 	case DT_OP_SPLIT: case DT_OP_SPLIT_WITH_SIZES: case DT_OP_CHUNK:
+	case DT_OP_SLICE_BACKWARD: /* zeros around grad in dim */
 		across = dim_param(b, 2, rank);
 		break;
+	case DT_OP_SELECT_BACKWARD: /* grad lacks dim: every dim moves */
+		return CONFINED;
 	case DT_OP_SQUEEZE_DIMS:
 		across = dims_param(b, m, 1, rank);
 		break;
@@ -564,6 +569,50 @@ static enum use view_pieces(const struct dt_module *m, const struct dt_node *n,
 	return u;
 }
 
+/* Whether cat (along dim k) or stack of the node list `list` keeps
+ * padding in padding: all inputs on one mesh, none padded in dim k (cat),
+ * and on every rank shards of the same length in every other dim (stack:
+ * every dim), so each position of the result holds padding exactly where
+ * its input does. */
+static bool joins_confined(const struct dt_module *m, enum dt_op op,
+			   const struct dt_arg *list, const struct dt_arg *dim)
+{
+	int64_t first[DT_MAX_RANK], here[DT_MAX_RANK];
+	const struct dt_sharding *s0 = NULL;
+	int r0 = 0;
+	for (uint32_t i = 0; i < list->len; i++) {
+		uint32_t x = m->refs.data[list->v.first + i];
+		const struct dt_sharding *sh =
+			dt_node_sharding(m, dt_node_get(m, x));
+		if (!sh || !sh->has_global_shape || (s0 && sh->mesh != s0->mesh))
+			return false;
+		int rank;
+		const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+		int64_t k = dim && dim->kind == DT_ARG_INT ? dim->v.i : 0;
+		k = k < 0 ? k + rank : k;
+		if (op == DT_OP_CAT && (k < 0 || k >= rank ||
+					(padded_dims(m, x) & (1u << k))))
+			return false;
+		if (!s0) {
+			s0 = sh;
+			r0 = rank;
+		}
+		if (rank != r0)
+			return false;
+		const struct dt_mesh *me = &m->meshes.data[sh->mesh];
+		const int64_t *g0 = dt_ints_get(m, s0->global_shape, NULL);
+		for (int64_t pos = 0; pos < me->size; pos++) {
+			dt_shard_shape(me, &s0->placements, pos, g0, rank, first);
+			dt_shard_shape(me, &sh->placements, pos, g, rank, here);
+			for (int d = 0; d < rank; d++)
+				if (here[d] != first[d] &&
+				    (op != DT_OP_CAT || d != k))
+					return false;
+		}
+	}
+	return true;
+}
+
 struct input {
 	int p;          /* parameter */
 	uint32_t arg;   /* index in m->args of its node arg */
@@ -676,7 +725,12 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 		const struct dt_arg *a = b.arg[p];
 		if (!a || (a->kind != DT_ARG_NODE && a->kind != DT_ARG_NODES))
 			continue;
-		if (a->kind == DT_ARG_NODES) { /* cat, stack: along any dim */
+		if (a->kind == DT_ARG_NODES) { /* cat, stack */
+			bool joins = (n->op == DT_OP_CAT || n->op == DT_OP_STACK) &&
+				     p == 0;
+			if (joins && joins_confined(m, (enum dt_op)n->op, a,
+						    b.arg[1]))
+				continue;
 			for (uint32_t i = 0; i < a->len; i++) {
 				uint32_t x = m->refs.data[a->v.first + i];
 				struct input one = {p, 0, x, padded_dims(m, x), 0};
