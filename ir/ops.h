@@ -94,7 +94,8 @@ int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
 /* The attributes of the ops of SPMD programs (ops.def; semantics §7):
  * dt.local_shard(self, mesh, src, dst, size[, src_order, dst_order]) and
  * dt.pack_blocks / dt.unpack_blocks(self, mesh, coarse, fine, size, dim[,
- * coarse_order, fine_order]). */
+ * coarse_order, fine_order]) and dt.pack_pieces / dt.unpack_pieces(self,
+ * mesh, placements, size, dim, pieces[, order]) (src = dst = placements). */
 struct dt_spmd_args {
 	int mesh;                       /* index in module meshes */
 	struct dt_placements src, dst;  /* local_shard; coarse, fine: blocks */
@@ -102,10 +103,12 @@ struct dt_spmd_args {
 	int64_t shape[DT_MAX_RANK];     /* global */
 	int dim;                        /* blocks: the tensor dim, else -1 */
 	int mesh_dim;                   /* blocks: the block level's mesh dim */
+	int64_t pieces;                 /* pieces: their count, else 1 */
 };
 /* Read and check them from bound args b of a node of op `op` (mesh
  * declared, placements valid for the rank; local_shard: dst refines src;
- * blocks: fine's shard sequence of dim is coarse's plus one S level);
+ * blocks: fine's shard sequence of dim is coarse's plus one S level;
+ * pieces: at least one);
  * false with a message in err. */
 bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 		       const struct dt_bound_args *b, struct dt_spmd_args *a,
@@ -114,7 +117,8 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 static inline bool dt_op_is_spmd(enum dt_op op)
 {
 	return op == DT_OP_LOCAL_SHARD || op == DT_OP_PACK_BLOCKS ||
-	       op == DT_OP_UNPACK_BLOCKS;
+	       op == DT_OP_UNPACK_BLOCKS || op == DT_OP_PACK_PIECES ||
+	       op == DT_OP_UNPACK_PIECES;
 }
 
 /* How a reduction op reads its arguments: what it computes, the dims

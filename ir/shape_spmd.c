@@ -31,7 +31,8 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 		       const struct dt_bound_args *b, struct dt_spmd_args *a,
 		       char *err, size_t errlen)
 {
-	const struct dt_arg *mesh = b->arg[1], *size = b->arg[4];
+	bool pieces = op == DT_OP_PACK_PIECES || op == DT_OP_UNPACK_PIECES;
+	const struct dt_arg *mesh = b->arg[1], *size = b->arg[pieces ? 3 : 4];
 	a->mesh = mesh && mesh->kind == DT_ARG_STR
 			  ? dt_module_find_mesh(m, mesh->v.s) : -1;
 	if (a->mesh < 0) {
@@ -53,6 +54,23 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 		}
 	const struct dt_mesh *me = &m->meshes.data[a->mesh];
 	int orders = op == DT_OP_LOCAL_SHARD ? 5 : 6;
+	a->pieces = 1;
+	if (pieces) {
+		if (!read_placements(m, b, 2, 6, me, &a->src, a->rank, err,
+				     errlen))
+			return false;
+		a->dst = a->src;
+		a->mesh_dim = -1;
+		a->dim = b->arg[4] ? (int)b->arg[4]->v.i : -1;
+		a->pieces = b->arg[5] ? b->arg[5]->v.i : 0;
+		if (a->dim < 0 || a->dim >= a->rank)
+			snprintf(err, errlen, "dim %d is not a dim of size",
+				 a->dim);
+		else if (a->pieces < 1)
+			snprintf(err, errlen, "pieces %lld is not positive",
+				 (long long)a->pieces);
+		return a->dim >= 0 && a->dim < a->rank && a->pieces >= 1;
+	}
 	if (!read_placements(m, b, 2, orders, me, &a->src, a->rank, err, errlen) ||
 	    !read_placements(m, b, 3, orders + 1, me, &a->dst, a->rank, err,
 			     errlen))
@@ -87,7 +105,9 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 /* dt.local_shard: self is the rank's shard under src, the result its
  * shard under dst. dt.pack_blocks: self has the n padded fine shards of
  * the group along the block level in dim, the result is the rank's coarse
- * shard; dt.unpack_blocks: the reverse. In an SPMD graph shards are padded
+ * shard; dt.unpack_blocks: the reverse. dt.pack_pieces and
+ * dt.unpack_pieces keep the shape of the shard under placements, whose dim
+ * splits into the pieces. In an SPMD graph shards are padded
  * to the largest (semantics §7), in a per-rank graph exact; blocks are
  * always padded. Fresh contiguous tensors. */
 int dt_shape_spmd(struct dt_shape_ctx *c)
@@ -108,9 +128,14 @@ int dt_shape_spmd(struct dt_shape_ctx *c)
 	if (t.rank != a.rank)
 		return dt_shape_fail(c, "self has %d dims but size %d", t.rank,
 				     a.rank);
-	if (op == DT_OP_LOCAL_SHARD) {
+	if (op != DT_OP_PACK_BLOCKS && op != DT_OP_UNPACK_BLOCKS) {
 		dt_shard_shape(me, &a.src, pos, a.shape, a.rank, in);
 		dt_shard_shape(me, &a.dst, pos, a.shape, a.rank, out);
+		if (a.dim >= 0 && in[a.dim] % a.pieces != 0)
+			return dt_shape_fail(c, "dim %d (%lld) does not split "
+					     "into %lld pieces", a.dim,
+					     (long long)in[a.dim],
+					     (long long)a.pieces);
 	} else {
 		int64_t fine[DT_MAX_RANK], coarse[DT_MAX_RANK];
 		dt_shard_shape(me, &a.dst, -1, a.shape, a.rank, fine);

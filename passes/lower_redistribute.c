@@ -749,7 +749,7 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	    localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
 		return DT_EINPUT;
 	view_or_reshape(l, id);
-	if (l->rank < 0 && dt_lower_padding(l, id) != DT_OK)
+	if (l->rank < 0 && dt_lower_padding(l, id, mesh, &pl) != DT_OK)
 		return DT_EINPUT;
 	struct capture cap = {{0}};
 	struct dt_diag quiet;
@@ -803,7 +803,7 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	uint32_t s = dt_lower_add_sharding(l, mesh, &pl, g[0], rank[0]);
 	dt_node_get(m, id)->sharding = s;
 	l->shard[id] = s;
-	return DT_OK;
+	return dt_lower_pack_pieces(l, id);
 }
 
 /* ------------------------------------------------------------------ */

@@ -35,6 +35,14 @@ struct dt_lower {
 	 * _reshape_alias that is not a reshape of values (lowered only where
 	 * its input keeps that layout). */
 	struct dt_tensor *strided_input;
+	/* SPMD: a view (old id) that leaves the rank's rows of output dim
+	 * `dim` in `count` padded pieces, for dt_lower_pack_pieces; view 0:
+	 * none. */
+	struct dt_lower_pieces {
+		uint32_t view;
+		int dim;
+		int64_t count;
+	} pieces;
 	/* Where emitted nodes go: before node `before`, named after `base`,
 	 * with the source line `line`. */
 	uint32_t before;
@@ -80,11 +88,19 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
 			    int rank, int dim, double fill);
-/* In SPMD mode, make node `id` (args remapped) safe on padded inputs
+/* In SPMD mode, make node `id` (args remapped, global metadata; its
+ * placements pl on mesh `mesh`) safe on padded inputs
  * (lower_redistribute_padding.c): zero the padding of inputs an op sums
- * over, refuse ops that would read padding into valid results. DT_OK or
- * DT_EINPUT after a report. */
-int dt_lower_padding(struct dt_lower *l, uint32_t id);
+ * over, unpack the pieces a view splits, note in l->pieces a view whose
+ * result dt_lower_pack_pieces must pack, refuse ops that would read
+ * padding into valid results. DT_OK or DT_EINPUT after a report. */
+int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
+		     const struct dt_placements *pl);
+/* After node `id` is lowered (local metadata, sharding set): when
+ * l->pieces names it, pack its rows after it into a new node that holds
+ * its local value (l->local) and sharding; `id` keeps no sharding. DT_OK
+ * or DT_EINPUT after a report. */
+int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id);
 
 /* Lower dtensor.redistribute node `id` (an old id, not yet remapped):
  * plan, merge, emit the steps before it, record its local value and

@@ -198,6 +198,40 @@ static int scatter_back(struct dt_backend *b, const struct dt_kernel_call *c)
 	return copy_into(b, c, &part, g, "grad_output does not fit the slice");
 }
 
+/* dt.pack_pieces / dt.unpack_pieces: dim holds `pieces` pieces of B rows
+ * (the padded side), each with the rank's `per` valid rows leading; on the
+ * packed side they lie back to back. `per` is the rank's shard length of
+ * dim under the placements over the pieces. */
+static int pieces_views(struct dt_backend *b, const struct dt_kernel_call *c,
+			const struct dt_spmd_args *a, const struct dt_mesh *me,
+			const int64_t *coord,
+			struct dt_rt_tensor (**pairs)[2], int *npairs)
+{
+	const struct dt_rt_tensor *in = dt_kernel_input(c, 0);
+	struct dt_rt_tensor *out = &c->outputs[0];
+	int64_t len = dt_shard_length(&a->src, me->shape, coord, a->dim,
+				      a->shape[a->dim]);
+	int64_t n = a->pieces, rows = in->shape[a->dim];
+	if (rows != out->shape[a->dim] || rows % n || len % n ||
+	    len / n > rows / n)
+		return dt_cpu_fail(b, c, "dim %d: the rank's %lld rows do not "
+				   "lie in %lld pieces of %lld", a->dim,
+				   (long long)len, (long long)n,
+				   (long long)(rows / n));
+	int64_t per = len / n, block = rows / n;
+	bool pack = c->op == DT_OP_PACK_PIECES;
+	struct dt_rt_tensor (*v)[2] = dt_malloc((size_t)n * sizeof *v);
+	for (int64_t j = 0; j < n; j++) {
+		v[j][0] = dt_rt_narrow(in, a->dim, j * (pack ? block : per),
+				       per, 1);
+		v[j][1] = dt_rt_narrow(out, a->dim, j * (pack ? per : block),
+				       per, 1);
+	}
+	*pairs = v;
+	*npairs = (int)n;
+	return DT_OK;
+}
+
 int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
 		      struct dt_rt_tensor (**pairs)[2], int *npairs)
 {
@@ -218,6 +252,8 @@ int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
 	if (in->rank != a.rank || out->rank != a.rank)
 		return dt_cpu_fail(b, c, "self or the result is not of rank %d",
 				   a.rank);
+	if (c->op == DT_OP_PACK_PIECES || c->op == DT_OP_UNPACK_PIECES)
+		return pieces_views(b, c, &a, me, coord, pairs, npairs);
 	bool local = c->op == DT_OP_LOCAL_SHARD;
 	int n = local ? 1 : (int)me->shape[a.mesh_dim];
 	int64_t fine[DT_MAX_RANK];
@@ -288,6 +324,8 @@ int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c)
 	case DT_OP_LOCAL_SHARD:
 	case DT_OP_PACK_BLOCKS:
 	case DT_OP_UNPACK_BLOCKS:
+	case DT_OP_PACK_PIECES:
+	case DT_OP_UNPACK_PIECES:
 		return spmd(b, c);
 	case DT_OP_SLICE_BACKWARD:
 	case DT_OP_SELECT_BACKWARD:

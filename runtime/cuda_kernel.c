@@ -755,6 +755,8 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_LOCAL_SHARD:
 	case DT_OP_PACK_BLOCKS:
 	case DT_OP_UNPACK_BLOCKS:
+	case DT_OP_PACK_PIECES:
+	case DT_OP_UNPACK_PIECES:
 		return dt_cuda_pad(ctx, c);
 	case DT_OP_NATIVE_DROPOUT:
 	case DT_OP_BERNOULLI:

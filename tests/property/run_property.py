@@ -12,8 +12,9 @@ as WORKDIR/fail-SEED-MESH-gI.xml with the command that reproduces it, and
 the run exits 1. The regression graphs under regress/ (make_fx traces that
 gave wrong numbers, crashed or hung, a plan the property test found) run
 the same way, their lowered programs (`dtopt opt -o OUT`: one SPMD program,
-or one per rank where that is refused) run with `--check --reference`, and
-those named *.nocomm.xml must lower to a program without collectives.
+or one per rank where that is refused) run with `--check --reference`,
+those named *.spmd.xml must lower to one SPMD program, and those named
+*.nocomm.xml to a program without collectives.
 
     usage: run_property.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
                            [--seed S] [--per-mesh N] [--mesh 2x2 ...]
@@ -105,7 +106,7 @@ def run_regress(args):
         np = world("x".join(m.group(1).split()))
         ok, out = check(args, path, np)
         if ok:
-            ok, out = check_spmd(args, path, np)
+            ok, out = check_spmd(args, path, np, ".spmd." in name)
         if not ok:
             failures += 1
             print("FAIL regression %s:\n%s" % (path, errors_of(out)))
@@ -129,13 +130,14 @@ def has_collectives(args, path):
     return 1
 
 
-def check_spmd(args, path, np):
+def check_spmd(args, path, np, one_program):
     """(ok, output): `dtopt opt PATH -o OUT --create-groups` (the one SPMD
-    program; where it is refused with `error:`, e.g. for uneven shards, one
-    program per rank: -o 'OUT.{rank}.xml'), then `dtopt run --check
-    --reference PATH OUT`: the fused programs `run --check` does not make."""
+    program; where it is refused with `error:`, e.g. for uneven shards, and
+    one_program is false, one program per rank: -o 'OUT.{rank}.xml'), then
+    `dtopt run --check --reference PATH OUT`: the fused programs `run
+    --check` does not make."""
     base = os.path.join(args.workdir, "spmd-" + os.path.basename(path))
-    for out_path in (base, base + ".{rank}.xml"):
+    for out_path in (base,) if one_program else (base, base + ".{rank}.xml"):
         p = subprocess.run([args.dtopt, "opt", path, "-o", out_path,
                             "--create-groups"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, universal_newlines=True)

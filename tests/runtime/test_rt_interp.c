@@ -314,6 +314,42 @@ static void test_local_shard(void **state)
 	run_fini(&u);
 }
 
+/* dt.pack_pieces then dt.unpack_pieces of 12 rows on a mesh of 4: 6
+ * pieces of 2 rows of _S(0,6) over 42 rows, whose rank holds 2, 2, 2, 1
+ * rows of each piece. Ranks 0-2 keep the rows; rank 3 packs row 2a to a
+ * (zeros after row 5) and unpacks it back to 2a (zeros between). */
+static void test_pack_pieces(void **state)
+{
+	(void)state;
+	struct run u;
+	const char *xml =
+		"<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1.1\" "
+		"name=\"t\" view=\"local\">\n"
+		"<mesh name=\"world\" shape=\"4\" dims=\"w\"/>\n"
+		"<node name=\"x\" op=\"placeholder\"><tensor dtype=\"float32\" "
+		"shape=\"12 3\"/><sharding mesh=\"world\" placements=\"R\" "
+		"global-shape=\"12 3\"/></node>\n"
+		CALL("y", "dt.pack_pieces", "<arg node=\"x\"/><arg str=\"world\"/>"
+		     "<arg str=\"_S(0,6)\"/><arg ints=\"42 3\"/><arg int=\"0\"/>"
+		     "<arg int=\"6\"/>")
+		CALL("z", "dt.unpack_pieces", "<arg node=\"y\"/><arg str=\"world\"/>"
+		     "<arg str=\"_S(0,6)\"/><arg ints=\"42 3\"/><arg int=\"0\"/>"
+		     "<arg int=\"6\"/>")
+		OUT("y z") "</dtopt-graph>\n";
+	for (int rank = 0; rank < 4; rank++) {
+		run_on_rank(&u, xml, rank);
+		for (int64_t i = 0; i < 36; i++) {
+			int64_t row = i / 3, col = i % 3;
+			double packed = rank < 3 ? x_at("x", i)
+					: row < 6 ? x_at("x", 6 * row + col) : 0;
+			double back = rank < 3 || row % 2 == 0 ? x_at("x", i) : 0;
+			assert_true(rt_at(&u.res.outputs[0], i) == packed);
+			assert_true(rt_at(&u.res.outputs[1], i) == back);
+		}
+		run_fini(&u);
+	}
+}
+
 static void dropout(uint64_t seed, double *out, double *mask)
 {
 	struct run u;
@@ -513,6 +549,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_ops_all, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_local_shard, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_pieces, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_dropout, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_iterations_summary, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_trace, rt_setup, rt_teardown),
