@@ -368,9 +368,11 @@ int dt_cmd_dump(int argc, char **argv)
 }
 
 static const char verify_help[] =
-	"usage: dtopt verify IN.xml\n\n"
-	"Reads IN.xml (schema, references, targets) and runs the verifier;\n"
-	"reports every problem as file:line: error: and exits 1 if there is one.\n";
+	"usage: dtopt verify [--schema] IN.xml\n\n"
+	"Reads IN.xml (structure, references, targets) and runs the verifier;\n"
+	"reports every problem as file:line: error: and exits 1 if there is one.\n"
+	"  --schema  also validate against the bundled RelaxNG schema\n"
+	"            (dtopt-graph.rng; the reader's own checks are as strict)\n";
 
 int dt_cmd_verify(int argc, char **argv)
 {
@@ -378,12 +380,16 @@ int dt_cmd_verify(int argc, char **argv)
 		fputs(verify_help, stdout);
 		return DT_EXIT_OK;
 	}
+	struct dt_read_options opt = {.schema = argc == 3 &&
+					       strcmp(argv[1], "--schema") == 0};
+	argv += opt.schema;
+	argc -= opt.schema;
 	if (argc != 2 || (argv[1][0] == '-' && argv[1][1]))
 		return dt_usage_error("verify", "expected one input graph");
 	struct dt_diag diag;
 	dt_diag_init(&diag);
 	struct dt_module *m;
-	int rc = load(argv[1], false, &diag, &m);
+	int rc = dt_read_file(argv[1], &opt, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	rc = dt_verify(m, &diag);
