@@ -2,6 +2,7 @@
 /* cmd_graph.c: the `opt`, `dump` and `verify` subcommands. */
 #include "cli.h"
 #include "cost_model.h"
+#include "dtopt_config.h"
 #include "frontend.h"
 #include "passes.h"
 
@@ -91,7 +92,7 @@ static const char opt_help[] =
 	"                        ranks need different graphs: uneven shards, R->S\n"
 	"                        chunks\n"	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
 	"      --verify-each     run the verifier after every pass (the default\n"
-	"                        in debug builds)\n"
+	"                        in debug builds: buildtype=debug)\n"
 	"      --no-verify-each  do not\n"
 	"      --time-passes     print load, per-pass and write times to stderr\n"
 	"      --list-passes     list the passes and exit\n"
@@ -221,12 +222,9 @@ int dt_cmd_opt(int argc, char **argv)
 	const char *pipeline_text = NULL, *output = "-";
 	enum output_form remarks = FORM_NONE, report = FORM_NONE;
 	struct dt_cli_topology topology_flags = {0};
-	/* Verify after every pass in debug builds; release builds opt in. */
-#ifdef NDEBUG
-	struct dt_pipeline_options popt = {.verify_each = false};
-#else
-	struct dt_pipeline_options popt = {.verify_each = true};
-#endif
+	/* Verify after every pass in debug builds; other builds opt in. */
+	struct dt_pipeline_options popt = {.verify_each =
+						   DTOPT_VERIFY_EACH_DEFAULT};
 	popt.pass.rank = -1; /* lower-redistribute: one graph for all ranks */
 	char *end;
 	int c;
