@@ -10,30 +10,88 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Attribute-value escaping; control characters become character refs so
- * they survive attribute-value normalisation. */
-static void put_escaped(FILE *out, const char *s)
+/* The writer's own output buffer: the document goes out in few, large
+ * fwrite calls instead of one stdio call per token. */
+struct out {
+	FILE *f;
+	size_t len;
+	char buf[1 << 16];
+};
+
+static void out_flush(struct out *o)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\n': fputs("&#10;", out); break;
-		case '\r': fputs("&#13;", out); break;
-		case '\t': fputs("&#9;", out); break;
-		default: fputc(*s, out); break;
+	fwrite(o->buf, 1, o->len, o->f);
+	o->len = 0;
+}
+
+static void out_n(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n > sizeof o->buf) {
+		out_flush(o);
+		if (n > sizeof o->buf) {
+			fwrite(s, 1, n, o->f);
+			return;
 		}
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void out_s(struct out *o, const char *s)
+{
+	out_n(o, s, strlen(s));
+}
+
+static void out_c(struct out *o, char c)
+{
+	if (o->len == sizeof o->buf)
+		out_flush(o);
+	o->buf[o->len++] = c;
+}
+
+static void out_f(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void out_f(struct out *o, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	out_n(o, text, n < (int)sizeof text ? (size_t)n : sizeof text - 1);
+}
+
+/* Attribute-value escaping, in runs: the bytes between two special
+ * characters go out in one fwrite. Control characters become character
+ * refs so they survive attribute-value normalisation. */
+static void put_escaped(struct out *out, const char *s)
+{
+	for (;;) {
+		size_t n = strcspn(s, "&<>\"\n\r\t");
+		out_n(out, s, n);
+		s += n;
+		const char *ref;
+		switch (*s) {
+		case 0: return;
+		case '&': ref = "&amp;"; break;
+		case '<': ref = "&lt;"; break;
+		case '>': ref = "&gt;"; break;
+		case '"': ref = "&quot;"; break;
+		case '\n': ref = "&#10;"; break;
+		case '\r': ref = "&#13;"; break;
+		default: ref = "&#9;"; break;
+		}
+		out_s(out, ref);
+		s++;
 	}
 }
 
-static void put_str(FILE *out, const struct dt_module *m, dt_str s)
+static void put_str(struct out *out, const struct dt_module *m, dt_str s)
 {
 	put_escaped(out, dt_str_get(m, s));
 }
 
-static void put_int(FILE *out, int64_t v)
+static void put_int(struct out *out, int64_t v)
 {
 	char buf[24], *p = buf + sizeof(buf);
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -44,154 +102,154 @@ static void put_int(FILE *out, int64_t v)
 	} while (u);
 	if (v < 0)
 		*--p = '-';
-	fputs(p, out);
+	out_n(out, p, (size_t)(buf + sizeof(buf) - 1 - p));
 }
 
-static void put_ints(FILE *out, const struct dt_module *m, dt_ints l)
+static void put_ints(struct out *out, const struct dt_module *m, dt_ints l)
 {
 	int n;
 	const int64_t *v = dt_ints_get(m, l, &n);
 	for (int i = 0; i < n; i++) {
 		if (i)
-			fputc(' ', out);
+			out_c(out, ' ');
 		put_int(out, v[i]);
 	}
 }
 
-static void put_double(FILE *out, double v)
+static void put_double(struct out *out, double v)
 {
 	char buf[40];
 	dt_format_double(v, buf, sizeof(buf));
-	fputs(buf, out);
+	out_s(out, buf);
 }
 
-static void put_node_name(FILE *out, const struct dt_module *m, uint32_t id)
+static void put_node_name(struct out *out, const struct dt_module *m, uint32_t id)
 {
 	put_str(out, m, dt_node_get(m, id)->name);
 }
 
-static void put_value(FILE *out, const struct dt_module *m,
+static void put_value(struct out *out, const struct dt_module *m,
 		      const struct dt_arg *a)
 {
 	switch ((enum dt_arg_kind)a->kind) {
 	case DT_ARG_NODE:
-		fputs(" node=\"", out);
+		out_s(out, " node=\"");
 		put_node_name(out, m, a->v.node);
 		break;
 	case DT_ARG_NODES:
-		fputs(" nodes=\"", out);
+		out_s(out, " nodes=\"");
 		for (uint32_t i = 0; i < a->len; i++) {
 			if (i)
-				fputc(' ', out);
+				out_c(out, ' ');
 			put_node_name(out, m, m->refs.data[a->v.first + i]);
 		}
 		break;
 	case DT_ARG_INT:
-		fputs(" int=\"", out);
+		out_s(out, " int=\"");
 		put_int(out, a->v.i);
 		break;
 	case DT_ARG_INTS:
-		fputs(" ints=\"", out);
+		out_s(out, " ints=\"");
 		put_ints(out, m, a->v.ints);
 		break;
 	case DT_ARG_FLOAT:
-		fputs(" float=\"", out);
+		out_s(out, " float=\"");
 		put_double(out, a->v.f);
 		break;
 	case DT_ARG_FLOATS:
-		fputs(" floats=\"", out);
+		out_s(out, " floats=\"");
 		for (uint32_t i = 0; i < a->len; i++) {
 			if (i)
-				fputc(' ', out);
+				out_c(out, ' ');
 			put_double(out, m->floats.data[a->v.first + i]);
 		}
 		break;
 	case DT_ARG_BOOL:
-		fputs(a->v.b ? " bool=\"true" : " bool=\"false", out);
+		out_s(out, a->v.b ? " bool=\"true" : " bool=\"false");
 		break;
 	case DT_ARG_STR:
-		fputs(" str=\"", out);
+		out_s(out, " str=\"");
 		put_str(out, m, a->v.s);
 		break;
 	case DT_ARG_DTYPE:
-		fputs(" dtype=\"", out);
-		fputs(dt_dtype_name((enum dt_dtype)a->v.dtype), out);
+		out_s(out, " dtype=\"");
+		out_s(out, dt_dtype_name((enum dt_dtype)a->v.dtype));
 		break;
 	case DT_ARG_NONE:
-		fputs(" none=\"true", out);
+		out_s(out, " none=\"true");
 		break;
 	case DT_ARG_ITEMS:
 		DT_REQUIRE(!"items are written by put_arg");
 	}
-	fputc('"', out);
+	out_c(out, '"');
 }
 
-static void put_arg(FILE *out, const struct dt_module *m,
+static void put_arg(struct out *out, const struct dt_module *m,
 		    const struct dt_arg *a)
 {
 	if (a->name.id) {
-		fputs("    <kwarg name=\"", out);
+		out_s(out, "    <kwarg name=\"");
 		put_str(out, m, a->name);
-		fputc('"', out);
+		out_c(out, '"');
 	} else {
-		fputs("    <arg", out);
+		out_s(out, "    <arg");
 	}
 	if (a->kind != DT_ARG_ITEMS) {
 		put_value(out, m, a);
-		fputs("/>\n", out);
+		out_s(out, "/>\n");
 		return;
 	}
-	fputs(">", out);
+	out_s(out, ">");
 	for (uint32_t i = 0; i < a->len; i++) {
-		fputs("<item", out);
+		out_s(out, "<item");
 		put_value(out, m, &m->args.data[a->v.first + i]);
-		fputs("/>", out);
+		out_s(out, "/>");
 	}
-	fputs(a->name.id ? "</kwarg>\n" : "</arg>\n", out);
+	out_s(out, a->name.id ? "</kwarg>\n" : "</arg>\n");
 }
 
-static void put_tensor(FILE *out, const struct dt_module *m,
+static void put_tensor(struct out *out, const struct dt_module *m,
 		       const struct dt_tensor *t)
 {
-	fputs("    <tensor dtype=\"", out);
-	fputs(dt_dtype_name((enum dt_dtype)t->dtype), out);
-	fputs("\" shape=\"", out);
+	out_s(out, "    <tensor dtype=\"");
+	out_s(out, dt_dtype_name((enum dt_dtype)t->dtype));
+	out_s(out, "\" shape=\"");
 	put_ints(out, m, t->shape);
-	fputs("\" stride=\"", out);
+	out_s(out, "\" stride=\"");
 	put_ints(out, m, t->stride);
-	fputc('"', out);
+	out_c(out, '"');
 	if (t->offset) {
-		fputs(" offset=\"", out);
+		out_s(out, " offset=\"");
 		put_int(out, t->offset);
-		fputc('"', out);
+		out_c(out, '"');
 	}
-	fputs("/>\n", out);
+	out_s(out, "/>\n");
 }
 
-static void put_sharding(FILE *out, const struct dt_module *m,
+static void put_sharding(struct out *out, const struct dt_module *m,
 			 const struct dt_sharding *s)
 {
 	const struct dt_mesh *mesh = &m->meshes.data[s->mesh];
 	char buf[512];
-	fputs("    <sharding mesh=\"", out);
+	out_s(out, "    <sharding mesh=\"");
 	put_str(out, m, mesh->name);
 	dt_placements_print(&s->placements, buf, sizeof(buf));
-	fputs("\" placements=\"", out);
-	fputs(buf, out);
-	fputc('"', out);
+	out_s(out, "\" placements=\"");
+	out_s(out, buf);
+	out_c(out, '"');
 	if (!dt_placements_has_default_order(&s->placements)) {
 		dt_placements_print_order(&s->placements, mesh, &m->strings, buf,
 					  sizeof(buf));
-		fputs(" order=\"", out);
+		out_s(out, " order=\"");
 		put_escaped(out, buf);
-		fputc('"', out);
+		out_c(out, '"');
 	}
 	if (s->has_global_shape) {
-		fputs(" global-shape=\"", out);
+		out_s(out, " global-shape=\"");
 		put_ints(out, m, s->global_shape);
-		fputc('"', out);
+		out_c(out, '"');
 	}
-	fputs("/>\n", out);
+	out_s(out, "/>\n");
 }
 
 static const char *node_kind_name[] = {"placeholder", "call_function",
@@ -206,46 +264,47 @@ static bool in_side_file(const struct dt_module *m, const struct dt_node *n,
 }
 
 /* <data base64=.../> or <data file=... bytes=... crc32=.../>. */
-static void put_data(FILE *out, const struct dt_module *m,
+static void put_data(struct out *out, const struct dt_module *m,
 		     const struct dt_node *n, const char *dir)
 {
 	const struct dt_constant *c = dt_node_constant(m, n);
 	if (!in_side_file(m, n, dir)) {
-		fputs("    <data base64=\"", out);
-		dt_base64_write(out, c->bytes, c->size);
-		fputs("\"/>\n", out);
+		out_s(out, "    <data base64=\"");
+		out_flush(out);
+		dt_base64_write(out->f, c->bytes, c->size);
+		out_s(out, "\"/>\n");
 		return;
 	}
 	uint32_t crc = dt_crc32(c->bytes, c->size);
 	char name[128];
 	dt_side_file_name(dt_str_get(m, n->name), crc, name, sizeof name);
-	fputs("    <data file=\"", out);
+	out_s(out, "    <data file=\"");
 	put_escaped(out, name);
-	fputs("\" bytes=\"", out);
+	out_s(out, "\" bytes=\"");
 	put_int(out, (int64_t)c->size);
-	fprintf(out, "\" crc32=\"%08x\"/>\n", crc);
+	out_f(out, "\" crc32=\"%08x\"/>\n", crc);
 }
 
-static void put_node(FILE *out, const struct dt_module *m,
+static void put_node(struct out *out, const struct dt_module *m,
 		     const struct dt_node *n, const char *dir)
 {
-	fputs("  <node name=\"", out);
+	out_s(out, "  <node name=\"");
 	put_str(out, m, n->name);
-	fputs("\" op=\"", out);
-	fputs(node_kind_name[n->kind], out);
-	fputc('"', out);
+	out_s(out, "\" op=\"");
+	out_s(out, node_kind_name[n->kind]);
+	out_c(out, '"');
 	if (n->target.id) {
-		fputs(" target=\"", out);
+		out_s(out, " target=\"");
 		put_str(out, m, n->target);
-		fputc('"', out);
+		out_c(out, '"');
 	}
 	bool empty = !n->nargs && !n->ntensors && !n->nmetas &&
 		     n->sharding == DT_NO_SHARDING && n->kind != DT_NODE_CONSTANT;
 	if (empty) {
-		fputs("/>\n", out);
+		out_s(out, "/>\n");
 		return;
 	}
-	fputs(">\n", out);
+	out_s(out, ">\n");
 	for (int i = 0; i < n->nargs; i++)
 		put_arg(out, m, dt_node_arg(m, n, i));
 	for (int i = 0; i < n->ntensors; i++)
@@ -256,33 +315,33 @@ static void put_node(FILE *out, const struct dt_module *m,
 		put_sharding(out, m, dt_node_sharding(m, n));
 	for (uint32_t i = 0; i < n->nmetas; i++) {
 		const struct dt_meta *meta = &m->metas.data[n->metas + i];
-		fputs("    <meta key=\"", out);
+		out_s(out, "    <meta key=\"");
 		put_str(out, m, meta->key);
-		fputs("\" value=\"", out);
+		out_s(out, "\" value=\"");
 		put_str(out, m, meta->value);
-		fputs("\"/>\n", out);
+		out_s(out, "\"/>\n");
 	}
-	fputs("  </node>\n", out);
+	out_s(out, "  </node>\n");
 }
 
 /* Every attribute, so the file states the whole machine it was costed on. */
-static void put_topology(FILE *out, const struct dt_topology *t)
+static void put_topology(struct out *out, const struct dt_topology *t)
 {
-	fputs("  <topology devices-per-host=\"", out);
+	out_s(out, "  <topology devices-per-host=\"");
 	put_int(out, t->devices_per_host);
-	fputs("\" bandwidth=\"", out);
+	out_s(out, "\" bandwidth=\"");
 	put_double(out, t->bandwidth);
-	fputs("\" latency=\"", out);
+	out_s(out, "\" latency=\"");
 	put_double(out, t->latency);
-	fputs("\" inter-host-bandwidth-factor=\"", out);
+	out_s(out, "\" inter-host-bandwidth-factor=\"");
 	put_double(out, t->inter_host_bandwidth_factor);
-	fputs("\" inter-host-latency=\"", out);
+	out_s(out, "\" inter-host-latency=\"");
 	put_double(out, t->inter_host_latency);
-	fputs("\" base-latency=\"", out);
+	out_s(out, "\" base-latency=\"");
 	put_double(out, t->base_latency);
-	fputs("\" all-to-all-penalty=\"", out);
+	out_s(out, "\" all-to-all-penalty=\"");
 	put_double(out, t->all_to_all_penalty);
-	fputs("\"/>\n", out);
+	out_s(out, "\"/>\n");
 }
 
 int dt_format_node_minor(const struct dt_module *m, const struct dt_node *n,
@@ -328,71 +387,75 @@ int dt_format_minor(const struct dt_module *m)
 
 /* The document; constants larger than DT_INLINE_MAX_BYTES refer to side
  * files in `dir` (written by the caller), all inline when dir is NULL. */
-static int write_xml(const struct dt_module *m, FILE *out, const char *dir)
+static int write_xml(const struct dt_module *m, FILE *f, const char *dir)
 {
+	struct out *out = dt_malloc(sizeof *out);
+	out->f = f;
+	out->len = 0;
 	int minor = dt_format_minor(m);
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+	out_s(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	if (minor)
-		fprintf(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
+		out_f(out, "<dtopt-graph version=\"1.%d\" name=\"", minor);
 	else
-		fputs("<dtopt-graph version=\"1\" name=\"", out);
+		out_s(out, "<dtopt-graph version=\"1\" name=\"");
 	put_str(out, m, m->name);
-	fputs(m->view == DT_VIEW_GLOBAL ? "\" view=\"global\"" : "\" view=\"local\"",
-	      out);
+	out_s(out, m->view == DT_VIEW_GLOBAL ? "\" view=\"global\"" : "\" view=\"local\"");
 	if (m->rank >= 0) {
-		fputs(" rank=\"", out);
+		out_s(out, " rank=\"");
 		put_int(out, m->rank);
-		fputc('"', out);
+		out_c(out, '"');
 	}
-	fputs(">\n", out);
+	out_s(out, ">\n");
 	if (m->has_topology)
 		put_topology(out, &m->topology);
 	for (uint32_t i = 0; i < m->meshes.len; i++) {
 		const struct dt_mesh *mesh = &m->meshes.data[i];
-		fputs("  <mesh name=\"", out);
+		out_s(out, "  <mesh name=\"");
 		put_str(out, m, mesh->name);
-		fputs("\" shape=\"", out);
+		out_s(out, "\" shape=\"");
 		for (int d = 0; d < mesh->ndim; d++) {
 			if (d)
-				fputc(' ', out);
+				out_c(out, ' ');
 			put_int(out, mesh->shape[d]);
 		}
-		fputs("\" dims=\"", out);
+		out_s(out, "\" dims=\"");
 		for (int d = 0; d < mesh->ndim; d++) {
 			if (d)
-				fputc(' ', out);
+				out_c(out, ' ');
 			put_str(out, m, mesh->dims[d]);
 		}
-		fputc('"', out);
+		out_c(out, '"');
 		if (mesh->devices) {
-			fputs(" devices=\"", out);
+			out_s(out, " devices=\"");
 			for (int64_t k = 0; k < mesh->size; k++) {
 				if (k)
-					fputc(' ', out);
+					out_c(out, ' ');
 				put_int(out, mesh->devices[k]);
 			}
-			fputc('"', out);
+			out_c(out, '"');
 		}
-		fputs("/>\n", out);
+		out_s(out, "/>\n");
 	}
 	for (uint32_t i = 0; i < m->groups.len; i++) {
 		const struct dt_group *g = &m->groups.data[i];
 		const struct dt_mesh *mesh = &m->meshes.data[g->mesh];
-		fputs("  <group name=\"", out);
+		out_s(out, "  <group name=\"");
 		put_str(out, m, g->name);
-		fputs("\" mesh=\"", out);
+		out_s(out, "\" mesh=\"");
 		put_str(out, m, mesh->name);
-		fputs("\" dims=\"", out);
+		out_s(out, "\" dims=\"");
 		for (int d = 0; d < g->ndims; d++) {
 			if (d)
-				fputc(' ', out);
+				out_c(out, ' ');
 			put_str(out, m, mesh->dims[g->dims[d]]);
 		}
-		fputs(g->generated ? "\" generated=\"true\"/>\n" : "\"/>\n", out);
+		out_s(out, g->generated ? "\" generated=\"true\"/>\n" : "\"/>\n");
 	}
 	dt_foreach_node(m, id) put_node(out, m, dt_node_get(m, id), dir);
-	fputs("</dtopt-graph>\n", out);
-	return ferror(out) ? DT_EIO : DT_OK;
+	out_s(out, "</dtopt-graph>\n");
+	out_flush(out);
+	dt_free(out);
+	return ferror(f) ? DT_EIO : DT_OK;
 }
 
 int dt_write_stream(const struct dt_module *m, FILE *out)

@@ -2,6 +2,7 @@
 /* cmd_graph.c: the `opt`, `dump` and `verify` subcommands. */
 #include "cli.h"
 #include "cost_model.h"
+#include "dtopt_config.h"
 #include "frontend.h"
 #include "passes.h"
 
@@ -91,7 +92,7 @@ static const char opt_help[] =
 	"                        ranks need different graphs: uneven shards, R->S\n"
 	"                        chunks\n"	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
 	"      --verify-each     run the verifier after every pass (the default\n"
-	"                        in debug builds)\n"
+	"                        in debug builds: buildtype=debug)\n"
 	"      --no-verify-each  do not\n"
 	"      --time-passes     print load, per-pass and write times to stderr\n"
 	"      --list-passes     list the passes and exit\n"
@@ -261,12 +262,9 @@ int dt_cmd_opt(int argc, char **argv)
 	const char *pipeline_text = NULL, *output = "-";
 	enum output_form remarks = FORM_NONE, report = FORM_NONE;
 	struct dt_cli_topology topology_flags = {0};
-	/* Verify after every pass in debug builds; release builds opt in. */
-#ifdef NDEBUG
-	struct dt_pipeline_options popt = {.verify_each = false};
-#else
-	struct dt_pipeline_options popt = {.verify_each = true};
-#endif
+	/* Verify after every pass in debug builds; other builds opt in. */
+	struct dt_pipeline_options popt = {.verify_each =
+						   DTOPT_VERIFY_EACH_DEFAULT};
 	popt.pass.rank = -1; /* lower-redistribute: one graph for all ranks */
 	char *end;
 	int c;
@@ -408,12 +406,14 @@ int dt_cmd_dump(int argc, char **argv)
 }
 
 static const char verify_help[] =
-	"usage: dtopt verify IN.xml\n\n"
-	"Reads IN.xml (schema, references, targets), runs the verifier, then\n"
+	"usage: dtopt verify [--schema] IN.xml\n\n"
+	"Reads IN.xml (structure, references, targets), runs the verifier, then\n"
 	"infers every value's dtype, shape, stride and offset (shape-infer) and\n"
 	"checks them against the graph's; reports every problem as\n"
 	"file:line: error: and exits 1 if there is one (shapes are checked only\n"
-	"when the structure is sound).\n";
+	"when the structure is sound).\n"
+	"  --schema  also validate against the bundled RelaxNG schema\n"
+	"            (dtopt-graph.rng; the reader's own checks are as strict)\n";
 
 int dt_cmd_verify(int argc, char **argv)
 {
@@ -421,12 +421,16 @@ int dt_cmd_verify(int argc, char **argv)
 		fputs(verify_help, stdout);
 		return DT_EXIT_OK;
 	}
+	struct dt_read_options opt = {.schema = argc == 3 &&
+					       strcmp(argv[1], "--schema") == 0};
+	argv += opt.schema;
+	argc -= opt.schema;
 	if (argc != 2 || (argv[1][0] == '-' && argv[1][1]))
 		return dt_usage_error("verify", "expected one input graph");
 	struct dt_diag diag;
 	dt_diag_init(&diag);
 	struct dt_module *m;
-	int rc = load(argv[1], false, &diag, &m);
+	int rc = dt_read_file(argv[1], &opt, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	/* What opt checks before any rewrite: structure, then shapes. */
