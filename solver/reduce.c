@@ -473,6 +473,48 @@ void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
 	}
 }
 
+void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
+			    int32_t *want, struct dt_ids *t)
+{
+	for (int32_t i = red->nsteps - 1; i >= 0; i--) {
+		const struct dt_reduce_step *st = &red->steps[i];
+		if (st->kind == STEP_FIX || (want[st->u] < 0 && (st->kind == STEP_LEAF ||
+								 want[st->w] < 0)))
+			continue;
+		int32_t su = want[st->u] >= 0 ? want[st->u] : cur[st->u];
+		int32_t s = st->table[su];
+		if (st->kind == STEP_SERIES) {
+			int32_t sw = want[st->w] >= 0 ? want[st->w] : cur[st->w];
+			s = st->table[(int64_t)su * red->orig_nstrategies[st->w] + sw];
+		}
+		if (s != cur[st->v] || want[st->v] >= 0) {
+			if (want[st->v] < 0)
+				dt_vec_push(t, st->v);
+			want[st->v] = s;
+		}
+	}
+}
+
+void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
+			   int32_t *x)
+{
+	const struct dt_solve_problem *c = &red->r;
+	for (int32_t i = 0; i < c->nnodes; i++) {
+		const struct dt_solve_node *nd = &c->nodes[i];
+		int32_t want = red->orig_node[i] >= 0 ? orig[red->orig_node[i]] : -1;
+		int32_t best = 0;
+		for (int32_t s = 0; s < nd->nstrategies; s++) {
+			if (red->orig_strat[i][s] == want) {
+				best = s;
+				break;
+			}
+			if (nd->cost[s] < nd->cost[best])
+				best = s;
+		}
+		x[i] = best;
+	}
+}
+
 void dt_reduction_fini(struct dt_reduction *red)
 {
 	for (int32_t i = 0; i < red->r.nnodes; i++)

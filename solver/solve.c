@@ -120,8 +120,10 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		       red.eliminated_nodes, red.merged_edges);
 	int32_t *x = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
 	int64_t lower = INT64_MIN;
-	int64_t cost = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x) : -1;
-	bool exact = cost >= 0;
+	dt_wide wcost;
+	int found = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x, &wcost) : -1;
+	int64_t cost = found > 0 ? dt_wide_clamp(wcost) : DT_SOLVE_INFINITE;
+	bool exact = found >= 0;
 	if (exact) {
 		lower = cost;
 		if (opt->verbose)
