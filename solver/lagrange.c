@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/* lagrange.c: the anytime search of one thread (internal.h, struct
+ * dt_lagrange). Relaxing the usage limit with a price per timeline segment
+ * (Lagrangian multipliers) turns the problem into one without a limit,
+ * whose trees and chains the reductions solve exactly. A round prices the
+ * problem, reduces it to its core, and improves the plan by large
+ * neighbourhoods of the core (lns.c): a ball's new core choices are pushed
+ * through the eliminations (the nodes hanging off them re-choose), and the
+ * change is kept only when the plan stays within the limit and its priced
+ * cost does not rise. Segments where balls broke the limit get dearer for
+ * the next round, the others cheaper, so rounds move towards prices at
+ * which cheap plans fit. The plan is always within the limit; the best one
+ * met is kept. When a priced problem reduces to nothing its optimum, less
+ * the price of the limit, is a lower bound (Lagrangian duality). */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PRICE_DECAY 0.8 /* per round, where no ball broke the limit */
+
+void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
+		      uint64_t seed)
+{
+	memset(lg, 0, sizeof(*lg));
+	size_t n = (size_t)r->nnodes + 1;
+	lg->r = r;
+	lg->seed = seed;
+	dt_local_init(&lg->ls, r);
+	int32_t nseg = lg->ls.tl.nseg;
+	lg->lambda = dt_calloc((size_t)nseg + 1, sizeof(double));
+	lg->prefix = dt_calloc((size_t)nseg + 2, sizeof(double));
+	lg->over = dt_calloc((size_t)nseg + 1, sizeof(int32_t));
+	lg->best = dt_calloc(n, sizeof(int32_t));
+	lg->want = dt_malloc(sizeof(int32_t) * n);
+	lg->undo = dt_malloc(sizeof(int32_t) * n);
+	lg->lower_bound = INT64_MIN;
+	lg->q = *r;
+	lg->q.name = NULL;
+	lg->q.usage_limit = -1;
+	lg->q.nodes = dt_calloc(n, sizeof(*lg->q.nodes));
+	int32_t *x = lg->best;
+	for (int32_t v = 0; v < r->nnodes; v++) {
+		const struct dt_solve_node *nd = &r->nodes[v];
+		lg->q.nodes[v] = *nd;
+		lg->q.nodes[v].cost = dt_malloc(sizeof(int64_t) * (size_t)nd->nstrategies);
+		lg->want[v] = -1;
+		for (int32_t s = 1; s < nd->nstrategies; s++)
+			if (nd->usage[s] < nd->usage[x[v]] ||
+			    (nd->usage[s] == nd->usage[x[v]] && nd->cost[s] < nd->cost[x[v]]))
+				x[v] = s;
+	}
+	dt_local_set(&lg->ls, x);
+	dt_local_descend(&lg->ls, NULL, NULL);
+	memcpy(lg->best, lg->ls.x, sizeof(int32_t) * (size_t)r->nnodes);
+	lg->best_cost = r->usage_limit < 0 || dt_local_peak(&lg->ls) <= r->usage_limit
+		? dt_wide_clamp(lg->ls.cost) : DT_SOLVE_INFINITE;
+}
+
+void dt_lagrange_fini(struct dt_lagrange *lg)
+{
+	for (int32_t v = 0; v < lg->r->nnodes; v++)
+		dt_free(lg->q.nodes[v].cost);
+	dt_free(lg->q.nodes);
+	dt_local_fini(&lg->ls);
+	dt_free(lg->lambda);
+	dt_free(lg->prefix);
+	dt_free(lg->over);
+	dt_free(lg->best);
+	dt_free(lg->want);
+	dt_free(lg->undo);
+	dt_vec_free(&lg->touched);
+}
+
+/* Summed price of the segments v is live in. */
+static double node_price(const struct dt_lagrange *lg, int32_t v)
+{
+	return lg->prefix[lg->ls.tl.hi[v]] - lg->prefix[lg->ls.tl.lo[v]];
+}
+
+/* q's costs: r's plus usage times the node's price (rounded down, so a
+ * bound from them stays a bound); returns the price of the limit itself,
+ * limit times the sum of prices. */
+static double price(struct dt_lagrange *lg)
+{
+	const struct dt_timeline *tl = &lg->ls.tl;
+	for (int32_t k = 0; k < tl->nseg; k++)
+		lg->prefix[k + 1] = lg->prefix[k] + lg->lambda[k];
+	for (int32_t v = 0; v < lg->r->nnodes; v++) {
+		const struct dt_solve_node *nd = &lg->r->nodes[v];
+		double pv = node_price(lg, v);
+		for (int32_t s = 0; s < nd->nstrategies; s++) {
+			double extra = floor(pv * (double)nd->usage[s]);
+			lg->q.nodes[v].cost[s] = extra >= 9e18 ? DT_SOLVE_INFINITE
+				: dt_solve_add(nd->cost[s], (int64_t)extra);
+		}
+	}
+	return lg->r->usage_limit >= 0 ? (double)lg->r->usage_limit * lg->prefix[tl->nseg] : 0;
+}
+
+/* lns accept hook: push the ball's core moves through the eliminations
+ * into lg->ls, keep them when within the limit and no dearer priced. */
+static bool accept_ball(void *ud, const struct dt_lns *l)
+{
+	struct dt_lagrange *lg = ud;
+	const struct dt_reduction *red = lg->red;
+	struct dt_local *ls = &lg->ls;
+	lg->balls++;
+	lg->touched.len = 0;
+	for (int32_t i = 0; i < l->n; i++) {
+		int32_t c = l->nodes[i];
+		int32_t v = red->orig_node[c], s = red->orig_strat[c][l->plan[i]];
+		if (v >= 0 && s != ls->x[v]) {
+			lg->want[v] = s;
+			dt_vec_push(&lg->touched, v);
+		}
+	}
+	dt_reduction_propagate(red, ls->x, lg->want, &lg->touched);
+	dt_wide before = ls->cost;
+	double priced = 0;
+	for (uint32_t i = 0; i < lg->touched.len; i++) {
+		int32_t v = lg->touched.data[i];
+		const int64_t *use = lg->r->nodes[v].usage;
+		lg->undo[v] = ls->x[v];
+		priced += node_price(lg, v) * (double)(use[lg->want[v]] - use[ls->x[v]]);
+		dt_local_move(ls, v, lg->want[v]);
+		lg->want[v] = -1;
+	}
+	priced += (double)(ls->cost - before);
+	bool over = lg->r->usage_limit >= 0 && dt_local_peak(ls) > lg->r->usage_limit;
+	if (over)
+		lg->over[dt_profile_argmax(&ls->prof)]++;
+	if (over || priced > 0) {
+		for (uint32_t i = lg->touched.len; i-- > 0;)
+			dt_local_move(ls, lg->touched.data[i], lg->undo[lg->touched.data[i]]);
+		return false;
+	}
+	if (ls->cost < lg->best_cost) {
+		lg->best_cost = dt_wide_clamp(ls->cost);
+		memcpy(lg->best, ls->x, sizeof(int32_t) * (size_t)lg->r->nnodes);
+	}
+	return true;
+}
+
+/* Dearer where balls broke the limit this round, cheaper elsewhere. */
+static void update_prices(struct dt_lagrange *lg)
+{
+	const struct dt_local *ls = &lg->ls;
+	if (lg->lambda0 == 0) {
+		/* The price at which filling every segment to the limit would
+		 * cost as much as the plan. */
+		double c = ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
+		lg->lambda0 = (c > 1 ? c : 1) /
+			      ((double)(lg->r->usage_limit > 0 ? lg->r->usage_limit : 1) *
+			       (ls->tl.nseg > 0 ? ls->tl.nseg : 1));
+	}
+	for (int32_t k = 0; k < ls->tl.nseg; k++) {
+		if (lg->over[k] > 0)
+			lg->lambda[k] = lg->lambda[k] > 0 ? 2 * lg->lambda[k] : lg->lambda0;
+		else
+			lg->lambda[k] *= PRICE_DECAY;
+		lg->over[k] = 0;
+	}
+}
+
+bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
+{
+	const struct dt_solve_problem *r = lg->r;
+	int64_t best_before = lg->best_cost;
+	lg->rounds++;
+	double limit_price = price(lg);
+	struct dt_reduction red;
+	dt_reduce(&lg->q, &red);
+	const struct dt_solve_problem *c = &red.r;
+	if (c->nedges == 0) {
+		/* The priced problem is solved by its reduction: a bound. */
+		dt_wide opt = red.offset;
+		for (int32_t i = 0; i < c->nnodes; i++) {
+			int64_t m = INT64_MAX;
+			for (int32_t s = 0; s < c->nodes[i].nstrategies; s++)
+				m = c->nodes[i].cost[s] < m ? c->nodes[i].cost[s] : m;
+			opt += m;
+		}
+		double bound = floor((double)opt - limit_price);
+		if (bound > (double)lg->lower_bound && bound < 9e18)
+			lg->lower_bound = (int64_t)bound;
+	}
+	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
+	dt_reduction_restrict(&red, lg->ls.x, x);
+	struct dt_local core;
+	dt_local_init(&core, c);
+	dt_local_set(&core, x);
+	struct dt_lns lns;
+	dt_lns_init(&lns, &core, lg->seed + (uint64_t)lg->rounds * 7919);
+	lns.accept = accept_ball;
+	lns.accept_ud = lg;
+	lg->red = &red;
+	dt_lns_run(&lns, 32 + c->nnodes / 4, stop, ud);
+	lg->red = NULL;
+	dt_lns_fini(&lns);
+	dt_local_fini(&core);
+	dt_free(x);
+	dt_reduction_fini(&red);
+	if (r->usage_limit >= 0)
+		update_prices(lg);
+	return lg->best_cost < best_before;
+}
