@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+struct dt_diag;
+
 /* A cost that can never be chosen (the contest uses none; dtopt uses it for
  * strategies a pin or a shape rules out). Costs are integers, as in the
  * contest; dtopt's own problems count nanoseconds of modelled time. */
@@ -40,6 +42,9 @@ struct dt_solve_options {
   int threads;            /* worker threads (>= 1) */
   uint64_t seed;          /* deterministic search for a given seed */
   int verbose;            /* print `#` progress lines to stdout */
+  int64_t max_rounds;     /* > 0: stop each thread after this many search
+                             rounds, so the result depends only on seed and
+                             threads (tests); 0: only the timeout stops */
 };
 
 struct dt_solve_result {
@@ -58,5 +63,35 @@ struct dt_solve_result {
 int dt_solve(const struct dt_solve_problem *problem,
              const struct dt_solve_options *options,
              struct dt_solve_result *result);
+
+/* Read a problem in the IOPDDL contest's JSON (plain or gzip-compressed;
+ * /work/shared/iopddl/example.json shows the format) into `problem`, then
+ * check it with dt_solve_problem_check. Errors go to `diag` as
+ * `path[:line]: error: ...` naming the node or edge; returns DT_OK,
+ * DT_EINPUT (bad content) or DT_EIO (unreadable). On error `problem` is left
+ * empty (dt_solve_problem_fini is still safe). */
+int dt_solve_problem_read(const char *path, struct dt_solve_problem *problem,
+                          struct dt_diag *diag);
+
+/* Check a problem built in memory or read from `file` (used in messages, may
+ * be NULL): every node has >= 1 strategy with non-negative costs and usages
+ * and an interval with 0 <= start <= end (an empty one counts nowhere), every
+ * edge joins two distinct nodes in range, no cost is negative, and the limit
+ * (if any) is at least the smallest footprint: the peak over time of each
+ * node's least usage among its finite-cost strategies, which is reached by
+ * some plan. Reports every problem found (up to the sink's cap); returns
+ * DT_OK or DT_EINPUT. */
+int dt_solve_problem_check(const struct dt_solve_problem *problem,
+                           const char *file, struct dt_diag *diag);
+
+/* Free what dt_solve_problem_read allocated: the name, every cost and usage
+ * array (each from dt_malloc), the node and edge arrays. Problems built by
+ * hand may use it when they allocate the same way. Leaves `problem` zeroed. */
+void dt_solve_problem_fini(struct dt_solve_problem *problem);
+
+/* The cost of plan `strategy` (saturating at DT_SOLVE_INFINITE) and, when
+ * `peak` is not NULL, its peak usage. Strategies must be in range. */
+int64_t dt_solve_plan_cost(const struct dt_solve_problem *problem,
+                           const int32_t *strategy, int64_t *peak);
 
 #endif

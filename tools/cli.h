@@ -17,6 +17,7 @@ int dt_cmd_run(int argc, char **argv);
 int dt_cmd_diff(int argc, char **argv);
 int dt_cmd_plan(int argc, char **argv);
 int dt_cmd_explain(int argc, char **argv);
+int dt_cmd_solve(int argc, char **argv);
 
 /* Cost-model overrides from the command line (`opt`, `diff`): each flag
  * replaces one field of the module's topology (its <topology> or the

@@ -20,6 +20,7 @@ static const struct {
 	{"explain", dt_cmd_explain, "why shard-prop gives a node its placements"},
 	{"gen", dt_cmd_gen, "generate a synthetic transformer-like graph"},
 	{"run", dt_cmd_run, "run a graph with the interpreter (under mpirun)"},
+	{"solve", dt_cmd_solve, "solve a sharding problem (IOPDDL contest JSON)"},
 };
 enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
 

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/* internal.h: what the solver's files share: saturating cost arithmetic, the
+ * timeline (node intervals as ranges of elementary segments), the usage
+ * profile, the exact reductions and the searches over a reduced problem. */
+#ifndef DTOPT_SOLVER_INTERNAL_H
+#define DTOPT_SOLVER_INTERNAL_H
+
+#include "ir.h"
+#include "solver.h"
+
+#include <stdbool.h>
+
+/* Costs are >= 0 (dt_solve_problem_check); sums saturate at infinity. */
+static inline int64_t dt_solve_add(int64_t a, int64_t b)
+{
+	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
+}
+
+/* The distinct interval ends, sorted: segment k is [point[k], point[k+1]),
+ * and node v is live over segments [lo[v], hi[v]) (empty when lo == hi). */
+struct dt_timeline {
+	int32_t nseg;
+	int64_t *point; /* [nseg + 1] */
+	int32_t *lo, *hi; /* [nnodes] */
+};
+void dt_timeline_init(struct dt_timeline *t, const struct dt_solve_problem *p);
+void dt_timeline_fini(struct dt_timeline *t);
+
+/* Usage per segment under range additions, with the maximum over a range:
+ * a lazy segment tree over the timeline's segments. */
+struct dt_profile {
+	int32_t n, size;  /* segments; leaves of the tree (power of two) */
+	int64_t *max, *add; /* [2 * size] */
+};
+void dt_profile_init(struct dt_profile *pr, int32_t nseg);
+void dt_profile_fini(struct dt_profile *pr);
+void dt_profile_clear(struct dt_profile *pr);
+/* Add `delta` over segments [lo, hi). */
+void dt_profile_add(struct dt_profile *pr, int32_t lo, int32_t hi, int64_t delta);
+/* Maximum over segments [lo, hi) (INT64_MIN when empty). */
+int64_t dt_profile_max(const struct dt_profile *pr, int32_t lo, int32_t hi);
+/* The first segment whose usage is the global maximum. */
+int32_t dt_profile_argmax(const struct dt_profile *pr);
+/* Usage of segment k. */
+int64_t dt_profile_at(const struct dt_profile *pr, int32_t k);
+
+#endif
+
+/* ---- reduce.c: exact reductions ---- */
+
+/* A problem reduced exactly: `r` keeps the nodes that still need a choice
+ * (with fewer strategies), and for the usage of eliminated nodes whose usage
+ * no choice changes, a "ballast" node with one strategy and no edges. Any
+ * plan of `r` expands to a plan of the original with cost `offset` + its
+ * cost in `r` and the same usage at every time; an optimal one to an
+ * optimal one. */
+struct dt_reduction {
+	struct dt_solve_problem r;
+	int64_t offset;
+	int32_t norig;          /* nodes of the original */
+	int32_t *orig_nstrategies; /* [norig] */
+	int32_t *orig_node;     /* [r.nnodes]: original node, -1 for ballast */
+	int32_t **orig_strat;   /* [r.nnodes][r's strategies]: original index */
+	int32_t nsteps;
+	struct dt_reduce_step *steps; /* eliminations, replayed backwards */
+	int64_t removed_strategies, eliminated_nodes, merged_edges;
+};
+
+/* Reduce `p` (checked): drop infinite-cost and dominated strategies (one
+ * dominates another with no more cost, no more edge cost towards every
+ * neighbour strategy, and no more usage where usage counts), fix nodes left
+ * with one strategy, merge parallel edges, and eliminate nodes of degree 0,
+ * 1 and 2 by dynamic programming when their usage is the same whatever they
+ * choose (the problem has no limit, the interval is empty, or the usages are
+ * equal). Without a limit (priced problems) everything of degree <= 2 goes. */
+void dt_reduce(const struct dt_solve_problem *p, struct dt_reduction *red);
+void dt_reduction_fini(struct dt_reduction *red);
+/* The original plan `out[norig]` of plan `x` of red->r. */
+void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
+			 int32_t *out);
+
+/* Incident edges per node: edges of node v are edge[off[v] .. off[v+1]). */
+struct dt_adjacency {
+	int32_t *off, *edge;
+};
+void dt_adjacency_init(struct dt_adjacency *a, const struct dt_solve_problem *p);
+void dt_adjacency_fini(struct dt_adjacency *a);
+/* The cost of edge e with its ends at strategies (sv of node v, so of the
+ * other end). */
+static inline int64_t dt_edge_cost(const struct dt_solve_problem *p, int32_t e,
+				   int32_t v, int32_t sv, int32_t so)
+{
+	const struct dt_solve_edge *ed = &p->edges[e];
+	return v == ed->from
+		? ed->cost[(int64_t)sv * p->nodes[ed->to].nstrategies + so]
+		: ed->cost[(int64_t)so * p->nodes[ed->to].nstrategies + sv];
+}
+static inline int32_t dt_edge_other(const struct dt_solve_problem *p, int32_t e,
+				    int32_t v)
+{
+	return p->edges[e].from == v ? p->edges[e].to : p->edges[e].from;
+}
+
+/* ---- search.c: local search over one problem ---- */
+
+/* A plan of `p` with its cost and usage profile, changed one node at a
+ * time. */
+struct dt_local {
+	const struct dt_solve_problem *p;
+	struct dt_adjacency adj;
+	struct dt_timeline tl;
+	struct dt_profile prof;
+	int32_t *x;
+	int64_t cost;
+	DT_VEC(int32_t) queue;
+	bool *queued;
+};
+void dt_local_init(struct dt_local *ls, const struct dt_solve_problem *p);
+void dt_local_fini(struct dt_local *ls);
+/* Take plan x (copied). */
+void dt_local_set(struct dt_local *ls, const int32_t *x);
+/* Cost change of moving v to strategy s. */
+int64_t dt_local_delta(const struct dt_local *ls, int32_t v, int32_t s);
+/* Whether moving v to s keeps the usage within the limit where v is live. */
+bool dt_local_fits(const struct dt_local *ls, int32_t v, int32_t s);
+void dt_local_move(struct dt_local *ls, int32_t v, int32_t s);
+/* The peak usage (0 without segments). */
+int64_t dt_local_peak(const struct dt_local *ls);
+/* Improving moves that keep the plan within the limit (when it is), until
+ * none is left or `stop(ud)`; returns the number of moves. */
+int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
+/* Lower the peak under the limit by moves of least cost per usage saved at
+ * the worst segment; returns whether the plan fits. */
+bool dt_local_repair(struct dt_local *ls);
+
+/* Exhaustive branch and bound over `p` within `max_visits` visits: fills
+ * best[] with an optimal plan within the limit and returns its cost, or
+ * returns -1 when the budget ran out (DT_SOLVE_INFINITE: no plan fits). */
+int64_t dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
+			int32_t *best);
+
+/* ---- lagrange.c: the usage limit relaxed into prices ---- */
+
+/* One search thread over a reduced problem `r`: rounds of pricing usage per
+ * segment (Lagrangian multipliers), solving the priced problem without a
+ * limit (reductions eliminate trees and chains exactly, descent settles the
+ * rest), repairing and descending under the limit, raising prices where the
+ * limit broke and lowering them where it has room. */
+struct dt_lagrange {
+	const struct dt_solve_problem *r;
+	struct dt_local ls;          /* plans of r under the limit */
+	struct dt_solve_problem q;   /* r priced (edges shared with r) */
+	double *lambda, *prefix;     /* [nseg], [nseg + 1] */
+	double lambda0;              /* first price of a segment over the limit
+					(0: set from the first round) */
+	int32_t *priced_plan;        /* last plan of q, where its next starts */
+	uint64_t rng;
+	int32_t *best;               /* best plan of r within the limit */
+	int64_t best_cost;           /* DT_SOLVE_INFINITE: none yet */
+	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
+	int64_t rounds;
+};
+void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
+		      uint64_t seed);
+void dt_lagrange_fini(struct dt_lagrange *lg);
+/* One round; returns whether it improved lg->best. */
+bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
+
+/* ---- lns.c: large neighbourhoods solved exactly ---- */
+
+/* Improve ls's plan of a problem without a limit by re-solving balls of
+ * nodes (breadth-first from a random node) with the rest held fixed: a
+ * ball's problem is reduced, then solved by branch and bound within a
+ * budget (exactly when it finishes), else by descent. Balls
+ * grow while that happens and shrink when not. Runs `steps` balls or until
+ * stop(ud); returns whether the whole problem was solved exactly (one ball
+ * held it all). */
+bool dt_lns_run(struct dt_local *ls, int64_t steps, uint64_t *rng,
+		bool (*stop)(void *), void *ud);

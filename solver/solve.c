@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/* solve.c: dt_solve (solver.h): reduce the problem exactly, solve what is
+ * left exhaustively when it is small, otherwise run the Lagrangian search
+ * (lagrange.c) on `threads` threads with seeds seed, seed+1, ... until the
+ * timeout or max_rounds, and expand the best plan back. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define EXACT_NODES 64       /* branch and bound first up to this many */
+#define EXACT_VISITS 2000000 /* nodes with a choice, within this budget */
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+struct shared {
+	const struct dt_solve_options *opt;
+	const struct dt_reduction *red;
+	double start, deadline;
+	pthread_mutex_t lock;
+	int64_t best_cost;       /* over all threads, for progress lines */
+};
+
+struct worker {
+	struct shared *sh;
+	struct dt_lagrange lg;
+	uint64_t seed;
+	pthread_t thread;
+};
+
+static bool past_deadline(void *ud)
+{
+	const struct shared *sh = ud;
+	return now_s() >= sh->deadline;
+}
+
+static void *work(void *arg)
+{
+	struct worker *wk = arg;
+	struct shared *sh = wk->sh;
+	int64_t max_rounds = sh->opt->max_rounds;
+	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(sh)) {
+		bool timed = max_rounds <= 0;
+		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, sh))
+			continue;
+		pthread_mutex_lock(&sh->lock);
+		int64_t total = dt_solve_add(sh->red->offset, wk->lg.best_cost);
+		if (total < sh->best_cost) {
+			sh->best_cost = total;
+			if (sh->opt->verbose)
+				printf("# %.2f s: cost %" PRId64 " (thread %" PRIu64
+				       ", round %" PRId64 ")\n", now_s() - sh->start,
+				       total, wk->seed - sh->opt->seed, wk->lg.rounds);
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return NULL;
+}
+
+/* Search r on opt->threads threads; the best plan goes to x[]. Returns r's
+ * best cost (DT_SOLVE_INFINITE if none) and sets *lower_bound. */
+static int64_t search(struct shared *sh, int32_t *x, int64_t *lower_bound)
+{
+	const struct dt_solve_problem *r = &sh->red->r;
+	int nthreads = sh->opt->threads > 0 ? sh->opt->threads : 1;
+	struct worker *wk = dt_calloc((size_t)nthreads, sizeof(*wk));
+	for (int i = 0; i < nthreads; i++) {
+		wk[i].sh = sh;
+		wk[i].seed = sh->opt->seed + (uint64_t)i;
+		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
+	}
+	for (int i = 1; i < nthreads; i++)
+		if (pthread_create(&wk[i].thread, NULL, work, &wk[i]) != 0)
+			dt_die(__FILE__, __LINE__, "cannot start a search thread");
+	work(&wk[0]);
+	int64_t best = DT_SOLVE_INFINITE;
+	*lower_bound = INT64_MIN;
+	for (int i = 0; i < nthreads; i++) {
+		if (i > 0)
+			pthread_join(wk[i].thread, NULL);
+		if (wk[i].lg.best_cost < best) {
+			best = wk[i].lg.best_cost;
+			memcpy(x, wk[i].lg.best, sizeof(int32_t) * (size_t)r->nnodes);
+		}
+		if (wk[i].lg.lower_bound > *lower_bound)
+			*lower_bound = wk[i].lg.lower_bound;
+	}
+	for (int i = 0; i < nthreads; i++)
+		dt_lagrange_fini(&wk[i].lg);
+	dt_free(wk);
+	return best;
+}
+
+int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *opt,
+	     struct dt_solve_result *res)
+{
+	struct shared sh = {.opt = opt, .start = now_s(), .best_cost = DT_SOLVE_INFINITE};
+	sh.deadline = sh.start + opt->timeout_s;
+	struct dt_reduction red;
+	dt_reduce(p, &red);
+	sh.red = &red;
+	const struct dt_solve_problem *r = &red.r;
+	int64_t free_nodes = 0;
+	for (int32_t v = 0; v < r->nnodes; v++)
+		free_nodes += r->nodes[v].nstrategies > 1;
+	if (opt->verbose)
+		printf("# %d nodes, %d edges; reduced in %.2f s to %" PRId64
+		       " nodes with a choice, %d edges (%" PRId64 " strategies "
+		       "dropped, %" PRId64 " nodes eliminated, %" PRId64
+		       " edges merged)\n", p->nnodes, p->nedges, now_s() - sh.start,
+		       free_nodes, r->nedges, red.removed_strategies,
+		       red.eliminated_nodes, red.merged_edges);
+	int32_t *x = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
+	int64_t lower = INT64_MIN;
+	int64_t cost = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x) : -1;
+	bool exact = cost >= 0;
+	if (exact) {
+		lower = cost;
+		if (opt->verbose)
+			printf("# solved exactly by branch and bound\n");
+	} else {
+		pthread_mutex_init(&sh.lock, NULL);
+		cost = search(&sh, x, &lower);
+		pthread_mutex_destroy(&sh.lock);
+	}
+	res->timed_out = !exact;
+	res->lower_bound = lower == INT64_MIN ? INT64_MIN : dt_solve_add(red.offset, lower);
+	int status = DT_OK;
+	if (cost == DT_SOLVE_INFINITE) {
+		res->cost = DT_SOLVE_INFINITE;
+		res->peak_usage = 0;
+		status = DT_EINPUT;
+	} else {
+		dt_reduction_expand(&red, x, res->strategy);
+		res->cost = dt_solve_plan_cost(p, res->strategy, &res->peak_usage);
+		DT_REQUIRE(res->cost == dt_solve_add(red.offset, cost));
+	}
+	if (res->lower_bound != INT64_MIN && res->lower_bound >= res->cost)
+		res->timed_out = 0;
+	res->seconds = now_s() - sh.start;
+	dt_free(x);
+	dt_reduction_fini(&red);
+	return status;
+}
