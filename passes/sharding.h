@@ -169,6 +169,9 @@ struct dt_shard_request {
 	 * weighs placements no input has yet. NULL/0 = none. */
 	const struct dt_placements *kinds;
 	uint32_t nkinds;
+	/* dt_shard_enumerate weighs no move: every strategy passing the
+	 * filters, at cost 0 (the whole-graph search prices moves itself). */
+	bool uncosted;
 };
 
 /* A node's strategy space: the rows filled with the inputs' sharding kinds
@@ -180,6 +183,7 @@ struct dt_shard_space {
 	struct dt_topology topology;
 	struct dt_placements pin;
 	bool has_pin;
+	bool uncosted;                /* as the request's */
 	uint32_t width;               /* nout + nin */
 	uint32_t nrows;               /* expanded rows */
 	DT_VEC(struct dt_placement) rows;   /* nrows × width */
@@ -306,7 +310,8 @@ int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
 double dt_shard_search_toward(struct dt_shard_space *s, const struct dt_placements *target,
 			      enum dt_shard_search mode, struct dt_shard_choice *out);
 
-/* Call fn for every strategy passing the filters with a finite cost, in
+/* Call fn for every strategy passing the filters with a finite cost (any
+ * cost when the space is uncosted), in
  * enumeration order (what the exhaustive search weighs); returns the
  * number passing the filters (finite cost or not: DTensor's count), or
  * UINT64_MAX without calling fn when rows ^ mesh dims exceeds

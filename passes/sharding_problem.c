@@ -50,6 +50,28 @@ struct move_cache {
 	uint32_t used;
 };
 
+/* The _S split factors a problem node's results may carry (the kinds
+ * its users' placeholders are filled with, as a node's own search fills
+ * them with its inputs'). */
+#define MAX_FACTORS 16
+struct factors {
+	int n;
+	int32_t f[MAX_FACTORS];
+};
+
+static void factors_add(struct factors *fs, const struct dt_placements *pl)
+{
+	for (int m = 0; m < pl->ndim; m++) {
+		if (pl->p[m].kind != DT_PL_STRIDED_SHARD)
+			continue;
+		int k = 0;
+		while (k < fs->n && fs->f[k] != pl->p[m].split_factor)
+			k++;
+		if (k == fs->n && fs->n < MAX_FACTORS)
+			fs->f[fs->n++] = pl->p[m].split_factor;
+	}
+}
+
 struct builder {
 	struct dt_shard_problem *pr;
 	struct dt_module *m;
@@ -62,6 +84,7 @@ struct builder {
 	DT_VEC(struct input) inputs;
 	DT_VEC(uint32_t) pos;                 /* graph node -> position */
 	DT_VEC(int64_t) cost, usage;          /* the node being built */
+	DT_VEC(struct factors) factors;       /* per problem node */
 	struct dt_shard_pnode *node;          /* while enumerating */
 	struct move_cache cache;
 	bool matmul;
@@ -191,6 +214,14 @@ static void finish_node(struct builder *b)
 	memcpy(sn.usage, b->usage.data, b->usage.len * sizeof *sn.usage);
 	b->pr->solve.nodes[b->pr->pnodes.len - 1] = sn;
 	b->cost.len = b->usage.len = 0;
+	struct factors fs = {0};
+	const struct dt_shard_pnode *n = b->node;
+	for (int32_t s = 0; s < sn.nstrategies; s++)
+		for (uint32_t r = 0; r < n->nout; r++)
+			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
+	if (n->pin_after)
+		factors_add(&fs, &n->pin);
+	dt_vec_push(&b->factors, fs);
 }
 
 static struct dt_shard_pnode *new_pnode(struct builder *b, uint32_t id,
@@ -237,6 +268,36 @@ static void add_source(struct builder *b, uint32_t id)
 	}
 }
 
+/* The kinds b->rules' placeholders take on mesh mp: S, and the split
+ * factors of what its inputs' producers may give them. */
+static void fill_kinds(struct builder *b, const struct dt_mesh *mp)
+{
+	struct dt_placements s;
+	replicated(&s, mp->ndim);
+	s.p[0] = (struct dt_placement){.kind = DT_PL_SHARD};
+	b->kinds.len = 0;
+	dt_vec_push(&b->kinds, s);
+	struct factors all = {0};
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
+		if (t->ignored)
+			continue;
+		const struct factors *fs =
+		    &b->factors.data[b->pr->of_node.data[t->node]];
+		for (int k = 0; k < fs->n; k++) {
+			s.p[0] = (struct dt_placement){
+			    .kind = DT_PL_STRIDED_SHARD,
+			    .split_factor = fs->f[k]};
+			factors_add(&all, &s);
+		}
+	}
+	for (int k = 0; k < all.n; k++) {
+		s.p[0] = (struct dt_placement){.kind = DT_PL_STRIDED_SHARD,
+					       .split_factor = all.f[k]};
+		dt_vec_push(&b->kinds, s);
+	}
+}
+
 /* The mesh of call node id's inputs (else its pin's, else the first);
  * -1 after reporting inputs on different meshes. */
 static int call_mesh(struct builder *b, uint32_t id,
@@ -279,6 +340,7 @@ static int add_call(struct builder *b, uint32_t id)
 		replicated(&r, mp->ndim);
 		dt_vec_push(&b->current, r);
 	}
+	fill_kinds(b, mp);
 	struct dt_shard_request req = {
 	    .mesh = mp,
 	    .topology = b->topology,
@@ -286,6 +348,7 @@ static int add_call(struct builder *b, uint32_t id)
 	    .pin = pin && pin->mesh == mesh ? &pin->placements : NULL,
 	    .kinds = b->kinds.data,
 	    .nkinds = b->kinds.len,
+	    .uncosted = true,
 	};
 	dt_shard_space_init(&b->space, &b->rules, &req);
 	struct dt_shard_pnode *n = new_pnode(
@@ -553,20 +616,6 @@ static void build_intervals(struct builder *b, uint32_t npos)
 	dt_uses_fini(&u);
 }
 
-/* The sharding kinds the rows' placeholders take: S, and every _S of the
- * graph's shardings. */
-static void collect_kinds(struct builder *b)
-{
-	for (uint32_t k = 0; k < b->m->meshes.len; k++) {
-		struct dt_placements s;
-		replicated(&s, b->m->meshes.data[k].ndim);
-		s.p[0] = (struct dt_placement){.kind = DT_PL_SHARD};
-		dt_vec_push(&b->kinds, s);
-	}
-	for (uint32_t k = 0; k < b->m->shardings.len; k++)
-		dt_vec_push(&b->kinds, b->m->shardings.data[k].placements);
-}
-
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_topology *topology, int64_t budget,
 			   struct dt_diag *diag)
@@ -586,7 +635,6 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	}
 	pr->solve.nodes = dt_calloc(count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = budget;
-	collect_kinds(&b);
 	int rc = DT_OK;
 	dt_foreach_node(m, id)
 	{
@@ -617,6 +665,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_shard_space_fini(&b.space);
 	dt_vec_free(&b.current);
 	dt_vec_free(&b.kinds);
+	dt_vec_free(&b.factors);
 	dt_vec_free(&b.inputs);
 	dt_vec_free(&b.pos);
 	dt_vec_free(&b.cost);

@@ -277,6 +277,7 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 	else
 		dt_topology_default(&s->topology);
 	s->has_pin = req->pin != NULL;
+	s->uncosted = req->uncosted;
 	if (req->pin)
 		s->pin = *req->pin;
 	s->width = rules->nout + rules->nin;
@@ -840,7 +841,8 @@ uint64_t dt_shard_enumerate(struct dt_shard_space *s,
 		if (dt_shard_build_strategy(s, rows)) {
 			valid++;
 			strategy_state(s, rows, st);
-			double cost = dt_shard_state_cost(s, st);
+			double cost =
+			    s->uncosted ? 0 : dt_shard_state_cost(s, st);
 			if (isfinite(cost)) {
 				dt_shard_fill_choice(s, &c, rows, st, cost);
 				fn(ud, &c);
