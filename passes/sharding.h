@@ -389,8 +389,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 enum dt_shard_pnode_kind {
 	DT_PNODE_SOURCE,     /* placeholder, constant, dtensor.redistribute:
 				its <sharding> only (width 1) */
-	DT_PNODE_RULES,      /* the op's expanded rules (a pin keeps those
-				giving it) */
+	DT_PNODE_RULES,      /* the op's expanded rules */
 	DT_PNODE_NO_RULE,    /* no rule for the op: runs replicated */
 	DT_PNODE_NO_STRATEGY /* rules, none applies: runs replicated */
 };
@@ -399,15 +398,15 @@ struct dt_shard_pnode {
 	uint32_t node;       /* the graph node */
 	uint16_t mesh;
 	uint8_t kind;        /* enum dt_shard_pnode_kind */
-	bool pin_after;      /* pinned, and no strategy gives the pin: every
-				strategy redistributes result 0 to it after
-				(its users read the pin) */
+	bool pinned;         /* a <sharding> on the node: its users read
+				result 0 at the pin; strategies giving other
+				placements pay the move there */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy
 				arrays */
 	uint32_t pl;         /* strategy s's placements: pl + s × width */
-	struct dt_placements pin; /* with pin_after */
+	struct dt_placements pin; /* when pinned */
 };
 
 struct dt_shard_problem {

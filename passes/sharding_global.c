@@ -182,8 +182,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			 (double)res.lower_bound / 1000);
 	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
 		  "whole-graph plan of %d nodes: modelled %.2f us%s, peak "
-		  "%" PRId64 " bytes per rank, solved in %.2f s",
-		  p->nnodes, (double)res.cost / 1000, bound, res.peak_usage,
-		  res.seconds);
+		  "%" PRId64 " bytes per rank",
+		  p->nnodes, (double)res.cost / 1000, bound, res.peak_usage);
 	return DT_OK;
 }

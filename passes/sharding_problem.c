@@ -194,14 +194,17 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 static void take_strategy(void *ud, const struct dt_shard_choice *c)
 {
 	struct builder *b = ud;
+	const struct dt_placements *pl = c->placements.data;
 	double pin_us = 0;
-	if (b->node->pin_after)
-		pin_us = dt_shard_move_cost(&b->space.mesh, &b->space.topology,
-					    &b->rules.tensors.data[0],
-					    &c->placements.data[0],
-					    &b->node->pin);
+	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
+		pin_us = b->node->nout != 1
+			     ? INFINITY
+			     : dt_shard_move_cost(&b->space.mesh,
+						  &b->space.topology,
+						  &b->rules.tensors.data[0],
+						  &pl[0], &b->node->pin);
 	if (isfinite(pin_us))
-		add_strategy(b, c->placements.data, pin_us);
+		add_strategy(b, pl, pin_us);
 }
 
 /* Close b->node: its costs and usages become solve node arrays. */
@@ -219,7 +222,7 @@ static void finish_node(struct builder *b)
 	for (int32_t s = 0; s < sn.nstrategies; s++)
 		for (uint32_t r = 0; r < n->nout; r++)
 			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
-	if (n->pin_after)
+	if (n->pinned)
 		factors_add(&fs, &n->pin);
 	dt_vec_push(&b->factors, fs);
 }
@@ -317,6 +320,13 @@ static int call_mesh(struct builder *b, uint32_t id,
 		}
 		mesh = at;
 	}
+	if (mesh >= 0 && pin && pin->mesh != mesh) {
+		dt_node_error(b->diag, b->m, gnode(b, id),
+			      "node '%s': its <sharding> names another mesh "
+			      "than its inputs'",
+			      dt_str_get(b->m, gnode(b, id)->name));
+		return -1;
+	}
 	return mesh >= 0 ? mesh : pin ? pin->mesh : 0;
 }
 
@@ -345,7 +355,6 @@ static int add_call(struct builder *b, uint32_t id)
 	    .mesh = mp,
 	    .topology = b->topology,
 	    .current = b->current.data,
-	    .pin = pin && pin->mesh == mesh ? &pin->placements : NULL,
 	    .kinds = b->kinds.data,
 	    .nkinds = b->kinds.len,
 	    .uncosted = true,
@@ -357,34 +366,48 @@ static int add_call(struct builder *b, uint32_t id)
 	n->nout = b->rules.nout;
 	n->width = b->rules.nout + b->rules.nin;
 	b->matmul = have_rules && strcmp(b->rules.family, "matmul") == 0;
-	if (have_rules) {
-		if (dt_shard_enumerate(&b->space, take_strategy, b) ==
-		    UINT64_MAX) {
-			dt_node_error(b->diag, m, gnode(b, id),
-				      "node '%s': %llu strategies are too many "
-				      "for --search=global (use pq)",
-				      dt_str_get(m, gnode(b, id)->name),
-				      (unsigned long long)dt_shard_space_product(
-					  &b->space));
-			return DT_EINPUT;
-		}
-		if (b->cost.len == 0 && req.pin && n->nout == 1) {
-			n->pin_after = true;
-			n->pin = pin->placements;
-			req.pin = NULL;
-			dt_shard_space_init(&b->space, &b->rules, &req);
-			dt_shard_enumerate(&b->space, take_strategy, b);
-		}
-		if (b->cost.len == 0)
-			n->kind = DT_PNODE_NO_STRATEGY;
+	if (pin) {
+		n->pinned = true;
+		n->pin = pin->placements;
+	}
+	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
+			      UINT64_MAX) {
+		dt_node_error(b->diag, m, gnode(b, id),
+			      "node '%s': %llu strategies are too many for "
+			      "--search=global (use pq)",
+			      dt_str_get(m, gnode(b, id)->name),
+			      (unsigned long long)dt_shard_space_product(
+				  &b->space));
+		return DT_EINPUT;
+	}
+	if (have_rules && b->cost.len == 0)
+		n->kind = DT_PNODE_NO_STRATEGY;
+	if (b->cost.len == 0) {
+		struct dt_shard_choice all = {0};
+		dt_vec_grow(&all.placements, n->width);
+		for (uint32_t k = 0; k < n->width; k++)
+			replicated(&all.placements.data[k], mp->ndim);
+		take_strategy(b, &all);
+		dt_shard_choice_fini(&all);
 	}
 	if (b->cost.len == 0) {
-		DT_VEC(struct dt_placements) all = {0};
-		dt_vec_grow(&all, n->width);
-		for (uint32_t k = 0; k < n->width; k++)
-			replicated(&all.data[k], mp->ndim);
-		add_strategy(b, all.data, 0);
-		dt_vec_free(&all);
+		char text[128];
+		dt_placements_print(&n->pin, text, sizeof text);
+		if (n->nout == 1)
+			dt_node_error(b->diag, m, gnode(b, id),
+				      "node '%s' is pinned to %s, which no "
+				      "strategy of its op gives and no "
+				      "redistribution reaches",
+				      dt_str_get(m, gnode(b, id)->name), text);
+		else
+			dt_node_error(b->diag, m, gnode(b, id),
+				      "node '%s' is pinned to %s, which no "
+				      "strategy of its op gives its result 0 "
+				      "(of %u: pin the getitem of that result "
+				      "instead)",
+				      dt_str_get(m, gnode(b, id)->name), text,
+				      n->nout);
+		return DT_EINPUT;
 	}
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
@@ -402,13 +425,13 @@ static int add_call(struct builder *b, uint32_t id)
 	return DT_OK;
 }
 
-/* The placements a problem node's strategy gives result r (its pin after
- * it, for pin_after). */
+/* The placements a problem node's strategy gives its users for result r
+ * (a pinned node's result 0: the pin, moved to after it if need be). */
 static const struct dt_placements *
 result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s, uint32_t r)
 {
 	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-	if (n->pin_after && r == 0)
+	if (n->pinned && r == 0)
 		return &n->pin;
 	return &dt_shard_problem_pl(pr, k, s)[r];
 }
