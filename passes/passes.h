@@ -7,6 +7,8 @@
 
 #include "ir.h"
 
+#include <stdio.h>
+
 /* Properties of a module that passes establish, require and preserve. */
 enum dt_property {
 	DT_PROP_VERIFIED = 1 << 0, /* dt_verify passed */
@@ -25,8 +27,16 @@ struct dt_pass_options {
 	 * so callers that lower set it. */
 	int rank;
 	/* shard-prop's search: enum dt_shard_search (sharding.h), 0 = the
-	 * priority queue, 1 = exhaustive enumeration. */
+	 * priority queue, 1 = exhaustive enumeration, 2 = the whole-graph
+	 * solver. */
 	uint8_t shard_search;
+	/* The whole-graph search: the per-rank memory budget in bytes (0 =
+	 * none) and the solver's time budget in seconds (0 = its default). */
+	int64_t memory_budget;
+	double solve_timeout;
+	/* Where shard-prop writes the whole-graph problem it builds, as the
+	 * IOPDDL contest's JSON (any search); NULL = nowhere. */
+	FILE *problem_out;
 };
 
 struct dt_pass_ctx {
@@ -122,6 +132,15 @@ void dt_shard_watch_fini(struct dt_shard_watch *w);
  * and topology) and, when `watch` is not NULL, record what the node it
  * names saw before its inputs moved. Returns the pass's status. */
 int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
+
+struct dt_shard_problem;
+/* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
+ * `strategy` gets one entry per problem node. Pins contradicting each
+ * other (an edge with no finite move between them) and a budget below the
+ * smallest footprint are errors naming them; a solver time-out keeps the
+ * best plan with a remark. Returns DT_OK or DT_EINPUT. */
+int dt_shard_global_solve(struct dt_pass_ctx *ctx,
+			  const struct dt_shard_problem *pr, int32_t *strategy);
 
 /* Monotonic seconds, for timing. */
 double dt_now(void);

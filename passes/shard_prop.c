@@ -69,6 +69,8 @@ struct prop {
 	DT_VEC(struct dt_placements) current;
 	dt_str redistribute_target;
 	struct dt_shard_watch *watch; /* NULL = none */
+	struct dt_shard_problem problem; /* --search=global, --dump-problem */
+	int32_t *plan; /* --search=global: a strategy per problem node */
 };
 
 static struct dt_node *node(struct prop *p, uint32_t id)
@@ -399,6 +401,27 @@ static void observe(struct prop *p, int mesh, const struct dt_placements *pin)
 	}
 }
 
+/* The whole-graph plan's strategy for call node `id` (outputs, then
+ * inputs), or NULL without one. */
+static const struct dt_placements *planned_strategy(struct prop *p,
+						    uint32_t id)
+{
+	if (!p->plan || id >= p->problem.of_node.len)
+		return NULL;
+	uint32_t k = p->problem.of_node.data[id];
+	if (k == NONE || p->problem.pnodes.data[k].node != id)
+		return NULL;
+	return dt_shard_problem_pl(&p->problem, k, p->plan[k]);
+}
+
+/* How the whole-graph problem saw call node `id` (it has a plan). */
+static enum dt_shard_pnode_kind planned_kind(struct prop *p, uint32_t id)
+{
+	return (enum dt_shard_pnode_kind)p->problem.pnodes
+	    .data[p->problem.of_node.data[id]]
+	    .kind;
+}
+
 /* Fix the placements of call node `id` and move its inputs. */
 static int propagate(struct prop *p, uint32_t id)
 {
@@ -432,7 +455,11 @@ static int propagate(struct prop *p, uint32_t id)
 	};
 	dt_shard_space_init(&p->space, &p->rules, &req);
 	bool pin_unmet = false;
-	if (have_rules) {
+	const struct dt_placements *planned = planned_strategy(p, id);
+	if (planned) {
+		pin_unmet = pin_sharding &&
+			    !dt_placements_equal(&planned[0], &pin.placements);
+	} else if (have_rules) {
 		if (dt_shard_search(&p->space, p->mode, &p->choice, NULL) !=
 		    DT_OK) {
 			dt_node_error(p->ctx->diag, m, node(p, id),
@@ -450,14 +477,13 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_shard_search_toward(&p->space, &pin.placements,
 					       p->mode, &p->choice);
 		}
-		if (!p->choice.found)
-			snprintf(why, sizeof why,
-				 "no strategy of its rules applies");
 	}
 	uint32_t nout = p->rules.nout, width = nout + p->rules.nin;
-	struct dt_placements *chosen;
+	const struct dt_placements *chosen;
 	DT_VEC(struct dt_placements) fallback = {0};
-	if (have_rules && p->choice.found) {
+	if (planned) {
+		chosen = planned;
+	} else if (have_rules && p->choice.found) {
 		chosen = p->choice.placements.data;
 	} else {
 		dt_vec_grow(&fallback, width);
@@ -474,12 +500,18 @@ static int propagate(struct prop *p, uint32_t id)
 	for (uint32_t i = 0; i < p->rules.nin; i++)
 		moved |= !dt_placements_equal(&p->current.data[i],
 					      &chosen[nout + i]);
-	if (moved && (!have_rules || !p->choice.found || p->rules.nrows == 0) &&
-	    p->ctx->diag->remarks)
+	/* The whole-graph search names every fallback; a node's own search
+	 * those that move an input. */
+	bool no_strategy = planned ? planned_kind(p, id) == DT_PNODE_NO_STRATEGY
+				   : have_rules && !p->choice.found;
+	bool replicate = !have_rules || no_strategy || p->rules.nrows == 0;
+	if (no_strategy)
+		snprintf(why, sizeof why, "no strategy of its rules applies");
+	if ((moved || planned) && replicate && p->ctx->diag->remarks)
 		remark(p, id, "shard-prop:replicate",
 		       "'%s' (%s) runs replicated: %s", dt_node_name(p->m, id),
 		       dt_str_get(m, node(p, id)->target),
-		       !have_rules || !p->choice.found ? why
+		       !have_rules || no_strategy ? why
 		       : strcmp(p->rules.family, "replicate") == 0
 			   ? "its op has no sharding rule"
 			   : "no rule of its op applies to these arguments");
@@ -536,6 +568,26 @@ static int propagate_getitem(struct prop *p, uint32_t id)
 	return DT_OK;
 }
 
+/* Build the whole-graph problem when asked for (--search=global,
+ * --dump-problem), write it, and solve it for the global search. */
+static int plan_graph(struct prop *p)
+{
+	const struct dt_pass_options *o = p->ctx->options;
+	bool global = o && o->shard_search == DT_SEARCH_GLOBAL;
+	if (!global && !(o && o->problem_out))
+		return DT_OK;
+	int rc = dt_shard_problem_build(
+	    &p->problem, p->m, p->topology,
+	    o->memory_budget > 0 ? o->memory_budget : -1, p->ctx->diag);
+	if (rc == DT_OK && o->problem_out)
+		dt_shard_problem_write(&p->problem, o->problem_out);
+	if (rc != DT_OK || !global)
+		return rc;
+	p->plan = dt_calloc((size_t)p->problem.solve.nnodes + 1,
+			    sizeof *p->plan);
+	return dt_shard_global_solve(p->ctx, &p->problem, p->plan);
+}
+
 void dt_shard_watch_fini(struct dt_shard_watch *w)
 {
 	dt_vec_free(&w->values);
@@ -557,7 +609,7 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 	    .mode = ctx->options &&
 			    ctx->options->shard_search == DT_SEARCH_EXHAUSTIVE
 			? DT_SEARCH_EXHAUSTIVE
-			: DT_SEARCH_PQ,
+			: DT_SEARCH_PQ, /* a node's own search under global */
 	    .topology = ctx->options && ctx->options->topology
 			    ? ctx->options->topology
 			    : &m->topology,
@@ -565,7 +617,7 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 	};
 	p.redistribute_target =
 	    dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
-	int rc = DT_OK;
+	int rc = plan_graph(&p);
 	for (uint32_t id = m->first; id != 0 && rc == DT_OK;
 	     id = node(&p, id)->next) {
 		struct dt_node *n = node(&p, id);
@@ -593,6 +645,8 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 		rc = n->op == DT_OP_GETITEM ? propagate_getitem(&p, id)
 					    : propagate(&p, id);
 	}
+	dt_shard_problem_fini(&p.problem);
+	dt_free(p.plan);
 	dt_vec_free(&p.first);
 	dt_vec_free(&p.values);
 	dt_vec_free(&p.redist_head);

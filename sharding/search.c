@@ -110,15 +110,18 @@ static void push_row(struct dt_shard_space *s, const struct dt_placement *row,
 
 /* The sharding kinds of the inputs: *plain when some input has S, and the
  * distinct _S split factors, ascending (the `cap` smallest). */
-static int shard_kinds(const struct dt_shard_space *s, bool *plain,
+static int shard_kinds(const struct dt_shard_space *s,
+		       const struct dt_shard_request *req, bool *plain,
 		       int32_t *factors, int cap)
 {
 	int n = 0;
 	*plain = false;
-	for (uint32_t i = 0; i < s->rules->nin; i++) {
-		if (!dt_shard_input_active(s, i))
+	for (uint32_t i = 0; i < s->rules->nin + req->nkinds; i++) {
+		if (i < s->rules->nin && !dt_shard_input_active(s, i))
 			continue;
-		const struct dt_placements *pl = &s->current.data[i];
+		const struct dt_placements *pl =
+		    i < s->rules->nin ? &s->current.data[i]
+				      : &req->kinds[i - s->rules->nin];
 		for (int m = 0; m < pl->ndim; m++) {
 			const struct dt_placement *p = &pl->p[m];
 			if (p->kind == DT_PL_SHARD)
@@ -142,7 +145,8 @@ static int shard_kinds(const struct dt_shard_space *s, bool *plain,
 	return n;
 }
 
-static void expand_rows(struct dt_shard_space *s)
+static void expand_rows(struct dt_shard_space *s,
+			const struct dt_shard_request *req)
 {
 	const struct dt_rules *r = s->rules;
 	struct dt_placement row[DT_RULE_MAX_TENSORS];
@@ -153,7 +157,7 @@ static void expand_rows(struct dt_shard_space *s)
 	 * most 8 dims × 17 kinds + 4 partials + the current ones, under the
 	 * 255 candidates a state byte can name. */
 	int32_t factors[16];
-	int nfactors = shard_kinds(s, &plain, factors,
+	int nfactors = shard_kinds(s, req, &plain, factors,
 				   (int)(sizeof factors / sizeof *factors));
 	for (uint32_t i = 0; i < r->nrows; i++) {
 		const struct dt_rule_entry *e = dt_rules_row(r, i);
@@ -273,6 +277,7 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 	else
 		dt_topology_default(&s->topology);
 	s->has_pin = req->pin != NULL;
+	s->uncosted = req->uncosted;
 	if (req->pin)
 		s->pin = *req->pin;
 	s->width = rules->nout + rules->nin;
@@ -282,7 +287,7 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 	s->current.len = 0;
 	for (uint32_t i = 0; i < rules->nin; i++)
 		dt_vec_push(&s->current, req->current[i]);
-	expand_rows(s);
+	expand_rows(s, req);
 	fill_candidates(s);
 	/* A collective moving input i on mesh dim m carries at least its
 	 * smallest shard, the global size over every rank (an all_gather that
@@ -426,13 +431,11 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 	       out->pieces == u->pieces;
 }
 
-/* What moving tensor t from src to dst costs (µs), INFINITY when no plan
- * gets there. A source that is no shard order (dt_shard_unflatten) first
- * gathers its pieces' dim through the unflattening view. */
-static double move_cost(const struct dt_shard_space *s,
-			const struct dt_rule_tensor *t,
-			const struct dt_placements *src,
-			const struct dt_placements *dst)
+double dt_shard_move_cost(const struct dt_mesh *mesh,
+			  const struct dt_topology *topology,
+			  const struct dt_rule_tensor *t,
+			  const struct dt_placements *src,
+			  const struct dt_placements *dst)
 {
 	struct dt_shard_unflat u, w;
 	if (dt_shard_unflatten(src, t->shape, t->rank, &u)) {
@@ -440,21 +443,24 @@ static double move_cost(const struct dt_shard_space *s,
 		wide.rank = (uint8_t)u.rank;
 		memcpy(wide.shape, u.shape, sizeof u.shape);
 		if (dt_shard_unflatten_alike(&u, dst, t->shape, t->rank, &w))
-			return move_cost(s, &wide, &u.sharded, &w.sharded);
+			return dt_shard_move_cost(mesh, topology, &wide,
+						  &u.sharded, &w.sharded);
 		/* A shard never becomes partial (semantics §3), not even
 		 * through the gathered value. */
 		for (int m = 0; m < src->ndim; m++)
 			if (dt_shard_is_sharding(&src->p[m]) &&
 			    dst->p[m].kind == DT_PL_PARTIAL)
 				return INFINITY;
-		double gather = move_cost(s, &wide, &u.sharded, &u.gathered);
+		double gather = dt_shard_move_cost(mesh, topology, &wide,
+						   &u.sharded, &u.gathered);
 		return dt_placements_equal(&u.flat, dst)
 			   ? gather
-			   : gather + move_cost(s, t, &u.flat, dst);
+			   : gather + dt_shard_move_cost(mesh, topology, t,
+							 &u.flat, dst);
 	}
 	struct dt_redist_request req = {
-	    .mesh = &s->mesh,
-	    .topology = &s->topology,
+	    .mesh = mesh,
+	    .topology = topology,
 	    .dtype = (enum dt_dtype)t->dtype,
 	    .rank = t->rank,
 	    .src = *src,
@@ -484,7 +490,8 @@ static double plan_cost(struct dt_shard_space *s, uint32_t i,
 	if (dt_placements_equal(cur, target))
 		return 0;
 	s->plans++;
-	return move_cost(s, dt_rules_input(s->rules, i), cur, target);
+	return dt_shard_move_cost(&s->mesh, &s->topology,
+				  dt_rules_input(s->rules, i), cur, target);
 }
 
 /* The placements of input i in state `st` (its ndim + 1 bytes). */
@@ -834,7 +841,8 @@ uint64_t dt_shard_enumerate(struct dt_shard_space *s,
 		if (dt_shard_build_strategy(s, rows)) {
 			valid++;
 			strategy_state(s, rows, st);
-			double cost = dt_shard_state_cost(s, st);
+			double cost =
+			    s->uncosted ? 0 : dt_shard_state_cost(s, st);
 			if (isfinite(cost)) {
 				dt_shard_fill_choice(s, &c, rows, st, cost);
 				fn(ud, &c);
@@ -869,7 +877,8 @@ static double output_move_cost(struct dt_shard_space *s,
 			       const struct dt_shard_choice *c,
 			       const struct dt_placements *target)
 {
-	return move_cost(s, tensor_of(s, 0), &c->placements.data[0], target);
+	return dt_shard_move_cost(&s->mesh, &s->topology, tensor_of(s, 0),
+				  &c->placements.data[0], target);
 }
 
 struct toward {

@@ -27,6 +27,9 @@
 #define DTOPT_SHARDING_H
 
 #include "ir.h"
+#include "solver.h"
+
+#include <stdio.h>
 
 /* ------------------------------------------------------------------ */
 /* Single-mesh-dim rules. */
@@ -145,6 +148,9 @@ int dt_rules_row_print(const struct dt_rules *r, uint32_t row, char *buf,
 enum dt_shard_search {
 	DT_SEARCH_PQ,         /* priority queue from the inputs' placements */
 	DT_SEARCH_EXHAUSTIVE, /* every strategy (the oracle) */
+	DT_SEARCH_GLOBAL,     /* shard-prop only: one strategy per node for
+				 the whole graph (shard_prop_global.c); a
+				 node's own search is then the pq's */
 };
 
 /* Where a node's inputs are, and what its output must be. */
@@ -156,6 +162,14 @@ struct dt_shard_request {
 	const struct dt_placements *pin;     /* output 0 must be exactly this
 						 (a <sharding> on the node);
 						 NULL = free */
+	/* More placements whose sharding kinds (S, _S split factors) fill the
+	 * rows' placeholders, as the inputs' own do: the whole-graph search
+	 * weighs placements no input has yet. NULL/0 = none. */
+	const struct dt_placements *kinds;
+	uint32_t nkinds;
+	/* dt_shard_enumerate weighs no move: every strategy passing the
+	 * filters, at cost 0 (the whole-graph search prices moves itself). */
+	bool uncosted;
 };
 
 /* A node's strategy space: the rows filled with the inputs' sharding kinds
@@ -167,6 +181,7 @@ struct dt_shard_space {
 	struct dt_topology topology;
 	struct dt_placements pin;
 	bool has_pin;
+	bool uncosted;                /* as the request's */
 	uint32_t width;               /* nout + nin */
 	uint32_t nrows;               /* expanded rows */
 	DT_VEC(struct dt_placement) rows;   /* nrows × width */
@@ -293,7 +308,8 @@ int dt_shard_search(struct dt_shard_space *s, enum dt_shard_search mode,
 double dt_shard_search_toward(struct dt_shard_space *s, const struct dt_placements *target,
 			      enum dt_shard_search mode, struct dt_shard_choice *out);
 
-/* Call fn for every strategy passing the filters with a finite cost, in
+/* Call fn for every strategy passing the filters with a finite cost (any
+ * cost when the space is uncosted), in
  * enumeration order (what the exhaustive search weighs); returns the
  * number passing the filters (finite cost or not: DTensor's count), or
  * UINT64_MAX without calling fn when rows ^ mesh dims exceeds
@@ -328,6 +344,84 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 			      const struct dt_placements *pl,
 			      const int64_t *shape, int rank,
 			      struct dt_shard_unflat *out);
+
+/* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
+ * costs on `mesh` (µs, from the planner's plan; a value that is no shard
+ * order gathers through its unflattened view first), INFINITY when no
+ * redistribution gets there. */
+double dt_shard_move_cost(const struct dt_mesh *mesh,
+			  const struct dt_topology *topology,
+			  const struct dt_rule_tensor *t,
+			  const struct dt_placements *src,
+			  const struct dt_placements *dst);
+
+/* ------------------------------------------------------------------ */
+/* The whole-graph problem (sharding/problem.c; semantics §6.6): one
+ * problem node per node that makes a value, its strategies those the
+ * per-node search weighs (every sharding kind, not only the inputs'),
+ * edges the redistributions between a producer's and a consumer's
+ * placements. A getitem is no problem node: its users read its
+ * producer's result. */
+
+/* How a problem node came to have its strategies. */
+enum dt_shard_pnode_kind {
+	DT_PNODE_SOURCE,     /* placeholder, constant, dtensor.redistribute:
+				its <sharding> only (width 1) */
+	DT_PNODE_RULES,      /* the op's expanded rules */
+	DT_PNODE_NO_RULE,    /* no rule for the op: runs replicated */
+	DT_PNODE_NO_STRATEGY /* rules, none applies: runs replicated */
+};
+
+struct dt_shard_pnode {
+	uint32_t node;       /* the graph node */
+	uint16_t mesh;
+	uint8_t kind;        /* enum dt_shard_pnode_kind */
+	bool pinned;         /* a <sharding> on the node: its users read
+				result 0 at the pin; strategies giving other
+				placements pay the move there */
+	uint32_t nout, width; /* results; placements per strategy (results,
+				 then inputs) */
+	uint32_t first;      /* its strategies' index in the per-strategy
+				arrays */
+	uint32_t pl;         /* strategy s's placements: pl + s × width */
+	struct dt_placements pin; /* when pinned */
+};
+
+struct dt_shard_problem {
+	struct dt_solve_problem solve; /* node k is pnodes[k]; costs in ns,
+					  usages in per-rank bytes, intervals
+					  over graph positions; its arrays
+					  dt_malloc'd one by one */
+	DT_VEC(struct dt_shard_pnode) pnodes;
+	DT_VEC(uint32_t) of_node;    /* graph node -> problem node (a
+					getitem: its producer's); NONE */
+	DT_VEC(uint8_t) result;      /* graph node -> the result it names */
+	DT_VEC(struct dt_placements) placements; /* dt_shard_problem_pl */
+	DT_VEC(double) compute_us;   /* per strategy: modelled compute */
+	DT_VEC(double) pin_us;       /* per strategy: the move to the pin */
+};
+
+/* The placements of strategy `s` of problem node `k` (width entries). */
+static inline const struct dt_placements *
+dt_shard_problem_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	return &pr->placements.data[n->pl + (uint32_t)s * n->width];
+}
+
+/* Build the problem of global-view module `m` (SHAPES known) on
+ * `topology`; `budget` per-rank bytes (< 0: none) becomes the usage
+ * limit. Returns DT_OK, or DT_EINPUT after reporting to `diag` (inputs on
+ * different meshes, a node with too many tensors). Start from a zeroed
+ * problem; fini it either way. Time: per node its strategies × inputs,
+ * per edge the distinct placement pairs of its ends (planner calls). */
+int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
+			   const struct dt_topology *topology, int64_t budget,
+			   struct dt_diag *diag);
+void dt_shard_problem_fini(struct dt_shard_problem *pr);
+/* Write the problem in the IOPDDL contest's JSON (example in
+ * docs/format.md §problem). */
+void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
 
 /* Plan cost in µs of moving input `i` from its current placements to
  * `target` (default shard order), cached; INFINITY when no redistribution

@@ -71,7 +71,7 @@ int64_t dt_profile_at(const struct dt_profile *pr, int32_t k);
  * plan of `r` expands to a plan of the original with cost `offset` + its
  * cost in `r` and the same usage at every time; an optimal one to an
  * optimal one. */
-struct dt_reduction {
+struct dt_solve_reduction {
 	struct dt_solve_problem r;
 	int64_t offset;
 	int32_t norig;          /* nodes of the original */
@@ -90,15 +90,15 @@ struct dt_reduction {
  * 1 and 2 by dynamic programming when their usage is the same whatever they
  * choose (the problem has no limit, the interval is empty, or the usages are
  * equal). Without a limit (priced problems) everything of degree <= 2 goes. */
-void dt_reduce(const struct dt_solve_problem *p, struct dt_reduction *red);
-void dt_reduction_fini(struct dt_reduction *red);
+void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction *red);
+void dt_solve_reduction_fini(struct dt_solve_reduction *red);
 /* The original plan `out[norig]` of plan `x` of red->r. */
-void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
+void dt_solve_reduction_expand(const struct dt_solve_reduction *red, const int32_t *x,
 			 int32_t *out);
 
 /* The plan x[] of red->r nearest to plan `orig` of the original: each
  * node's strategy where the reduction kept it, else its least-cost one. */
-void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
+void dt_solve_reduction_restrict(const struct dt_solve_reduction *red, const int32_t *orig,
 			   int32_t *x);
 
 /* Plan changes through the eliminations: given want[v] >= 0 for nodes of
@@ -106,7 +106,7 @@ void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
  * eliminated node whose best choice changes with them (the eliminations
  * replayed backwards) and append each to `touched`, which also lists the
  * nodes given on entry. */
-void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
+void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *touched);
 
 /* Incident edges per node: edges of node v are edge[off[v] .. off[v+1]). */
@@ -215,7 +215,7 @@ struct dt_lagrange {
 	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
 	int64_t rounds, balls;
 	/* the round's priced reduction, its core plan and scratch */
-	struct dt_reduction *red;
+	struct dt_solve_reduction *red;
 	int32_t *want;               /* [r nodes] strategy after expansion, -1 */
 	struct dt_ids touched;
 	int32_t *undo;               /* [r nodes] strategy before the ball */

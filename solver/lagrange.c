@@ -103,7 +103,7 @@ static double price(struct dt_lagrange *lg)
 static bool accept_ball(void *ud, const struct dt_lns *l)
 {
 	struct dt_lagrange *lg = ud;
-	const struct dt_reduction *red = lg->red;
+	const struct dt_solve_reduction *red = lg->red;
 	struct dt_local *ls = &lg->ls;
 	lg->balls++;
 	lg->touched.len = 0;
@@ -115,7 +115,7 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
 			dt_vec_push(&lg->touched, v);
 		}
 	}
-	dt_reduction_propagate(red, ls->x, lg->want, &lg->touched);
+	dt_solve_reduction_propagate(red, ls->x, lg->want, &lg->touched);
 	dt_wide before = ls->cost;
 	double priced = 0;
 	for (uint32_t i = 0; i < lg->touched.len; i++) {
@@ -169,8 +169,8 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	int64_t best_before = lg->best_cost;
 	lg->rounds++;
 	double limit_price = price(lg);
-	struct dt_reduction red;
-	dt_reduce(&lg->q, &red);
+	struct dt_solve_reduction red;
+	dt_solve_reduce(&lg->q, &red);
 	const struct dt_solve_problem *c = &red.r;
 	if (c->nedges == 0) {
 		/* The priced problem is solved by its reduction: a bound. */
@@ -186,7 +186,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 			lg->lower_bound = (int64_t)bound;
 	}
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
-	dt_reduction_restrict(&red, lg->ls.x, x);
+	dt_solve_reduction_restrict(&red, lg->ls.x, x);
 	struct dt_local core;
 	dt_local_init(&core, c);
 	dt_local_set(&core, x);
@@ -200,7 +200,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	dt_lns_fini(&lns);
 	dt_local_fini(&core);
 	dt_free(x);
-	dt_reduction_fini(&red);
+	dt_solve_reduction_fini(&red);
 	if (r->usage_limit >= 0)
 		update_prices(lg);
 	return lg->best_cost < best_before;

@@ -110,21 +110,21 @@ static void build(struct dt_lns *l)
 /* Solve the ball's problem into l->plan; returns whether exactly. */
 static bool solve_ball(struct dt_lns *l, bool (*stop)(void *), void *ud)
 {
-	struct dt_reduction red;
-	dt_reduce(&l->sub, &red);
+	struct dt_solve_reduction red;
+	dt_solve_reduce(&l->sub, &red);
 	const struct dt_solve_problem *c = &red.r;
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
-	dt_reduction_restrict(&red, l->cur, x);
+	dt_solve_reduction_restrict(&red, l->cur, x);
 	dt_wide cost;
 	bool exact = c->nedges == 0 || dt_exact_search(c, BALL_VISITS, x, &cost) > 0;
 	struct dt_local core;
 	dt_local_init(&core, c);
 	dt_local_set(&core, x);
 	dt_local_descend(&core, stop, ud);
-	dt_reduction_expand(&red, core.x, l->plan);
+	dt_solve_reduction_expand(&red, core.x, l->plan);
 	dt_local_fini(&core);
 	dt_free(x);
-	dt_reduction_fini(&red);
+	dt_solve_reduction_fini(&red);
 	return exact;
 }
 

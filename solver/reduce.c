@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* reduce.c: exact reductions of a solver problem (internal.h, dt_reduce):
+/* reduce.c: exact reductions of a solver problem (internal.h, dt_solve_reduce):
  * infinite-cost and dominated strategies, single-strategy nodes, parallel
  * edges, and degree 0/1/2 elimination by dynamic programming, driven by a
  * worklist until nothing changes. Each elimination is recorded with the
@@ -348,7 +348,7 @@ static void work_init(struct work *w, const struct dt_solve_problem *p)
 }
 
 /* Move what is left of the work graph into red->r, ballast included. */
-static void emit(struct work *w, struct dt_reduction *red)
+static void emit(struct work *w, struct dt_solve_reduction *red)
 {
 	const struct dt_solve_problem *p = w->p;
 	int32_t *id = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
@@ -412,7 +412,7 @@ static void emit(struct work *w, struct dt_reduction *red)
 	dt_free(id);
 }
 
-void dt_reduce(const struct dt_solve_problem *p, struct dt_reduction *red)
+void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction *red)
 {
 	struct work w;
 	work_init(&w, p);
@@ -450,7 +450,7 @@ void dt_reduce(const struct dt_solve_problem *p, struct dt_reduction *red)
 	dt_vec_free(&w.queue);
 }
 
-void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
+void dt_solve_reduction_expand(const struct dt_solve_reduction *red, const int32_t *x,
 			 int32_t *out)
 {
 	for (int32_t i = 0; i < red->r.nnodes; i++)
@@ -473,7 +473,7 @@ void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
 	}
 }
 
-void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
+void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *t)
 {
 	for (int32_t i = red->nsteps - 1; i >= 0; i--) {
@@ -495,7 +495,7 @@ void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
 	}
 }
 
-void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
+void dt_solve_reduction_restrict(const struct dt_solve_reduction *red, const int32_t *orig,
 			   int32_t *x)
 {
 	const struct dt_solve_problem *c = &red->r;
@@ -515,7 +515,7 @@ void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
 	}
 }
 
-void dt_reduction_fini(struct dt_reduction *red)
+void dt_solve_reduction_fini(struct dt_solve_reduction *red)
 {
 	for (int32_t i = 0; i < red->r.nnodes; i++)
 		dt_free(red->orig_strat[i]);

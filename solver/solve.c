@@ -23,7 +23,7 @@ static double now_s(void)
 
 struct shared {
 	const struct dt_solve_options *opt;
-	const struct dt_reduction *red;
+	const struct dt_solve_reduction *red;
 	double start, deadline;
 	pthread_mutex_t lock;
 	int64_t best_cost;       /* over all threads, for progress lines */
@@ -104,8 +104,8 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 {
 	struct shared sh = {.opt = opt, .start = now_s(), .best_cost = DT_SOLVE_INFINITE};
 	sh.deadline = sh.start + opt->timeout_s;
-	struct dt_reduction red;
-	dt_reduce(p, &red);
+	struct dt_solve_reduction red;
+	dt_solve_reduce(p, &red);
 	sh.red = &red;
 	const struct dt_solve_problem *r = &red.r;
 	int64_t free_nodes = 0;
@@ -141,7 +141,7 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		res->peak_usage = 0;
 		status = DT_EINPUT;
 	} else {
-		dt_reduction_expand(&red, x, res->strategy);
+		dt_solve_reduction_expand(&red, x, res->strategy);
 		res->cost = dt_solve_plan_cost(p, res->strategy, &res->peak_usage);
 		DT_REQUIRE(res->cost == dt_solve_add(red.offset, cost));
 	}
@@ -149,6 +149,6 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		res->timed_out = 0;
 	res->seconds = now_s() - sh.start;
 	dt_free(x);
-	dt_reduction_fini(&red);
+	dt_solve_reduction_fini(&red);
 	return status;
 }

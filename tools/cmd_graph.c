@@ -5,7 +5,9 @@
 #include "dtopt_config.h"
 #include "frontend.h"
 #include "passes.h"
+#include "sharding.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +109,21 @@ static const char opt_help[] =
 	"                        (written with generated=\"true\")\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
 	"                        fused one is slower\n"
-	"      --search=pq|exhaustive\n"
-	"                        shard-prop's strategy search: a priority queue from\n"
-	"                        the inputs' placements (default), or every strategy\n\n";
+	"      --search=pq|exhaustive|global\n"
+	"                        shard-prop's strategy search: node by node, a\n"
+	"                        priority queue from the inputs' placements (pq,\n"
+	"                        also 'greedy'; the default) or every strategy\n"
+	"                        (exhaustive); or one strategy per node for the whole\n"
+	"                        graph at once (global: compute, redistribution and\n"
+	"                        memory modelled, solved by the solver of solver/)\n"
+	"      --memory-budget=BYTES\n"
+	"                        global: the per-rank memory the plan's live values\n"
+	"                        may use at any point\n"
+	"      --solve-timeout=S global: the solver's time budget (default 10 s);\n"
+	"                        on time-out the best plan found, with a remark\n"
+	"      --dump-problem=FILE\n"
+	"                        write the whole-graph problem shard-prop builds (in\n"
+	"                        the IOPDDL contest's JSON, 'dtopt solve' reads it)\n\n";
 
 /* What `opt` was told, for one run or one run per rank. */
 struct opt_job {
@@ -255,11 +269,14 @@ int dt_cmd_opt(int argc, char **argv)
 		{"force-fusion", no_argument, NULL, 'F'},
 		{"search", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'K'},
+		{"memory-budget", required_argument, NULL, 'M'},
+		{"solve-timeout", required_argument, NULL, 'O'},
+		{"dump-problem", required_argument, NULL, 'P'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *pipeline_text = NULL, *output = "-";
+	const char *pipeline_text = NULL, *output = "-", *problem_path = NULL;
 	enum output_form remarks = FORM_NONE, report = FORM_NONE;
 	struct dt_cli_topology topology_flags = {0};
 	/* Verify after every pass in debug builds; other builds opt in. */
@@ -292,11 +309,33 @@ int dt_cmd_opt(int argc, char **argv)
 		case 'G': popt.pass.create_groups = true; break;
 		case 'F': popt.pass.force_fusion = true; break;
 		case 'S':
-			if (strcmp(optarg, "pq") != 0 && strcmp(optarg, "exhaustive") != 0)
-				return dt_usage_error("opt", "--search=%s: expected pq "
-						      "or exhaustive", optarg);
-			popt.pass.shard_search = strcmp(optarg, "exhaustive") == 0;
+			if (strcmp(optarg, "pq") == 0 || strcmp(optarg, "greedy") == 0)
+				popt.pass.shard_search = DT_SEARCH_PQ;
+			else if (strcmp(optarg, "exhaustive") == 0)
+				popt.pass.shard_search = DT_SEARCH_EXHAUSTIVE;
+			else if (strcmp(optarg, "global") == 0)
+				popt.pass.shard_search = DT_SEARCH_GLOBAL;
+			else
+				return dt_usage_error("opt", "--search=%s: expected pq, "
+						      "greedy, exhaustive or global",
+						      optarg);
 			break;
+		case 'M':
+			popt.pass.memory_budget = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || popt.pass.memory_budget <= 0)
+				return dt_usage_error("opt", "--memory-budget needs a "
+						      "positive byte count, not '%s'",
+						      optarg);
+			break;
+		case 'O':
+			popt.pass.solve_timeout = strtod(optarg, &end);
+			if (!*optarg || *end || !(popt.pass.solve_timeout > 0) ||
+			    popt.pass.solve_timeout > 1e6)
+				return dt_usage_error("opt", "--solve-timeout needs a "
+						      "positive number of seconds, "
+						      "not '%s'", optarg);
+			break;
+		case 'P': problem_path = optarg; break;
 		case 'K':
 			popt.pass.rank = (int)strtol(optarg, &end, 10);
 			if (!*optarg || *end || popt.pass.rank < 0)
@@ -347,13 +386,24 @@ int dt_cmd_opt(int argc, char **argv)
 		.diag = &diag,
 	};
 	const char *rank_at = strstr(output, "{rank}");
-	if (!rank_at)
-		return dt_exit_code(optimize(&job, output));
-	if (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0)
+	if (rank_at && (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0))
 		return dt_usage_error("opt", "an output path with {rank} lowers "
 				      "for every rank: it needs an input file "
 				      "and no --rank");
-	return optimize_per_rank(&job, output, rank_at);
+	if (problem_path && !(popt.pass.problem_out = fopen(problem_path, "w"))) {
+		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
+			problem_path, strerror(errno));
+		return DT_EXIT_INPUT;
+	}
+	int code = rank_at ? optimize_per_rank(&job, output, rank_at)
+			   : dt_exit_code(optimize(&job, output));
+	if (popt.pass.problem_out && fclose(popt.pass.problem_out) != 0 &&
+	    code == DT_EXIT_OK) {
+		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
+			problem_path, strerror(errno));
+		code = DT_EXIT_INPUT;
+	}
+	return code;
 }
 
 static const char dump_help[] =

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/* shard_prop_global.c: shard-prop's whole-graph search (--search=global,
+ * semantics §6.6): the problem of sharding/problem.c handed to the solver
+ * (solver.h), after the checks that name what makes it unsolvable: pins
+ * no redistribution reconciles, a memory budget below the smallest
+ * footprint. shard-prop then applies the plan node by node.
+ *
+ *   x @ [S(0)] ─ mm ─ relu ─ sum      greedy: each node's cheapest from
+ *   w @ [R]     ─┘                    its inputs; global: the least total
+ *                                     of compute, moves and memory
+ *
+ * Time: the solver's (bounded by --solve-timeout and DT_GLOBAL_ROUNDS
+ * search rounds) plus one pass over every edge matrix. */
+#include "passes.h"
+#include "sharding.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* Search rounds per solver thread: the plan depends only on the problem
+ * (not on the machine's speed) unless the time-out comes first. */
+#define DT_GLOBAL_ROUNDS 2
+#define DT_GLOBAL_THREADS 2
+#define DT_GLOBAL_TIMEOUT_S 10.0
+
+static const char *node_name(const struct dt_module *m, uint32_t id)
+{
+	return dt_str_get(m, dt_node_get(m, id)->name);
+}
+
+static void node_diag(struct dt_pass_ctx *ctx, enum dt_severity sev,
+		      uint32_t id, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void node_diag(struct dt_pass_ctx *ctx, enum dt_severity sev,
+		      uint32_t id, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	dt_diag_vreport(ctx->diag, sev, ctx->m->file,
+			dt_node_get(ctx->m, id)->line, tag, fmt, ap);
+	va_end(ap);
+}
+
+/* "pinned to S(0) R" or "" for a node without a <sharding>. */
+static void pin_text(const struct dt_module *m, uint32_t id, char *buf,
+		     size_t n)
+{
+	const struct dt_sharding *s = dt_node_sharding(m, dt_node_get(m, id));
+	char pl[128];
+	if (!s) {
+		buf[0] = 0;
+		return;
+	}
+	dt_placements_print(&s->placements, pl, sizeof pl);
+	snprintf(buf, n, " (pinned to %s)", pl);
+}
+
+/* An edge whose every pair of strategies is infinite: the pins at its
+ * ends (or the op's rules) leave no way to move the value. */
+static int check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *pr)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	for (int32_t k = 0; k < p->nedges; k++) {
+		const struct dt_solve_edge *e = &p->edges[k];
+		int32_t nf = p->nodes[e->from].nstrategies;
+		int32_t nt = p->nodes[e->to].nstrategies;
+		bool open = false;
+		for (int32_t i = 0; i < nf && !open; i++)
+			for (int32_t j = 0; j < nt && !open; j++)
+				open = e->cost[(size_t)i * (size_t)nt +
+					       (size_t)j] != DT_SOLVE_INFINITE &&
+				       p->nodes[e->from].cost[i] !=
+					   DT_SOLVE_INFINITE &&
+				       p->nodes[e->to].cost[j] !=
+					   DT_SOLVE_INFINITE;
+		if (open)
+			continue;
+		uint32_t from = pr->pnodes.data[e->from].node;
+		uint32_t to = pr->pnodes.data[e->to].node;
+		char a[160], b[160];
+		pin_text(ctx->m, from, a, sizeof a);
+		pin_text(ctx->m, to, b, sizeof b);
+		node_diag(ctx, DT_ERROR, to, NULL,
+			  "node '%s'%s cannot read '%s'%s: no redistribution "
+			  "moves its value to placements '%s' accepts; the pins "
+			  "contradict",
+			  node_name(ctx->m, to), b, node_name(ctx->m, from), a,
+			  node_name(ctx->m, to));
+		return DT_EINPUT;
+	}
+	return DT_OK;
+}
+
+/* The peak over time of every node's least usage, the node live at the
+ * peak with the largest share in *at: no plan uses less. */
+static int64_t smallest_footprint(const struct dt_solve_problem *p,
+				  int32_t *at)
+{
+	int64_t horizon = 0;
+	for (int32_t k = 0; k < p->nnodes; k++)
+		horizon = p->nodes[k].end > horizon ? p->nodes[k].end : horizon;
+	int64_t *use = dt_calloc((size_t)horizon + 1, sizeof *use);
+	int64_t *least = dt_calloc((size_t)p->nnodes + 1, sizeof *least);
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		const struct dt_solve_node *n = &p->nodes[k];
+		least[k] = INT64_MAX;
+		for (int32_t s = 0; s < n->nstrategies; s++)
+			if (n->cost[s] != DT_SOLVE_INFINITE &&
+			    n->usage[s] < least[k])
+				least[k] = n->usage[s];
+		if (least[k] == INT64_MAX)
+			least[k] = 0;
+		for (int64_t t = n->start; t < n->end; t++)
+			use[t] += least[k];
+	}
+	int64_t peak = 0, when = 0;
+	for (int64_t t = 0; t < horizon; t++)
+		if (use[t] > peak) {
+			peak = use[t];
+			when = t;
+		}
+	*at = -1;
+	for (int32_t k = 0; k < p->nnodes; k++)
+		if (p->nodes[k].start <= when && when < p->nodes[k].end &&
+		    (*at < 0 || least[k] > least[*at]))
+			*at = k;
+	dt_free(use);
+	dt_free(least);
+	return peak;
+}
+
+int dt_shard_global_solve(struct dt_pass_ctx *ctx,
+			  const struct dt_shard_problem *pr, int32_t *strategy)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	if (p->nnodes == 0)
+		return DT_OK;
+	int rc = check_edges(ctx, pr);
+	if (rc != DT_OK)
+		return rc;
+	int32_t at;
+	int64_t floor = smallest_footprint(p, &at);
+	if (p->usage_limit >= 0 && floor > p->usage_limit) {
+		uint32_t id = pr->pnodes.data[at].node;
+		node_diag(ctx, DT_ERROR, id, NULL,
+			  "--memory-budget=%" PRId64 " is below the smallest "
+			  "per-rank footprint found, %" PRId64
+			  " bytes (while '%s' is live, every value at its "
+			  "smallest placements)",
+			  p->usage_limit, floor, node_name(ctx->m, id));
+		return DT_EINPUT;
+	}
+	const struct dt_pass_options *o = ctx->options;
+	struct dt_solve_options so = {
+	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
+						   : DT_GLOBAL_TIMEOUT_S,
+	    .threads = DT_GLOBAL_THREADS,
+	    .max_rounds = DT_GLOBAL_ROUNDS,
+	};
+	struct dt_solve_result res = {.strategy = strategy};
+	rc = dt_solve(p, &so, &res);
+	uint32_t first = pr->pnodes.data[0].node;
+	if (rc != DT_OK) {
+		node_diag(ctx, DT_ERROR, first, NULL,
+			  "the whole-graph search found no plan%s in %.1f s "
+			  "(smallest per-rank footprint %" PRId64 " bytes)",
+			  p->usage_limit >= 0 ? " within --memory-budget" : "",
+			  res.seconds, floor);
+		return DT_EINPUT;
+	}
+	if (!ctx->diag->remarks)
+		return DT_OK;
+	if (res.seconds >= so.timeout_s)
+		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
+			  "the whole-graph search stopped at its %.1f s limit: "
+			  "the plan is the best found",
+			  so.timeout_s);
+	char bound[64] = "";
+	if (res.lower_bound != INT64_MIN)
+		snprintf(bound, sizeof bound, ", lower bound %.2f us",
+			 (double)res.lower_bound / 1000);
+	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
+		  "whole-graph plan of %d nodes: modelled %.2f us%s, peak "
+		  "%" PRId64 " bytes per rank",
+		  p->nnodes, (double)res.cost / 1000, bound, res.peak_usage);
+	return DT_OK;
+}

@@ -1,0 +1,761 @@
+// SPDX-License-Identifier: MIT
+/* problem.c: the whole-graph sharding problem of a global-view
+ * graph (semantics §6.6), in the solver's form (solver.h) and the IOPDDL
+ * contest's JSON. A node's strategies are those its rules give on its
+ * mesh (every sharding kind: S, and the _S split factors the graph's
+ * pins use); its cost is its modelled compute, a roofline of flops over
+ * DT_DEVICE_TFLOPS and per-rank bytes over DT_DEVICE_GBPS (a replicated
+ * matmul pays its whole product), plus a pinned node's move to its pin;
+ * its usage the per-rank bytes of its results, live from its position in
+ * graph order to its last user's. An edge joins a producer and a
+ * consumer; its matrix holds the planner's cost of moving the value
+ * between their placements (summed over the inputs reading it). Costs in
+ * integer ns, DT_SOLVE_INFINITE where no redistribution exists.
+ *
+ *   x (placeholder S(0)) ─ mm(x, w) ─ relu     node mm: 6 strategies on
+ *   w (placeholder R)   ─┘                     a 1-D mesh; edge x→mm:
+ *                                              0 where mm reads S(0)
+ *
+ * Time: per node its strategies (enumeration, as --search=exhaustive);
+ * per edge the planner on each distinct (source, target) placement pair,
+ * then a pass over the |S_from| × |S_to| matrix. */
+#include "cost_model.h"
+#include "sharding.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+/* The device behind the compute costs: an H100's dense bf16 throughput
+ * and HBM bandwidth, rounded. Only their ratio to the links' matters. */
+#define DT_DEVICE_TFLOPS 400.0
+#define DT_DEVICE_GBPS 2000.0
+
+/* A consumer's input as the edges see it. */
+struct input {
+	uint32_t consumer, index; /* problem node, input of its rules */
+	uint32_t producer, result;
+	struct dt_rule_tensor tensor;
+};
+
+/* The planner's costs, by (tensor, source, target): edges between values
+ * of one shape ask for the same moves. Open addressing on a key of
+ * int64 words. */
+#define KEY_WORDS (2 + DT_MAX_RANK + 2 * (1 + DT_MAX_MESH_DIMS))
+struct move_cache {
+	DT_VEC(int64_t) keys;  /* KEY_WORDS per slot; word 0 = 0: empty */
+	DT_VEC(int64_t) cost;  /* ns */
+	uint32_t used;
+};
+
+/* The _S split factors a problem node's results may carry (the kinds
+ * its users' placeholders are filled with, as a node's own search fills
+ * them with its inputs'). */
+#define MAX_FACTORS 16
+struct factors {
+	int n;
+	int32_t f[MAX_FACTORS];
+};
+
+static void factors_add(struct factors *fs, const struct dt_placements *pl)
+{
+	for (int m = 0; m < pl->ndim; m++) {
+		if (pl->p[m].kind != DT_PL_STRIDED_SHARD)
+			continue;
+		int k = 0;
+		while (k < fs->n && fs->f[k] != pl->p[m].split_factor)
+			k++;
+		if (k == fs->n && fs->n < MAX_FACTORS)
+			fs->f[fs->n++] = pl->p[m].split_factor;
+	}
+}
+
+struct builder {
+	struct dt_shard_problem *pr;
+	struct dt_module *m;
+	const struct dt_topology *topology;
+	struct dt_diag *diag;
+	struct dt_rules rules;
+	struct dt_shard_space space;
+	DT_VEC(struct dt_placements) current; /* all-replicate, per input */
+	DT_VEC(struct dt_placements) kinds;
+	DT_VEC(struct input) inputs;
+	DT_VEC(uint32_t) pos;                 /* graph node -> position */
+	DT_VEC(int64_t) cost, usage;          /* the node being built */
+	DT_VEC(struct factors) factors;       /* per problem node */
+	struct dt_shard_pnode *node;          /* while enumerating */
+	struct move_cache cache;
+	bool matmul;
+};
+
+static struct dt_node *gnode(const struct builder *b, uint32_t id)
+{
+	return dt_node_get(b->m, id);
+}
+
+static int64_t to_ns(double us)
+{
+	return isfinite(us) ? (int64_t)llround(us * 1000) : DT_SOLVE_INFINITE;
+}
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
+}
+
+static void replicated(struct dt_placements *pl, int ndim)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->ndim = (uint8_t)ndim;
+	dt_placements_default_order(pl);
+}
+
+/* Per-rank bytes of tensor t under pl: its largest shard. */
+static double local_bytes(const struct dt_mesh *mesh,
+			  const struct dt_rule_tensor *t,
+			  const struct dt_placements *pl)
+{
+	double n = dt_dtype_size((enum dt_dtype)t->dtype);
+	for (int d = 0; d < t->rank; d++) {
+		int64_t len = t->shape[d];
+		for (int k = 0; k < pl->ndim; k++)
+			if ((pl->p[k].kind == DT_PL_SHARD ||
+			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
+			    pl->p[k].dim == d) {
+				struct dt_shard_lengths l;
+				dt_shard_lengths(pl, mesh->shape, d, t->shape[d],
+						 &l);
+				len = l.max;
+				break;
+			}
+		n *= (double)len;
+	}
+	return n;
+}
+
+/* Modelled compute of a strategy (µs): flops (2·M·N·K for the matmul
+ * family, one per element of the largest tensor otherwise) divided by the
+ * size of every mesh dim on which some tensor is sharded, against the
+ * per-rank bytes touched. */
+static double compute_us(const struct builder *b,
+			 const struct dt_placements *pl)
+{
+	const struct dt_rules *r = &b->rules;
+	const struct dt_mesh *mesh = &b->space.mesh;
+	double flops = 0, bytes = 0;
+	bool split[DT_MAX_MESH_DIMS] = {false};
+	for (uint32_t t = 0; t < r->nout + r->nin; t++) {
+		const struct dt_rule_tensor *ten = &r->tensors.data[t];
+		if (t >= r->nout && ten->ignored)
+			continue;
+		double numel = (double)dt_numel(ten->shape, ten->rank);
+		flops = numel > flops ? numel : flops;
+		bytes += local_bytes(mesh, ten, &pl[t]);
+		for (int k = 0; k < mesh->ndim; k++)
+			split[k] |= pl[t].p[k].kind == DT_PL_SHARD ||
+				    pl[t].p[k].kind == DT_PL_STRIDED_SHARD;
+	}
+	if (b->matmul && r->nin >= 2 && r->nout >= 1) {
+		const struct dt_rule_tensor *a = dt_rules_input(r, r->nin - 2);
+		const struct dt_rule_tensor *o = &r->tensors.data[0];
+		flops = 2.0 * (double)dt_numel(o->shape, o->rank) *
+			(double)(a->rank ? a->shape[a->rank - 1] : 1);
+	}
+	for (int k = 0; k < mesh->ndim; k++)
+		if (split[k])
+			flops /= (double)mesh->shape[k];
+	double t_flops = flops / (DT_DEVICE_TFLOPS * 1e6);
+	double t_bytes = bytes / (DT_DEVICE_GBPS * 1e3);
+	return t_flops > t_bytes ? t_flops : t_bytes;
+}
+
+/* Record one strategy (width placements) of b->node. */
+static void add_strategy(struct builder *b, const struct dt_placements *pl,
+			 double pin_us)
+{
+	struct dt_shard_problem *pr = b->pr;
+	for (uint32_t k = 0; k < b->node->width; k++)
+		dt_vec_push(&pr->placements, pl[k]);
+	double c = b->node->kind == DT_PNODE_SOURCE ? 0 : compute_us(b, pl);
+	double bytes = 0;
+	for (uint32_t k = 0; k < b->node->nout; k++)
+		bytes += b->node->kind == DT_PNODE_SOURCE
+			     ? 0
+			     : local_bytes(&b->space.mesh,
+					   &b->rules.tensors.data[k], &pl[k]);
+	dt_vec_push(&pr->compute_us, c);
+	dt_vec_push(&pr->pin_us, pin_us);
+	dt_vec_push(&b->cost, add_sat(to_ns(c), to_ns(pin_us)));
+	dt_vec_push(&b->usage, (int64_t)bytes);
+}
+
+static void take_strategy(void *ud, const struct dt_shard_choice *c)
+{
+	struct builder *b = ud;
+	const struct dt_placements *pl = c->placements.data;
+	double pin_us = 0;
+	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
+		pin_us = b->node->nout != 1
+			     ? INFINITY
+			     : dt_shard_move_cost(&b->space.mesh,
+						  &b->space.topology,
+						  &b->rules.tensors.data[0],
+						  &pl[0], &b->node->pin);
+	if (isfinite(pin_us))
+		add_strategy(b, pl, pin_us);
+}
+
+/* Close b->node: its costs and usages become solve node arrays. */
+static void finish_node(struct builder *b)
+{
+	struct dt_solve_node sn = {.nstrategies = (int32_t)b->cost.len};
+	sn.cost = dt_malloc(b->cost.len * sizeof *sn.cost);
+	sn.usage = dt_malloc(b->usage.len * sizeof *sn.usage);
+	memcpy(sn.cost, b->cost.data, b->cost.len * sizeof *sn.cost);
+	memcpy(sn.usage, b->usage.data, b->usage.len * sizeof *sn.usage);
+	b->pr->solve.nodes[b->pr->pnodes.len - 1] = sn;
+	b->cost.len = b->usage.len = 0;
+	struct factors fs = {0};
+	const struct dt_shard_pnode *n = b->node;
+	for (int32_t s = 0; s < sn.nstrategies; s++)
+		for (uint32_t r = 0; r < n->nout; r++)
+			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
+	if (n->pinned)
+		factors_add(&fs, &n->pin);
+	dt_vec_push(&b->factors, fs);
+}
+
+static struct dt_shard_pnode *new_pnode(struct builder *b, uint32_t id,
+					uint16_t mesh, uint8_t kind)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_shard_pnode n = {
+	    .node = id,
+	    .mesh = mesh,
+	    .kind = kind,
+	    .first = pr->compute_us.len,
+	    .pl = pr->placements.len,
+	};
+	pr->of_node.data[id] = dt_vec_push(&pr->pnodes, n);
+	b->node = &pr->pnodes.data[pr->pnodes.len - 1];
+	return b->node;
+}
+
+/* A placeholder, constant or redistribution: its <sharding> (a constant
+ * without one is replicated on the first mesh, as shard-prop makes it). */
+static void add_source(struct builder *b, uint32_t id)
+{
+	const struct dt_sharding *s = dt_node_sharding(b->m, gnode(b, id));
+	struct dt_placements pl;
+	uint16_t mesh = s ? s->mesh : 0;
+	if (s)
+		pl = s->placements;
+	else
+		replicated(&pl, b->m->meshes.len ? b->m->meshes.data[0].ndim : 0);
+	struct dt_shard_pnode *n = new_pnode(b, id, mesh, DT_PNODE_SOURCE);
+	n->nout = n->width = 1;
+	add_strategy(b, &pl, 0);
+	/* Its bytes: the tensor under the placements. */
+	const struct dt_node *g = gnode(b, id);
+	if (g->ntensors && b->m->meshes.len) {
+		const struct dt_tensor *t = dt_node_tensor(b->m, g, 0);
+		struct dt_rule_tensor rt = {.dtype = t->dtype};
+		int rank;
+		const int64_t *shape = dt_ints_get(b->m, t->shape, &rank);
+		rt.rank = (uint8_t)rank;
+		memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
+		b->usage.data[0] = (int64_t)local_bytes(
+		    &b->m->meshes.data[mesh], &rt, &pl);
+	}
+}
+
+/* The kinds b->rules' placeholders take on mesh mp: S, and the split
+ * factors of what its inputs' producers may give them. */
+static void fill_kinds(struct builder *b, const struct dt_mesh *mp)
+{
+	struct dt_placements s;
+	replicated(&s, mp->ndim);
+	s.p[0] = (struct dt_placement){.kind = DT_PL_SHARD};
+	b->kinds.len = 0;
+	dt_vec_push(&b->kinds, s);
+	struct factors all = {0};
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
+		if (t->ignored)
+			continue;
+		const struct factors *fs =
+		    &b->factors.data[b->pr->of_node.data[t->node]];
+		for (int k = 0; k < fs->n; k++) {
+			s.p[0] = (struct dt_placement){
+			    .kind = DT_PL_STRIDED_SHARD,
+			    .split_factor = fs->f[k]};
+			factors_add(&all, &s);
+		}
+	}
+	for (int k = 0; k < all.n; k++) {
+		s.p[0] = (struct dt_placement){.kind = DT_PL_STRIDED_SHARD,
+					       .split_factor = all.f[k]};
+		dt_vec_push(&b->kinds, s);
+	}
+}
+
+/* The mesh of call node id's inputs (else its pin's, else the first);
+ * -1 after reporting inputs on different meshes. */
+static int call_mesh(struct builder *b, uint32_t id,
+		     const struct dt_sharding *pin)
+{
+	struct dt_shard_problem *pr = b->pr;
+	int mesh = -1;
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		uint32_t v = dt_rules_input(&b->rules, i)->node;
+		uint16_t at = pr->pnodes.data[pr->of_node.data[v]].mesh;
+		if (mesh >= 0 && at != mesh) {
+			dt_node_error(b->diag, b->m, gnode(b, id),
+				      "node '%s': its inputs are on different "
+				      "meshes",
+				      dt_str_get(b->m, gnode(b, id)->name));
+			return -1;
+		}
+		mesh = at;
+	}
+	if (mesh >= 0 && pin && pin->mesh != mesh) {
+		dt_node_error(b->diag, b->m, gnode(b, id),
+			      "node '%s': its <sharding> names another mesh "
+			      "than its inputs'",
+			      dt_str_get(b->m, gnode(b, id)->name));
+		return -1;
+	}
+	return mesh >= 0 ? mesh : pin ? pin->mesh : 0;
+}
+
+/* A call node: its strategies, or the replicated one. */
+static int add_call(struct builder *b, uint32_t id)
+{
+	struct dt_module *m = b->m;
+	char why[256];
+	bool have_rules =
+	    dt_rules_fill(&b->rules, m, id, why, sizeof why) == DT_OK;
+	if (!have_rules)
+		b->rules.nrows = 0;
+	const struct dt_sharding *pin = dt_node_sharding(m, gnode(b, id));
+	int mesh = call_mesh(b, id, pin);
+	if (mesh < 0)
+		return DT_EINPUT;
+	const struct dt_mesh *mp = &m->meshes.data[mesh];
+	b->current.len = 0;
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		struct dt_placements r;
+		replicated(&r, mp->ndim);
+		dt_vec_push(&b->current, r);
+	}
+	fill_kinds(b, mp);
+	struct dt_shard_request req = {
+	    .mesh = mp,
+	    .topology = b->topology,
+	    .current = b->current.data,
+	    .kinds = b->kinds.data,
+	    .nkinds = b->kinds.len,
+	    .uncosted = true,
+	};
+	dt_shard_space_init(&b->space, &b->rules, &req);
+	struct dt_shard_pnode *n = new_pnode(
+	    b, id, (uint16_t)mesh,
+	    have_rules ? DT_PNODE_RULES : DT_PNODE_NO_RULE);
+	n->nout = b->rules.nout;
+	n->width = b->rules.nout + b->rules.nin;
+	b->matmul = have_rules && strcmp(b->rules.family, "matmul") == 0;
+	if (pin) {
+		n->pinned = true;
+		n->pin = pin->placements;
+	}
+	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
+			      UINT64_MAX) {
+		dt_node_error(b->diag, m, gnode(b, id),
+			      "node '%s': %llu strategies are too many for "
+			      "--search=global (use pq)",
+			      dt_str_get(m, gnode(b, id)->name),
+			      (unsigned long long)dt_shard_space_product(
+				  &b->space));
+		return DT_EINPUT;
+	}
+	if (have_rules && b->cost.len == 0)
+		n->kind = DT_PNODE_NO_STRATEGY;
+	if (b->cost.len == 0) {
+		struct dt_shard_choice all = {0};
+		dt_vec_grow(&all.placements, n->width);
+		for (uint32_t k = 0; k < n->width; k++)
+			replicated(&all.placements.data[k], mp->ndim);
+		take_strategy(b, &all);
+		dt_shard_choice_fini(&all);
+	}
+	if (b->cost.len == 0) {
+		char text[128];
+		dt_placements_print(&n->pin, text, sizeof text);
+		if (n->nout == 1)
+			dt_node_error(b->diag, m, gnode(b, id),
+				      "node '%s' is pinned to %s, which no "
+				      "strategy of its op gives and no "
+				      "redistribution reaches",
+				      dt_str_get(m, gnode(b, id)->name), text);
+		else
+			dt_node_error(b->diag, m, gnode(b, id),
+				      "node '%s' is pinned to %s, which no "
+				      "strategy of its op gives its result 0 "
+				      "(of %u: pin the getitem of that result "
+				      "instead)",
+				      dt_str_get(m, gnode(b, id)->name), text,
+				      n->nout);
+		return DT_EINPUT;
+	}
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
+		if (t->ignored)
+			continue;
+		struct input in = {
+		    .consumer = b->pr->pnodes.len - 1,
+		    .index = i,
+		    .producer = b->pr->of_node.data[t->node],
+		    .result = b->pr->result.data[t->node],
+		    .tensor = *t,
+		};
+		dt_vec_push(&b->inputs, in);
+	}
+	return DT_OK;
+}
+
+/* The placements a problem node's strategy gives its users for result r
+ * (a pinned node's result 0: the pin, moved to after it if need be). */
+static const struct dt_placements *
+result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s, uint32_t r)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	if (n->pinned && r == 0)
+		return &n->pin;
+	return &dt_shard_problem_pl(pr, k, s)[r];
+}
+
+static int64_t placements_word(const struct dt_placements *pl, int m)
+{
+	const struct dt_placement *p = &pl->p[m];
+	return (int64_t)p->kind | (int64_t)p->reduce << 8 |
+	       (int64_t)(uint16_t)p->dim << 16 |
+	       (int64_t)(uint32_t)p->split_factor << 32;
+}
+
+static void fill_key(int64_t *key, const struct dt_rule_tensor *t,
+		     const struct dt_placements *src,
+		     const struct dt_placements *dst)
+{
+	memset(key, 0, KEY_WORDS * sizeof *key);
+	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
+	for (int d = 0; d < t->rank; d++)
+		key[2 + d] = t->shape[d];
+	const struct dt_placements *pl[2] = {src, dst};
+	for (int k = 0; k < 2; k++) {
+		int64_t *w = &key[2 + DT_MAX_RANK + k * (1 + DT_MAX_MESH_DIMS)];
+		w[0] = pl[k]->ndim;
+		for (int m = 0; m < pl[k]->ndim; m++)
+			w[0] |= (int64_t)pl[k]->order_pos[m] << (8 + 4 * m),
+			    w[1 + m] = placements_word(pl[k], m);
+	}
+}
+
+static uint64_t hash_key(const int64_t *key)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int k = 0; k < KEY_WORDS; k++)
+		h = (h ^ (uint64_t)key[k]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static void cache_grow(struct move_cache *c)
+{
+	uint32_t old = c->cost.len, cap = old ? 2 * old : 1024;
+	int64_t *keys = c->keys.data, *cost = c->cost.data;
+	c->keys.data = c->cost.data = NULL;
+	c->keys.len = c->keys.cap = c->cost.len = c->cost.cap = 0;
+	dt_vec_grow(&c->keys, cap * KEY_WORDS);
+	dt_vec_grow(&c->cost, cap);
+	memset(c->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
+	for (uint32_t k = 0; k < old; k++) {
+		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
+		if (!key[0])
+			continue;
+		uint32_t h = (uint32_t)hash_key(key) & (cap - 1);
+		while (c->keys.data[(size_t)h * KEY_WORDS])
+			h = (h + 1) & (cap - 1);
+		memcpy(&c->keys.data[(size_t)h * KEY_WORDS], key,
+		       KEY_WORDS * sizeof *key);
+		c->cost.data[h] = cost[k];
+	}
+	dt_free(keys);
+	dt_free(cost);
+}
+
+/* The planner's cost of moving t from src to dst in ns, cached. */
+static int64_t move_ns(struct builder *b, const struct dt_mesh *mesh,
+		       const struct dt_rule_tensor *t,
+		       const struct dt_placements *src,
+		       const struct dt_placements *dst)
+{
+	if (dt_placements_equal(src, dst))
+		return 0;
+	struct move_cache *c = &b->cache;
+	if (2 * (c->used + 1) > c->cost.len)
+		cache_grow(c);
+	int64_t key[KEY_WORDS];
+	fill_key(key, t, src, dst);
+	uint32_t mask = c->cost.len - 1;
+	uint32_t h = (uint32_t)hash_key(key) & mask;
+	for (;; h = (h + 1) & mask) {
+		int64_t *slot = &c->keys.data[(size_t)h * KEY_WORDS];
+		if (!slot[0])
+			break;
+		if (memcmp(slot, key, sizeof key) == 0)
+			return c->cost.data[h];
+	}
+	int64_t ns = to_ns(dt_shard_move_cost(mesh, b->topology, t, src, dst));
+	memcpy(&c->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
+	c->cost.data[h] = ns;
+	c->used++;
+	return ns;
+}
+
+/* Index of pl in list (appended when new). */
+static uint32_t distinct(struct dt_placements **list, uint32_t *len,
+			 uint32_t *cap, const struct dt_placements *pl)
+{
+	for (uint32_t k = 0; k < *len; k++)
+		if (dt_placements_equal(&(*list)[k], pl))
+			return k;
+	if (*len == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*list = dt_realloc(*list, *cap * sizeof **list);
+	}
+	(*list)[*len] = *pl;
+	return (*len)++;
+}
+
+/* Add input `in`'s moves into its edge's matrix. */
+static void cost_input(struct builder *b, const struct input *in,
+		       struct dt_solve_edge *e)
+{
+	struct dt_shard_problem *pr = b->pr;
+	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
+	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
+	int32_t nf = pr->solve.nodes[in->producer].nstrategies;
+	int32_t nt = pr->solve.nodes[in->consumer].nstrategies;
+	uint32_t *fi = dt_malloc((size_t)(nf + nt) * sizeof *fi);
+	uint32_t *ti = fi + nf;
+	struct dt_placements *src = NULL, *dst = NULL;
+	uint32_t ns = 0, nd = 0, cs = 0, cd = 0;
+	for (int32_t s = 0; s < nf; s++)
+		fi[s] = distinct(&src, &ns, &cs,
+				 result_pl(pr, in->producer, s, in->result));
+	for (int32_t s = 0; s < nt; s++)
+		ti[s] = distinct(
+		    &dst, &nd, &cd,
+		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
+							       in->index]);
+	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
+	const struct dt_mesh *mesh = &b->m->meshes.data[to->mesh];
+	for (uint32_t i = 0; i < ns; i++)
+		for (uint32_t j = 0; j < nd; j++)
+			table[i * nd + j] =
+			    from->mesh != to->mesh
+				? DT_SOLVE_INFINITE
+				: move_ns(b, mesh, &in->tensor, &src[i],
+					  &dst[j]);
+	for (int32_t s = 0; s < nf; s++)
+		for (int32_t t = 0; t < nt; t++) {
+			int64_t *c = &e->cost[(size_t)s * (size_t)nt + (size_t)t];
+			*c = add_sat(*c, table[fi[s] * nd + ti[t]]);
+		}
+	dt_free(table);
+	dt_free(src);
+	dt_free(dst);
+	dt_free(fi);
+}
+
+/* One edge per (producer, consumer) pair; inputs are grouped by
+ * consumer, in order. */
+static void build_edges(struct builder *b)
+{
+	struct dt_shard_problem *pr = b->pr;
+	pr->solve.edges = dt_calloc(b->inputs.len + 1, sizeof *pr->solve.edges);
+	uint32_t first_of_consumer = 0;
+	for (uint32_t k = 0; k < b->inputs.len; k++) {
+		const struct input *in = &b->inputs.data[k];
+		if (k && in->consumer != b->inputs.data[k - 1].consumer)
+			first_of_consumer = (uint32_t)pr->solve.nedges;
+		struct dt_solve_edge *e = NULL;
+		for (uint32_t j = first_of_consumer;
+		     j < (uint32_t)pr->solve.nedges; j++)
+			if (pr->solve.edges[j].from == (int32_t)in->producer)
+				e = &pr->solve.edges[j];
+		if (!e) {
+			e = &pr->solve.edges[pr->solve.nedges++];
+			e->from = (int32_t)in->producer;
+			e->to = (int32_t)in->consumer;
+			size_t n = (size_t)pr->solve.nodes[in->producer]
+				       .nstrategies *
+				   (size_t)pr->solve.nodes[in->consumer]
+				       .nstrategies;
+			e->cost = dt_calloc(n, sizeof *e->cost);
+		}
+		cost_input(b, in, e);
+	}
+}
+
+/* Intervals: a node is live from its position to just after its last
+ * user's (an output's value to the end). */
+static void build_intervals(struct builder *b, uint32_t npos)
+{
+	struct dt_shard_problem *pr = b->pr;
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		sn->start = b->pos.data[pr->pnodes.data[k].node];
+		sn->end = sn->start + 1;
+	}
+	struct dt_uses u;
+	dt_uses_fill(&u, b->m);
+	dt_foreach_node(b->m, id)
+	{
+		uint32_t k = pr->of_node.data[id];
+		if (k == NONE)
+			continue;
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
+			const struct dt_node *user = gnode(b, u.list[j]);
+			int64_t end = user->kind == DT_NODE_OUTPUT
+					  ? (int64_t)npos
+					  : (int64_t)b->pos.data[u.list[j]] + 1;
+			if (end > sn->end)
+				sn->end = end;
+		}
+	}
+	dt_uses_fini(&u);
+}
+
+int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
+			   const struct dt_topology *topology, int64_t budget,
+			   struct dt_diag *diag)
+{
+	struct builder b = {.pr = pr, .m = m, .topology = topology,
+			    .diag = diag};
+	uint32_t count = 0, npos = 0;
+	dt_vec_grow(&pr->of_node, m->nodes.len);
+	dt_vec_grow(&pr->result, m->nodes.len);
+	dt_vec_grow(&b.pos, m->nodes.len);
+	memset(pr->of_node.data, 0xff, m->nodes.len * sizeof(uint32_t));
+	memset(pr->result.data, 0, m->nodes.len);
+	dt_foreach_node(m, id)
+	{
+		b.pos.data[id] = npos++;
+		count++;
+	}
+	pr->solve.nodes = dt_calloc(count + 1, sizeof *pr->solve.nodes);
+	pr->solve.usage_limit = budget;
+	int rc = DT_OK;
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *n = gnode(&b, id);
+		if (n->kind == DT_NODE_OUTPUT)
+			continue;
+		if (n->op == DT_OP_GETITEM) {
+			const struct dt_arg *src = dt_node_arg(m, n, 0);
+			pr->of_node.data[id] = pr->of_node.data[src->v.node];
+			pr->result.data[id] =
+			    (uint8_t)dt_node_arg(m, n, 1)->v.i;
+			continue;
+		}
+		if (n->kind == DT_NODE_CALL && n->op != DT_OP_REDISTRIBUTE)
+			rc = add_call(&b, id);
+		else
+			add_source(&b, id);
+		if (rc != DT_OK)
+			break;
+		finish_node(&b);
+	}
+	pr->solve.nnodes = (int32_t)pr->pnodes.len;
+	if (rc == DT_OK) {
+		build_edges(&b);
+		build_intervals(&b, npos);
+	}
+	dt_rules_fini(&b.rules);
+	dt_shard_space_fini(&b.space);
+	dt_vec_free(&b.current);
+	dt_vec_free(&b.kinds);
+	dt_vec_free(&b.factors);
+	dt_vec_free(&b.inputs);
+	dt_vec_free(&b.pos);
+	dt_vec_free(&b.cost);
+	dt_vec_free(&b.usage);
+	dt_vec_free(&b.cache.keys);
+	dt_vec_free(&b.cache.cost);
+	return rc;
+}
+
+void dt_shard_problem_fini(struct dt_shard_problem *pr)
+{
+	for (int32_t k = 0; k < pr->solve.nnodes; k++) {
+		dt_free(pr->solve.nodes[k].cost);
+		dt_free(pr->solve.nodes[k].usage);
+	}
+	for (int32_t k = 0; k < pr->solve.nedges; k++)
+		dt_free(pr->solve.edges[k].cost);
+	dt_free(pr->solve.nodes);
+	dt_free(pr->solve.edges);
+	dt_vec_free(&pr->pnodes);
+	dt_vec_free(&pr->of_node);
+	dt_vec_free(&pr->result);
+	dt_vec_free(&pr->placements);
+	dt_vec_free(&pr->compute_us);
+	dt_vec_free(&pr->pin_us);
+	memset(pr, 0, sizeof *pr);
+}
+
+static void write_ints(FILE *out, const int64_t *v, int64_t n)
+{
+	fputc('[', out);
+	for (int64_t k = 0; k < n; k++)
+		fprintf(out, "%s%" PRId64, k ? ", " : "", v[k]);
+	fputc(']', out);
+}
+
+void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	fprintf(out, "{\n  \"problem\": {\n    \"name\": \"dtopt\",\n"
+		     "    \"nodes\": {\n      \"intervals\": [");
+	for (int32_t k = 0; k < p->nnodes; k++)
+		fprintf(out, "%s\n        [%" PRId64 ", %" PRId64 "]",
+			k ? "," : "", p->nodes[k].start, p->nodes[k].end);
+	fprintf(out, "\n      ],\n      \"costs\": [");
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		fprintf(out, "%s\n        ", k ? "," : "");
+		write_ints(out, p->nodes[k].cost, p->nodes[k].nstrategies);
+	}
+	fprintf(out, "\n      ],\n      \"usages\": [");
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		fprintf(out, "%s\n        ", k ? "," : "");
+		write_ints(out, p->nodes[k].usage, p->nodes[k].nstrategies);
+	}
+	fprintf(out, "\n      ]\n    },\n    \"edges\": {\n      \"nodes\": [");
+	for (int32_t k = 0; k < p->nedges; k++)
+		fprintf(out, "%s\n        [%d, %d]", k ? "," : "",
+			p->edges[k].from, p->edges[k].to);
+	fprintf(out, "\n      ],\n      \"costs\": [");
+	for (int32_t k = 0; k < p->nedges; k++) {
+		fprintf(out, "%s\n        ", k ? "," : "");
+		write_ints(out, p->edges[k].cost,
+			   (int64_t)p->nodes[p->edges[k].from].nstrategies *
+			       p->nodes[p->edges[k].to].nstrategies);
+	}
+	fprintf(out, "\n      ]\n    }");
+	if (p->usage_limit >= 0)
+		fprintf(out, ",\n    \"usage_limit\": %" PRId64, p->usage_limit);
+	fprintf(out, "\n  }\n}\n");
+}
