@@ -77,9 +77,10 @@ static const char opt_help[] =
 	"Runs a pass pipeline over IN.xml (- for stdin) and writes the result.\n\n"
 	"  -p, --passes=LIST     comma-separated pipeline (default for a local-view\n"
 	"                        graph: verify,shape-infer,fuse-collectives,\n"
+	"                        bucket-collectives,schedule-collectives,\n"
 	"                        cancel-views,dce; for a global-view graph:\n"
 	"                        verify,shape-infer,shard-prop,lower-redistribute,\n"
-	"                        fuse-collectives,cancel-views,dce)\n"
+	"                        then the same from fuse-collectives)\n"
 	"  -o, --output=FILE     write the graph to FILE (- for stdout, the default);\n"
 	"                        written atomically, and not at all on error;\n"
 	"                        with lower-redistribute, a path holding {rank}\n"
@@ -106,6 +107,10 @@ static const char opt_help[] =
 	"                        (written with generated=\"true\")\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
 	"                        fused one is slower\n"
+	"      --bucket-bytes=N  bucket-collectives merges collectives up to N bytes\n"
+	"                        (default 25 MiB; N > 0)\n"
+	"      --overlap-bytes=N schedule-collectives keeps at most N bytes alive\n"
+	"                        beyond the written order (default 64 MiB; N > 0)\n"
 	"      --search=pq|exhaustive\n"
 	"                        shard-prop's strategy search: a priority queue from\n"
 	"                        the inputs' placements (default), or every strategy\n\n";
@@ -214,6 +219,8 @@ int dt_cmd_opt(int argc, char **argv)
 		{"force-fusion", no_argument, NULL, 'F'},
 		{"search", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'K'},
+		{"bucket-bytes", required_argument, NULL, 'B'},
+		{"overlap-bytes", required_argument, NULL, 'O'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -265,6 +272,19 @@ int dt_cmd_opt(int argc, char **argv)
 				return dt_usage_error("opt", "--rank needs a rank "
 						      ">= 0, not '%s'", optarg);
 			break;
+		case 'B':
+		case 'O': {
+			long long v = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || v <= 0)
+				return dt_usage_error("opt", "--%s needs a byte "
+						      "count > 0, not '%s'",
+						      c == 'B' ? "bucket-bytes"
+							       : "overlap-bytes",
+						      optarg);
+			*(c == 'B' ? &popt.pass.bucket_bytes
+				   : &popt.pass.overlap_bytes) = v;
+			break;
+		}
 		case 'h':
 			fputs(opt_help, stdout);
 			fputs(dt_cli_topology_help, stdout);
