@@ -66,6 +66,9 @@ enum start {
 
 struct member {
 	uint32_t coll, wait, input;
+	uint32_t moved;  /* all_gather: the cat moving the gathered shards
+			    onto dim `dim` (DTensor's chunk + cat), or 0 */
+	int dim;
 	uint32_t bucket;
 	int64_t numel; /* of the input */
 	double bytes;  /* what the bucket limit counts */
@@ -266,6 +269,8 @@ static void open_bucket(struct bucketing *b, struct key *k, uint32_t head,
 	k->open = (int32_t)dt_vec_push(&b->buckets, nb);
 }
 
+static void find_move(struct bucketing *b, struct member *mb, int64_t size);
+
 /* Decide where collective `id` goes. `reads` are the keys its input reads. */
 static void place(struct bucketing *b, uint32_t id, uint64_t reads)
 {
@@ -316,6 +321,8 @@ static void place(struct bucketing *b, uint32_t id, uint64_t reads)
 	struct member mb = {.coll = id, .wait = wait, .input = x,
 			    .bucket = (uint32_t)k->open,
 			    .numel = numel_of(m, x), .bytes = bytes};
+	if (want.op == DT_OP_ALL_GATHER)
+		find_move(b, &mb, a.size);
 	dt_vec_push(&b->members, mb);
 	b->slot_of_wait[wait] = (uint8_t)(slot + 1);
 }
@@ -354,6 +361,57 @@ static void form_buckets(struct bucketing *b)
 	dt_free(b->members.data);
 	b->members.data = grouped;
 	b->members.cap = n ? n : 1;
+}
+
+/* DTensor gathers a shard of dim d > 0 as all_gather (dim 0), wait,
+ * chunk(G, 0), getitem 0..G-1, cat(dim d): the layout permutation FSDP2
+ * does on its flat buffer. When the wait of all_gather `mb` feeds exactly
+ * that, record the cat: the bucket then permutes its rows of the flat
+ * result straight into the cat's layout (one copy instead of two). */
+static void find_move(struct bucketing *b, struct member *mb, int64_t size)
+{
+	struct dt_module *m = b->m;
+	const struct dt_uses *u = &b->uses;
+	if (dt_uses_count(u, mb->wait) != 1)
+		return;
+	uint32_t ch = u->list[u->first[mb->wait]];
+	const struct dt_node *chn = dt_node_get(m, ch);
+	struct dt_bound_args ba;
+	if (chn->op != DT_OP_CHUNK || dt_op_bind(m, chn, &ba, b->ctx->diag) != DT_OK ||
+	    ba.arg[1]->v.i != size || (ba.arg[2] && ba.arg[2]->v.i != 0) ||
+	    chn->ntensors != size || dt_uses_count(u, ch) != size)
+		return;
+	uint32_t cat = 0;
+	for (uint32_t k = u->first[ch]; k < u->first[ch + 1]; k++) {
+		uint32_t gi = u->list[k];
+		const struct dt_node *gn = dt_node_get(m, gi);
+		if (gn->op != DT_OP_GETITEM || dt_uses_count(u, gi) != 1)
+			return;
+		uint32_t c = u->list[u->first[gi]];
+		if (cat && c != cat)
+			return;
+		cat = c;
+	}
+	const struct dt_node *cn = dt_node_get(m, cat);
+	if (cn->op != DT_OP_CAT || dt_op_bind(m, cn, &ba, b->ctx->diag) != DT_OK ||
+	    ba.arg[0]->kind != DT_ARG_NODES || ba.arg[0]->len != size)
+		return;
+	/* The pieces in order: getitem k of the chunk at position k. */
+	for (int64_t k = 0; k < size; k++) {
+		uint32_t gi = m->refs.data[ba.arg[0]->v.first + (uint32_t)k];
+		const struct dt_node *gn = dt_node_get(m, gi);
+		if (gn->op != DT_OP_GETITEM || dt_node_arg(m, gn, 0)->v.node != ch ||
+		    dt_node_arg(m, gn, 1)->v.i != k)
+			return;
+	}
+	int rank = rank_of(m, mb->input, NULL);
+	int64_t dim = ba.arg[1] ? ba.arg[1]->v.i : 0;
+	if (dim < 0)
+		dim += rank;
+	if (dim <= 0 || dim >= rank)
+		return;
+	mb->moved = cat;
+	mb->dim = (int)dim;
 }
 
 /* ------------------------------------------------------------------ */
@@ -423,6 +481,20 @@ static uint32_t emit_view(struct emitter *e, enum dt_op op, uint32_t x,
 	return emit(e, op, suffix, a, 2);
 }
 
+/* Whether result 0 of `id` is contiguous from offset 0. */
+static bool is_dense(const struct dt_module *m, uint32_t id)
+{
+	int64_t shape[DT_MAX_RANK], stride[DT_MAX_RANK];
+	int rank = rank_of(m, id, shape), n;
+	const struct dt_tensor *t = tensor_of(m, id);
+	const int64_t *st = dt_ints_get(m, t->stride, &n);
+	dt_contiguous_strides(shape, rank, stride);
+	for (int d = 0; d < rank; d++)
+		if (shape[d] != 1 && st[d] != stride[d])
+			return false;
+	return t->offset == 0;
+}
+
 /* Result node `r` stands for member wait `w`: its metadata and sharding. */
 static void adopt(struct dt_module *m, uint32_t r, uint32_t w)
 {
@@ -473,15 +545,48 @@ static uint32_t flat_input(struct emitter *e, const struct member *mb,
 		want[1] = mb->numel / size;
 	}
 	int have = rank_of(e->m, mb->input, shape);
-	const struct dt_tensor *t = tensor_of(e->m, mb->input);
-	int64_t stride[DT_MAX_RANK];
-	dt_contiguous_strides(shape, have, stride);
-	int n;
-	const int64_t *st = dt_ints_get(e->m, t->stride, &n);
 	if (have == rank && memcmp(shape, want, (size_t)rank * sizeof *want) == 0 &&
-	    memcmp(st, stride, (size_t)n * sizeof *st) == 0 && t->offset == 0)
+	    is_dense(e->m, mb->input))
 		return mb->input;
 	return emit_view(e, DT_OP_RESHAPE, mb->input, want, rank, "flat");
+}
+
+/* Member `mb`'s rows [G, n] of a gathered bucket, laid out as its cat
+ * onto dim d: viewed [G, shard...], rank axis moved before shard dim d,
+ * reshaped (copied) to the cat's shape. */
+static uint32_t emit_move(struct emitter *e, uint32_t rows,
+			  const struct member *mb, int64_t size)
+{
+	int64_t shape[DT_MAX_RANK + 1], perm[DT_MAX_RANK + 1];
+	int rank = rank_of(e->m, mb->input, shape + 1);
+	shape[0] = size;
+	uint32_t v = emit_view(e, DT_OP_VIEW, rows, shape, rank + 1, "shards");
+	int n = 0;
+	for (int d = 0; d < mb->dim; d++)
+		perm[n++] = d + 1;
+	perm[n++] = 0;
+	for (int d = mb->dim; d < rank; d++)
+		perm[n++] = d + 1;
+	struct dt_arg pa[2] = {arg_node(v), arg_ints(e->m, perm, n)};
+	uint32_t p = emit(e, DT_OP_PERMUTE, "move", pa, 2);
+	int64_t out[DT_MAX_RANK];
+	int orank = rank_of(e->m, mb->moved, out);
+	return emit_view(e, DT_OP_RESHAPE, p, out, orank, "out");
+}
+
+/* The chunk, getitems and cat a moved member's result replaces. */
+static void remove_move(struct dt_module *m, const struct member *mb)
+{
+	const struct dt_node *cat = dt_node_get(m, mb->moved);
+	const struct dt_arg *list = dt_node_arg(m, cat, 0);
+	uint32_t chunk = 0;
+	for (uint32_t k = 0; k < list->len; k++) {
+		uint32_t gi = m->refs.data[list->v.first + k];
+		chunk = dt_node_arg(m, dt_node_get(m, gi), 0)->v.node;
+		dt_graph_remove(m, gi);
+	}
+	dt_graph_remove(m, chunk);
+	dt_graph_remove(m, mb->moved);
 }
 
 /* Replace bucket `bk` (two or more members) by one collective. */
@@ -546,15 +651,29 @@ static uint32_t rewrite(struct bucketing *b, const struct bucket *bk)
 		off += len;
 		int64_t shape[DT_MAX_RANK];
 		int rank = rank_of(m, mb->wait, shape);
-		if (gather || rank != 1)
+		if (mb->moved) {
+			r = emit_move(&e, r, mb, a.size);
+		} else if (gather || rank != 1) {
 			r = emit_view(&e, gather ? DT_OP_RESHAPE : DT_OP_VIEW, r,
 				      shape, rank, "out");
-		adopt(m, r, mb->wait);
-		b->replaced[mb->wait] = r;
+		}
+		/* A gathered member is a copy, laid out as the wait was: views
+		 * of it stay possible. (reshape is a view where only one rank's
+		 * rows make up the part.) */
+		if (gather && !is_dense(m, r)) {
+			struct dt_arg ca = arg_node(r);
+			r = emit(&e, DT_OP_CONTIGUOUS, "copy", &ca, 1);
+		}
+		uint32_t stands_for = mb->moved ? mb->moved : mb->wait;
+		adopt(m, r, stands_for);
+		b->replaced[stands_for] = r;
 	}
 	for (uint32_t i = 0; i < bk->count; i++) {
-		dt_graph_remove(m, b->members.data[bk->first + i].coll);
-		dt_graph_remove(m, b->members.data[bk->first + i].wait);
+		const struct member *mb = &b->members.data[bk->first + i];
+		if (mb->moved)
+			remove_move(m, mb);
+		dt_graph_remove(m, mb->coll);
+		dt_graph_remove(m, mb->wait);
 	}
 	return coll;
 }
@@ -580,6 +699,13 @@ static void remark_bucket(struct bucketing *b, const struct bucket *bk,
 	       how, dt_str_get(m, a.group_name), name_of(m, merged), bk->bytes);
 }
 
+/* What a bucket's key adds to its group in remarks. */
+static const char *key_text(const struct dt_module *m, uint32_t coll)
+{
+	return dt_node_get(m, coll)->op == DT_OP_ALL_GATHER
+		       ? " and dtype" : ", dtype and reduce op";
+}
+
 static void remark_alone(struct bucketing *b, const struct bucket *bk)
 {
 	struct dt_module *m = b->m;
@@ -588,8 +714,10 @@ static void remark_alone(struct bucketing *b, const struct bucket *bk)
 	switch (bk->why) {
 	case START_DEPENDENT:
 		remark(b, mb->coll, "dependent",
-		       "%s %s not bucketed: its input depends on the result of an earlier %s of its group, dtype and reduce op, so the open bucket (of %s) cannot take it without waiting for itself",
-		       kind, name_of(m, mb->coll), kind, name_of(m, bk->blocker));
+		       "%s %s not bucketed: its input depends on the result of an earlier %s of its group%s, so the open bucket (of %s) cannot take it without waiting for itself",
+		       kind, name_of(m, mb->coll), kind,
+		       key_text(m, mb->coll),
+		       name_of(m, bk->blocker));
 		break;
 	case START_FULL:
 		remark(b, mb->coll, "full",
@@ -605,8 +733,9 @@ static void remark_alone(struct bucketing *b, const struct bucket *bk)
 		break;
 	case START_FIRST:
 		remark(b, mb->coll, "alone",
-		       "%s %s not bucketed: no other independent %s of its group, dtype and reduce op",
-		       kind, name_of(m, mb->coll), kind);
+		       "%s %s not bucketed: no other independent %s of its group%s",
+		       kind, name_of(m, mb->coll), kind,
+		       key_text(m, mb->coll));
 		break;
 	}
 }
@@ -684,6 +813,55 @@ static void reorder(struct dt_module *m, struct dt_arena *scratch)
 	dt_uses_fini(&r.uses);
 }
 
+/* A member's result is a view of the merged buffer: an all_reduce or
+ * reduce_scatter member starts at its offset in it. Views that read it
+ * (directly or through other views) get their metadata again. */
+struct refresh {
+	struct bucketing *b;
+	uint8_t *moved;  /* node -> its metadata changed */
+	bool any;
+};
+
+static void note_moved(void *ud, uint32_t input)
+{
+	struct refresh *r = ud;
+	r->any |= r->moved[input] != 0;
+}
+
+static void refresh(struct bucketing *b)
+{
+	struct dt_module *m = b->m;
+	struct refresh r = {.b = b};
+	r.moved = dt_arena_alloc(b->ctx->scratch, m->nodes.len);
+	for (uint32_t i = 0; i < b->nold; i++)
+		if (b->replaced[i])
+			r.moved[b->replaced[i]] = 1;
+	dt_foreach_node(m, id) {
+		struct dt_node *n = dt_node_get(m, id);
+		if (n->kind != DT_NODE_CALL || r.moved[id])
+			continue;
+		r.any = false;
+		dt_node_for_each_input(m, n, note_moved, &r);
+		if (!r.any)
+			continue;
+		struct dt_shape_ctx c;
+		DT_REQUIRE(dt_infer_node(m, id, b->ctx->diag, &c) == DT_OK);
+		n = dt_node_get(m, id);
+		bool same = c.nout == n->ntensors;
+		for (uint32_t k = 0; same && k < c.nout; k++) {
+			const struct dt_tensor *t = dt_node_tensor(m, n, (int)k);
+			same = t->dtype == c.out[k].dtype &&
+			       t->shape.id == c.out[k].shape.id &&
+			       t->stride.id == c.out[k].stride.id &&
+			       t->offset == c.out[k].offset;
+		}
+		if (!same) {
+			dt_node_set_tensors(m, id, c.out, c.nout);
+			r.moved[id] = 1;
+		}
+	}
+}
+
 /* ------------------------------------------------------------------ */
 
 static uint32_t replacement_of(void *ud, uint32_t input)
@@ -722,6 +900,7 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 		dt_foreach_node(m, id)
 			dt_node_map_inputs(m, id, replacement_of, &b);
 		reorder(m, ctx->scratch);
+		refresh(&b);
 	}
 	dt_vec_free(&b.members);
 	dt_vec_free(&b.buckets);

@@ -19,7 +19,8 @@
  * copy's result) stay within --overlap-bytes (default 64 MiB); a move that
  * would exceed it waits for room, or stays put (a remark says so).
  *
- * Requires: VERIFIED. Preserves: everything (only the order changes).
+ * Requires: VERIFIED, SHAPES (for the bytes). Preserves: both (only the
+ * order changes).
  * O(nodes + uses) plus the retries of moves held back by the limit.
  */
 #include "cost_model.h"
@@ -39,7 +40,8 @@ struct sched {
 	uint32_t walk;         /* index the walk has reached */
 	uint32_t *out, nout;   /* the new order */
 	uint8_t *emitted, *early, *hoist, *sinkable, *pending;
-	uint32_t *missing;     /* hoistable node -> inputs not emitted yet */
+	uint32_t *missing;     /* hoistable node -> inputs not emitted yet;
+				  pending wait -> nout when it was held */
 	double *bytes;         /* hoistable: held while early; wait: while late */
 	uint32_t *colls, ncolls, next_coll; /* collectives in written order */
 	DT_VEC(uint32_t) ready; /* ready hoistables held back */
@@ -163,6 +165,13 @@ static bool try_early(struct sched *s, uint32_t id)
 	}
 	s->extra += s->bytes[id];
 	s->early[id] = 1;
+	/* It moved past something when a node before it is still to come. */
+	if (is_collective(s->m, id))
+		for (uint32_t p = s->walk + 1; p < s->pos[id]; p++)
+			if (!s->emitted[s->order[p]]) {
+				s->moved_up++;
+				break;
+			}
 	emit(s, id);
 	return true;
 }
@@ -201,7 +210,7 @@ static void emit_pending_input(void *ud, uint32_t input)
 		s->pending[input] = 0;
 		s->extra -= s->bytes[input];
 		s->dirty = true;
-		s->moved_down++;
+		s->moved_down += s->missing[input] != s->nout;
 		emit(s, input);
 	}
 }
@@ -217,11 +226,11 @@ static void walk(struct sched *s)
 			if (s->early[id]) {
 				s->extra -= s->bytes[id];
 				s->dirty = true;
-				s->moved_up += is_collective(m, id);
 			}
 		} else if (s->sinkable[id] &&
 			   s->extra + s->bytes[id] <= s->limit) {
 			s->pending[id] = 1;
+			s->missing[id] = s->nout;
 			s->extra += s->bytes[id];
 		} else {
 			dt_node_for_each_input(m, dt_node_get(m, id),
@@ -300,7 +309,7 @@ static int run_schedule_collectives(struct dt_pass_ctx *ctx)
 const struct dt_pass dt_pass_schedule_collectives = {
 	.name = "schedule-collectives",
 	.help = "start collectives as early as their inputs allow and wait as late as their first use, within --overlap-bytes of extra live memory",
-	.requires = DT_PROP_VERIFIED,
+	.requires = DT_PROP_VERIFIED | DT_PROP_SHAPES,
 	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
 	.run = run_schedule_collectives,
 };
