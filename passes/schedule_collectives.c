@@ -44,7 +44,7 @@ struct sched {
 				  pending wait -> nout when it was held */
 	double *bytes;         /* hoistable: held while early; wait: while late */
 	uint32_t *colls, ncolls, next_coll; /* collectives in written order */
-	DT_VEC(uint32_t) ready; /* ready hoistables held back */
+	DT_VEC(uint32_t) ready; /* ready hoistables held back (a heap) */
 	uint32_t *work;        /* stack of ready hoistables */
 	uint32_t nwork;
 	bool dirty;            /* room or order changed: retry `ready` */
@@ -176,30 +176,54 @@ static bool try_early(struct sched *s, uint32_t id)
 	return true;
 }
 
+/* The held-back nodes form a min-heap by written position: they move up
+ * in their written order, the first one first, so a retry looks at the
+ * head only. */
+static void ready_push(struct sched *s, uint32_t id)
+{
+	uint32_t i = dt_vec_push(&s->ready, id);
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (s->pos[s->ready.data[parent]] <= s->pos[id])
+			break;
+		s->ready.data[i] = s->ready.data[parent];
+		i = parent;
+	}
+	s->ready.data[i] = id;
+}
+
+static void ready_pop(struct sched *s)
+{
+	uint32_t last = s->ready.data[--s->ready.len], i = 0, n = s->ready.len;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && s->pos[s->ready.data[c + 1]] < s->pos[s->ready.data[c]])
+			c++;
+		if (s->pos[s->ready.data[c]] >= s->pos[last])
+			break;
+		s->ready.data[i] = s->ready.data[c];
+		i = c;
+	}
+	if (n)
+		s->ready.data[i] = last;
+}
+
 /* Emit what became ready, and retry what was held back. */
 static void drain(struct sched *s)
 {
-	bool progress = true;
-	while (progress) {
-		progress = false;
+	for (;;) {
 		while (s->nwork) {
 			uint32_t id = s->work[--s->nwork];
 			if (!try_early(s, id))
-				dt_vec_push(&s->ready, id);
-			else
-				progress = true;
+				ready_push(s, id);
 		}
 		if (!s->dirty)
-			break;
+			return;
 		s->dirty = false;
-		for (uint32_t i = 0; i < s->ready.len;) {
-			if (try_early(s, s->ready.data[i])) {
-				s->ready.data[i] = s->ready.data[--s->ready.len];
-				progress = true;
-			} else {
-				i++;
-			}
-		}
+		while (s->ready.len && try_early(s, s->ready.data[0]))
+			ready_pop(s);
 	}
 }
 
