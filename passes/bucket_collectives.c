@@ -30,7 +30,8 @@
  * keys whose results it depends on, closed over what each key's buckets
  * read) or the merged buffer would exceed --bucket-bytes (the bytes the
  * cost model charges: the gathered size for all_gather, the input size
- * otherwise) or hold more than 64 members (what one cat takes). The extra memory a bucket keeps alive is its flat buffer
+ * otherwise) or hold more than 4096 members (two levels of 64-input
+ * cats). The extra memory a bucket keeps alive is its flat buffer
  * plus the inputs held until the bucket starts, at most twice the bucket.
  * Decisions depend only on the graph's structure and on the sizes of the
  * key's own collectives, so every rank of a group buckets alike.
@@ -54,7 +55,8 @@
 
 #define DEFAULT_BUCKET_BYTES (25 << 20) /* DDP's bucket_cap_mb */
 #define MAX_KEYS 64 /* keys tracked at once (one bit each) */
-#define MAX_MEMBERS DT_MAX_RESULTS /* tensors one cat takes */
+#define CAT_FANIN DT_MAX_RESULTS /* tensors one cat takes */
+#define MAX_MEMBERS (CAT_FANIN * CAT_FANIN) /* two levels of cats */
 
 /* Why a bucket started where it did (for the remarks of lone ones). */
 enum start {
@@ -614,11 +616,23 @@ static uint32_t rewrite(struct bucketing *b, const struct bucket *bk)
 		total += mb->numel;
 	}
 	snprintf(e.base, sizeof e.base, "%s", name_of(m, first->coll));
-	struct dt_arg cat_args[2] = {
-		{.kind = DT_ARG_NODES, .len = bk->count,
-		 .v.first = dt_module_add_refs(m, flat, bk->count)},
-		arg_int(scatter ? 1 : 0)};
-	uint32_t buf = emit(&e, DT_OP_CAT, "cat", cat_args, 2);
+	/* More members than one cat takes: cats of CAT_FANIN, then their cat
+	 * (one more copy of the bucket). */
+	uint32_t n = bk->count;
+	while (n > 1) { /* a bucket has two members or more */
+		uint32_t groups = (n + CAT_FANIN - 1) / CAT_FANIN;
+		for (uint32_t k = 0; k < groups; k++) {
+			uint32_t lo = k * CAT_FANIN;
+			uint32_t len = n - lo < CAT_FANIN ? n - lo : CAT_FANIN;
+			struct dt_arg cat_args[2] = {
+				{.kind = DT_ARG_NODES, .len = len,
+				 .v.first = dt_module_add_refs(m, flat + lo, len)},
+				arg_int(scatter ? 1 : 0)};
+			flat[k] = emit(&e, DT_OP_CAT, "cat", cat_args, 2);
+		}
+		n = groups;
+	}
+	uint32_t buf = flat[0];
 	if (scatter)
 		buf = emit_view(&e, DT_OP_VIEW, buf, &total, 1, "flat");
 	struct dt_arg args[4];
@@ -727,7 +741,7 @@ static void remark_alone(struct bucketing *b, const struct bucket *bk)
 		break;
 	case START_COUNT:
 		remark(b, mb->coll, "full",
-		       "%s %s not bucketed: the bucket of %s has %d members, what one cat takes, and no later collective joins it",
+		       "%s %s not bucketed: the bucket of %s has %d members, the most it takes, and no later collective joins it",
 		       kind, name_of(m, mb->coll), name_of(m, bk->blocker),
 		       MAX_MEMBERS);
 		break;

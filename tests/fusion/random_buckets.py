@@ -90,13 +90,13 @@ class Graph:
 
 
 def greedy_buckets(sizes, limit):
-    """First fit in graph order, at most 64 members per bucket."""
+    """First fit in graph order, at most 4096 members per bucket."""
     count, used, members = 0, None, 0
     for s in sizes:
         if s > limit:
             count += 1
             continue
-        if used is None or used + s > limit or members == 64:
+        if used is None or used + s > limit or members == 4096:
             count, used, members = count + 1, 0, 0
         used += s
         members += 1
