@@ -18,9 +18,11 @@
  *                   reshaped (copied) to its gathered shape
  *   reduce_scatter  each input viewed as [group, n/group], cat on dim 1,
  *                   one reduce_scatter, each member's result a narrow
- * Gathers whose shards are later moved to another dim (DTensor's chunk +
- * cat after the wait, FSDP2's layout permutation) bucket the same way:
- * the permutation reads the member's result.
+ * A gather whose shards are then moved onto dim d > 0 (DTensor's chunk +
+ * getitems + cat after the wait: the layout permutation FSDP2 does on its
+ * flat buffer) has its columns viewed as [group, shard...], permuted and
+ * copied straight into the cat's layout, which replaces the chunk and cat
+ * (one copy instead of two).
  *
  * Membership (greedy, in graph order, one open bucket per key): a
  * collective whose only user is its wait joins the open bucket of its key

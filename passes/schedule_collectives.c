@@ -5,8 +5,8 @@
  * with the copies and views that only feed it (a bucket's cat), and every
  * wait moves down to just before the first node that reads its result:
  *
- *   x = mm(a, b)                     x = mm(a, b)
- *   y = gelu(x)                      ag = all_gather(w, 4, 'dp')
+ *   x = mm(a, b)                     ag = all_gather(w, 4, 'dp')
+ *   y = gelu(x)                      x = mm(a, b)
  *   ag = all_gather(w, 4, 'dp')  →   y = gelu(x)
  *   w2 = wait(ag)                    z = add(y, 1)
  *   z = add(y, 1)                    w2 = wait(ag)
@@ -17,7 +17,8 @@
  * longer, and so does moving a wait down: at every point the bytes held
  * beyond the written order (each collective's input + output, each early
  * copy's result) stay within --overlap-bytes (default 64 MiB); a move that
- * would exceed it waits for room, or stays put (a remark says so).
+ * would exceed it waits for room, or stays put (the pass's remark counts
+ * them).
  *
  * Requires: VERIFIED, SHAPES (for the bytes). Preserves: both (only the
  * order changes).
@@ -61,13 +62,8 @@ static double tensor_bytes(const struct dt_module *m, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(m, id);
 	double total = 0;
-	for (uint32_t i = 0; i < n->ntensors; i++) {
-		int rank;
-		const struct dt_tensor *t = dt_node_tensor(m, n, (int)i);
-		const int64_t *shape = dt_ints_get(m, t->shape, &rank);
-		total += (double)dt_numel(shape, rank) *
-			 dt_dtype_size((enum dt_dtype)t->dtype);
-	}
+	for (uint32_t i = 0; i < n->ntensors; i++)
+		total += (double)dt_tensor_nbytes(m, dt_node_tensor(m, n, (int)i));
 	return total;
 }
 
