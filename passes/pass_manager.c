@@ -12,6 +12,8 @@ static const struct dt_pass *const registry[] = {
 	&dt_pass_shard_prop,
 	&dt_pass_lower_redistribute,
 	&dt_pass_fuse_collectives,
+	&dt_pass_bucket_collectives,
+	&dt_pass_schedule_collectives,
 	&dt_pass_cancel_views,
 	&dt_pass_dce,
 };
@@ -91,9 +93,11 @@ const char *dt_default_pipeline(const struct dt_module *m)
 {
 	/* A global-view graph is propagated and lowered first. */
 	return m->view == DT_VIEW_LOCAL
-		       ? "verify,shape-infer,fuse-collectives,cancel-views,dce"
+		       ? "verify,shape-infer,fuse-collectives,bucket-collectives,"
+			 "schedule-collectives,cancel-views,dce"
 		       : "verify,shape-infer,shard-prop,lower-redistribute,"
-			 "fuse-collectives,cancel-views,dce";
+			 "fuse-collectives,bucket-collectives,"
+			 "schedule-collectives,cancel-views,dce";
 }
 
 /* The pass of `reg` (the built-in registry when NULL) that establishes

@@ -37,6 +37,13 @@ struct dt_pass_options {
 	/* Where shard-prop writes the whole-graph problem it builds, as the
 	 * IOPDDL contest's JSON (any search); NULL = nowhere. */
 	FILE *problem_out;
+	/* bucket-collectives: the most bytes one merged collective moves
+	 * (the cost model's bytes); 0 = 25 MiB, DDP's default. */
+	int64_t bucket_bytes;
+	/* schedule-collectives: the most bytes that starting collectives
+	 * early and waiting late may keep alive beyond the written order;
+	 * 0 = 64 MiB. */
+	int64_t overlap_bytes;
 };
 
 struct dt_pass_ctx {
@@ -63,6 +70,8 @@ extern const struct dt_pass dt_pass_lower_redistribute;
 extern const struct dt_pass dt_pass_dce;
 extern const struct dt_pass dt_pass_cancel_views;
 extern const struct dt_pass dt_pass_fuse_collectives;
+extern const struct dt_pass dt_pass_bucket_collectives;
+extern const struct dt_pass dt_pass_schedule_collectives;
 
 /* The registered pass named `name`, or NULL. */
 const struct dt_pass *dt_pass_find(const char *name);

@@ -428,6 +428,23 @@ static int mpi_memcpy(struct dt_backend *b, void *dst, const void *src,
 	return DT_OK;
 }
 
+/* OpenMPI moves a nonblocking collective only inside MPI calls (no
+ * progress thread): one test of the oldest request in flight drives all of
+ * them, so they advance between compute nodes instead of at the wait. A
+ * request the test completes becomes MPI_REQUEST_NULL, which its wait
+ * then returns at once. */
+static int mpi_progress(struct dt_backend *base)
+{
+	struct mpi_backend *b = (struct mpi_backend *)base;
+	for (struct dt_pending *p = b->live; p; p = p->next)
+		if (p->req != MPI_REQUEST_NULL) {
+			int done = 0;
+			return MPI_CALL(b, p->node, MPI_Test, &p->req, &done,
+					MPI_STATUS_IGNORE);
+		}
+	return DT_OK;
+}
+
 /* Host compute is synchronous; collectives complete at their wait. */
 static int mpi_synchronize(struct dt_backend *b)
 {
@@ -470,6 +487,7 @@ static const struct dt_backend_ops mpi_ops = {
 	.collective = mpi_collective,
 	.wait = mpi_wait,
 	.synchronize = mpi_synchronize,
+	.progress = mpi_progress,
 	.destroy = mpi_destroy,
 };
 

@@ -216,6 +216,8 @@ struct dt_trace_event {
 	uint32_t node;
 	double start, dur; /* seconds since the run started */
 	uint64_t bytes;    /* of the results produced */
+	uint8_t track;     /* 0: the host's nodes; 1: a collective in flight,
+			      from its start to the end of its wait */
 };
 /* Write rank `rank`'s Chrome trace of `events` to `path` atomically (one
  * event per line, which dt_trace_merge relies on). DT_OK, or DT_EIO

@@ -35,6 +35,9 @@ struct interp {
 	uint32_t *free_first, *free_list; /* position -> nodes last read there */
 	struct dt_pending **pending;     /* collective node -> in flight */
 	struct dt_buffer **pinned;       /* collective node -> input kept alive */
+	double *started;                 /* collective node -> its start time */
+	uint32_t in_flight;              /* collectives started, not waited */
+	double comm_count, comm_flight, comm_exposed; /* timed iterations */
 	uint32_t *stat_of;               /* node id -> index in stats */
 	DT_VEC(struct dt_run_stat) stats;
 	DT_VEC(struct dt_trace_event) events;
@@ -255,6 +258,7 @@ static int plan(struct interp *ip)
 	ip->inputs = dt_calloc(nn, sizeof(*ip->inputs));
 	ip->pending = dt_calloc(nn, sizeof(*ip->pending));
 	ip->pinned = dt_calloc(nn, sizeof(*ip->pinned));
+	ip->started = dt_calloc(nn, sizeof(*ip->started));
 	ip->stat_of = dt_calloc(nn, sizeof(uint32_t));
 	uint32_t p = 0;
 	dt_foreach_node(m, id)
@@ -375,7 +379,9 @@ static int run_collective(struct interp *ip, uint32_t id)
 		return DT_ERUNTIME;
 	c.input = x;
 	c.output = y;
-	return ip->b->ops->collective(ip->b, &c, &ip->pending[id]);
+	int rc = ip->b->ops->collective(ip->b, &c, &ip->pending[id]);
+	ip->in_flight += ip->pending[id] != NULL;
+	return rc;
 }
 
 /* Complete collective `coll` (if in flight) and let go of its input. */
@@ -385,6 +391,7 @@ static int complete(struct interp *ip, uint32_t coll)
 	if (ip->pending[coll]) {
 		rc = ip->b->ops->wait(ip->b, ip->pending[coll]);
 		ip->pending[coll] = NULL;
+		ip->in_flight--;
 	}
 	buffer_drop(ip, ip->pinned[coll]);
 	ip->pinned[coll] = NULL;
@@ -477,7 +484,27 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 			drain(ip);
 			return DT_ERUNTIME;
 		}
-		double dur = dt_rt_now() - t;
+		double now = dt_rt_now(), dur = now - t;
+		uint8_t step = ip->step[id];
+		if (timed && step == STEP_COLLECTIVE) {
+			ip->started[id] = t;
+			ip->comm_count++;
+			ip->comm_exposed += dur;
+		} else if (timed && step == STEP_WAIT) {
+			uint32_t coll = arg_node(ip, id, 0);
+			ip->comm_exposed += dur;
+			if (ip->step[coll] == STEP_COLLECTIVE) {
+				ip->comm_flight += now - ip->started[coll];
+				struct dt_trace_event e = {coll, ip->started[coll] - ip->t0,
+							   now - ip->started[coll], 0, 1};
+				if (ip->opt->trace_path)
+					dt_vec_push(&ip->events, e);
+			}
+		} else if (ip->in_flight && ip->b->ops->progress &&
+			   ip->b->ops->progress(ip->b) != DT_OK) {
+			drain(ip);
+			return DT_ERUNTIME;
+		}
 		if (timed) {
 			struct dt_run_stat *s = &ip->stats.data[ip->stat_of[id]];
 			uint64_t bytes = node_bytes(ip, id);
@@ -485,7 +512,7 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 			s->seconds += dur;
 			s->bytes += bytes;
 			if (ip->opt->trace_path) {
-				struct dt_trace_event e = {id, t - ip->t0, dur, bytes};
+				struct dt_trace_event e = {id, t - ip->t0, dur, bytes, 0};
 				dt_vec_push(&ip->events, e);
 			}
 		}
@@ -503,7 +530,7 @@ static void interp_fini(struct interp *ip)
 		buffer_drop(ip, ip->inputs[id].buf);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
-			 ip->pinned, ip->stat_of};
+			 ip->pinned, ip->stat_of, ip->started};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);
@@ -661,6 +688,9 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 	out->seconds_per_iter = rc == DT_OK ? (dt_rt_now() - start) / iters : 0;
 	out->iters = iters;
 	out->peak_bytes = ip.peak;
+	out->comm_count = ip.comm_count / iters;
+	out->comm_flight_seconds = ip.comm_flight / iters;
+	out->comm_exposed_seconds = ip.comm_exposed / iters;
 	if (rc == DT_OK && opt->trace_path) {
 		char path[4096];
 		dt_trace_rank_path(opt->trace_path, b->rank, b->world_size, path, sizeof(path));

@@ -125,6 +125,11 @@ struct dt_backend_ops {
 	int (*wait)(struct dt_backend *b, struct dt_pending *p);
 	/* Wait for all queued work (for timing). */
 	int (*synchronize)(struct dt_backend *b);
+	/* Let collectives in flight advance while the host computes (MPI
+	 * moves nonblocking collectives only inside MPI calls); NULL where
+	 * they advance on their own. Called between nodes while any is in
+	 * flight. */
+	int (*progress)(struct dt_backend *b);
 	void (*destroy)(struct dt_backend *b);
 };
 
@@ -275,6 +280,10 @@ struct dt_run_result {
 	double seconds_per_iter;
 	int iters;         /* timed iterations */
 	size_t peak_bytes; /* most backend memory live at once */
+	/* Communication per timed iteration: collectives started, seconds
+	 * from each start to the end of its wait (in flight), and seconds the
+	 * host spent in starts and waits (exposed: not hidden by compute). */
+	double comm_count, comm_flight_seconds, comm_exposed_seconds;
 	struct dt_run_stat *stats; /* by first appearance of the target */
 	uint32_t nstats;
 };

@@ -92,6 +92,8 @@ static int fill_trace(FILE *f, void *ud)
 	fprintf(f, "{\"traceEvents\":[\n");
 	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
 		rank, rank);
+	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"collectives in flight\"}}",
+		rank);
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct dt_trace_event *e = &t->events[i];
 		const struct dt_node *n = dt_node_get(t->m, e->node);
@@ -100,8 +102,8 @@ static int fill_trace(FILE *f, void *ud)
 		json_string(f, dt_str_get(t->m, n->name));
 		fprintf(f, ",\"cat\":");
 		json_string(f, target);
-		fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":0,\"args\":{\"target\":",
-			e->start * 1e6, e->dur * 1e6, rank);
+		fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"target\":",
+			e->start * 1e6, e->dur * 1e6, rank, e->track);
 		json_string(f, target);
 		fprintf(f, ",\"bytes\":%llu}}", (unsigned long long)e->bytes);
 	}

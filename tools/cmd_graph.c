@@ -80,9 +80,10 @@ static const char opt_help[] =
 	"Runs a pass pipeline over IN.xml (- for stdin) and writes the result.\n\n"
 	"  -p, --passes=LIST     comma-separated pipeline (default for a local-view\n"
 	"                        graph: verify,shape-infer,fuse-collectives,\n"
+	"                        bucket-collectives,schedule-collectives,\n"
 	"                        cancel-views,dce; for a global-view graph:\n"
 	"                        verify,shape-infer,shard-prop,lower-redistribute,\n"
-	"                        fuse-collectives,cancel-views,dce)\n"
+	"                        then the same from fuse-collectives)\n"
 	"  -o, --output=FILE     write the graph to FILE (- for stdout, the default);\n"
 	"                        written atomically, and not at all on error;\n"
 	"                        with lower-redistribute, a path holding {rank}\n"
@@ -109,6 +110,10 @@ static const char opt_help[] =
 	"                        (written with generated=\"true\")\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
 	"                        fused one is slower\n"
+	"      --bucket-bytes=N  bucket-collectives merges collectives up to N bytes\n"
+	"                        (default 25 MiB; N > 0)\n"
+	"      --overlap-bytes=N schedule-collectives keeps at most N bytes alive\n"
+	"                        beyond the written order (default 64 MiB; N > 0)\n"
 	"      --search=pq|exhaustive|global\n"
 	"                        shard-prop's strategy search: node by node, a\n"
 	"                        priority queue from the inputs' placements (pq,\n"
@@ -270,8 +275,10 @@ int dt_cmd_opt(int argc, char **argv)
 		{"search", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'K'},
 		{"memory-budget", required_argument, NULL, 'M'},
-		{"solve-timeout", required_argument, NULL, 'O'},
+		{"solve-timeout", required_argument, NULL, 'Y'},
 		{"dump-problem", required_argument, NULL, 'P'},
+		{"bucket-bytes", required_argument, NULL, 'B'},
+		{"overlap-bytes", required_argument, NULL, 'O'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -327,7 +334,7 @@ int dt_cmd_opt(int argc, char **argv)
 						      "positive byte count, not '%s'",
 						      optarg);
 			break;
-		case 'O':
+		case 'Y':
 			popt.pass.solve_timeout = strtod(optarg, &end);
 			if (!*optarg || *end || !(popt.pass.solve_timeout > 0) ||
 			    popt.pass.solve_timeout > 1e6)
@@ -342,6 +349,19 @@ int dt_cmd_opt(int argc, char **argv)
 				return dt_usage_error("opt", "--rank needs a rank "
 						      ">= 0, not '%s'", optarg);
 			break;
+		case 'B':
+		case 'O': {
+			long long v = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || v <= 0)
+				return dt_usage_error("opt", "--%s needs a byte "
+						      "count > 0, not '%s'",
+						      c == 'B' ? "bucket-bytes"
+							       : "overlap-bytes",
+						      optarg);
+			*(c == 'B' ? &popt.pass.bucket_bytes
+				   : &popt.pass.overlap_bytes) = v;
+			break;
+		}
 		case 'h':
 			fputs(opt_help, stdout);
 			fputs(dt_cli_topology_help, stdout);

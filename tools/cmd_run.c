@@ -655,6 +655,21 @@ static void print_summary(struct dt_runner *c, const struct dt_module *m,
 	free_strings(c, all);
 }
 
+/* --summary and --trace: how much of the communication compute hid, per
+ * iteration, the largest over ranks (the slowest rank sets the pace). */
+static void print_communication(struct dt_runner *c,
+				const struct dt_run_result *r)
+{
+	double v[3] = {r->comm_count, r->comm_flight_seconds,
+		       r->comm_exposed_seconds};
+	dt_runner_allreduce(c, v, 3, true);
+	if (c->rank != 0 || v[0] == 0)
+		return;
+	double hidden = v[1] > v[2] ? v[1] - v[2] : 0;
+	printf("communication: %.0f collectives per iteration, in flight %.3f ms, exposed %.3f ms (starts and waits), %.0f%% hidden by compute (max over ranks)\n",
+	       v[0], v[1] * 1e3, v[2] * 1e3, v[1] > 0 ? 100 * hidden / v[1] : 0);
+}
+
 static int cmd_plain(struct dt_runner *c)
 {
 	struct dt_module *m[2] = {NULL, NULL};
@@ -678,6 +693,8 @@ static int cmd_plain(struct dt_runner *c)
 	}
 	if (code == DT_EXIT_OK && c->o.summary)
 		print_summary(c, m[0], &res);
+	if (code == DT_EXIT_OK && (c->o.summary || c->o.trace))
+		print_communication(c, &res);
 	if (code == DT_EXIT_OK && c->o.out_dir)
 		code = write_outputs(c, m[0], &res);
 	if (code == DT_EXIT_OK && c->o.trace) {
@@ -738,8 +755,9 @@ static const char run_help[] =
 	"                      compare every output on every rank\n"
 	"  --check GLOBAL      lower the global-view GLOBAL on each rank for that rank\n"
 	"                      (verify,shape-infer,shard-prop,lower-redistribute,\n"
-	"                      fuse-collectives,cancel-views,dce; uneven shards\n"
-	"                      work), run it, and\n"
+	"                      fuse-collectives,bucket-collectives,\n"
+	"                      schedule-collectives,cancel-views,dce; uneven\n"
+	"                      shards work), run it, and\n"
 	"                      compare as --check --reference GLOBAL does; with\n"
 	"                      --spmd, lower one SPMD program for every rank\n"
 	"                      instead (semantics §7: uneven shards padded)\n"

@@ -483,7 +483,7 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 /* The pipeline --check GLOBAL lowers with, on each rank for that rank. */
 #define DT_CHECK_LOWERING \
 	"verify,shape-infer,shard-prop,lower-redistribute,fuse-collectives," \
-	"cancel-views,dce"
+	"bucket-collectives,schedule-collectives,cancel-views,dce"
 
 /* --check GLOBAL: load GLOBAL twice; m[1] stays the reference, m[0] is
  * lowered for this rank (per rank, so uneven shards work; no groups are

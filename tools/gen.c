@@ -41,6 +41,10 @@ static void gen_usage(FILE *out)
 	      "                        flattened group the chains fuse onto, in\n"
 	      "                        both orders) or singles (one group per\n"
 	      "                        mesh dim, so chains cannot fuse)\n"
+	      "  --style S             fsdp (default: weights sharded on dim 0,\n"
+	      "                        gathered per use, gradients reduce-\n"
+	      "                        scattered) or dp (weights replicated,\n"
+	      "                        gradients all-reduced, as DDP)\n"
 	      "  --seed N              seed of the random choices (default 1)\n"
 	      "  -o FILE               output file (default -, stdout)\n"
 	      "  -h, --help            show this help\n",
@@ -109,7 +113,7 @@ static int parse_dims(const char *s, struct gen_options *o)
 
 enum {
 	OPT_LAYERS = 256, OPT_NODES, OPT_HIDDEN, OPT_SEQ, OPT_MESH, OPT_DIMS,
-	OPT_DTYPE, OPT_DIRECTION, OPT_SEED, OPT_DECLARE,
+	OPT_DTYPE, OPT_DIRECTION, OPT_SEED, OPT_DECLARE, OPT_STYLE,
 };
 
 /* Parse argv into *o; returns -1 to go on, else the exit code. */
@@ -126,6 +130,7 @@ static int gen_parse(int argc, char **argv, struct gen_options *o)
 		{"direction", required_argument, NULL, OPT_DIRECTION},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"declare-groups", required_argument, NULL, OPT_DECLARE},
+		{"style", required_argument, NULL, OPT_STYLE},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -208,6 +213,16 @@ static int gen_parse(int argc, char **argv, struct gen_options *o)
 			else
 				return dt_usage_error(GEN_CMD,
 					"bad --declare-groups '%s' (want all or singles)",
+					optarg);
+			break;
+		case OPT_STYLE:
+			if (!strcmp(optarg, "fsdp"))
+				o->style = GEN_STYLE_FSDP;
+			else if (!strcmp(optarg, "dp"))
+				o->style = GEN_STYLE_DP;
+			else
+				return dt_usage_error(GEN_CMD,
+					"bad --style '%s' (want fsdp or dp)",
 					optarg);
 			break;
 		case 'o':

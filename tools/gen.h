@@ -22,6 +22,11 @@ enum gen_declare {
 	GEN_DECLARE_SINGLES, /* single-dim groups only: fusions are missed */
 };
 
+enum gen_style {
+	GEN_STYLE_FSDP, /* weights sharded on dim 0, gathered per use */
+	GEN_STYLE_DP,   /* weights replicated, gradients all-reduced */
+};
+
 struct gen_options {
 	int64_t layers;
 	int64_t nodes;      /* target node count; 0 = use layers */
@@ -33,6 +38,7 @@ struct gen_options {
 	enum dt_dtype dtype;
 	enum gen_direction direction;
 	enum gen_declare declare;
+	enum gen_style style;
 	uint64_t seed;
 	const char *out;
 };

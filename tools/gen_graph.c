@@ -680,6 +680,8 @@ static void build_params(struct gen *g, struct gen_layer *L)
 		if (pi->weight) {
 			int64_t rows = pi->rows * H, cols = pi->cols * H;
 			int n = choose_gather(g, wi++, L->gather[p]);
+			if (g->o->style == GEN_STYLE_DP)
+				n = 0; /* replicated: no gather, an all_reduce */
 			L->ngather[p] = (uint8_t)n;
 			int64_t shards = 1;
 			for (int i = 0; i < n; i++)

@@ -183,13 +183,36 @@ done
 checks=$((checks + 1))
 "$dtopt" verify "$tmp/big.xml" >/dev/null || fail "--nodes graph rejected"
 
+# --style dp: weights replicated, no all_gather or reduce_scatter, one
+# all_reduce chain per weight gradient too. The default pipeline buckets:
+# DP gradient all_reduces in one collective per reduce op (the bytes fit
+# one 25 MiB bucket; two levels of cats past 64 members), FSDP gathers and
+# scatters at least 3x fewer (semantics §4.7).
+"$dtopt" gen --layers 32 --mesh 2x2 --style dp -o "$tmp/dp.xml"
+expect_eq "dp: all_gathers" \
+	"$(count 'target="_c10d_functional.all_gather_into_tensor.default"' "$tmp/dp.xml")" 0
+expect_eq "dp: all_reduces" \
+	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.xml")" $((24 * 32 + 2))
+"$dtopt" opt "$tmp/dp.xml" -o "$tmp/dp.opt.xml" 2>/dev/null
+expect_eq "dp bucketed: all_reduces" \
+	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.opt.xml")" 2
+"$dtopt" gen --layers 32 --mesh 2x2 -o "$tmp/fsdp.xml"
+"$dtopt" opt "$tmp/fsdp.xml" -o "$tmp/fsdp.opt.xml" 2>/dev/null
+for t in all_gather_into_tensor reduce_scatter_tensor; do
+	before=$(count "target=\"_c10d_functional.$t.default\"" "$tmp/fsdp.xml")
+	after=$(count "target=\"_c10d_functional.$t.default\"" "$tmp/fsdp.opt.xml")
+	checks=$((checks + 1))
+	[ $((after * 3)) -le "$before" ] && [ "$after" -gt 0 ] ||
+		fail "fsdp bucketed: $t $before -> $after, want at least 3x fewer"
+done
+
 # Usage: --help exits 0; bad options exit 2 with "dtopt gen: error:".
 checks=$((checks + 1))
 "$dtopt" gen --help | grep -q -- '--declare-groups' || fail "--help"
 for bad in "--mesh 8" "--mesh 2x0" "--mesh 2xx2" "--dims dp" "--dims dp,dp" \
 	"--dtype int32" "--dtype nope" "--direction up" "--hidden 6" \
 	"--layers 0" "--layers 2 --nodes 100" "--declare-groups some" \
-	"--seed -1" "--bogus" "--layers" "extra"; do
+	"--seed -1" "--style ddp" "--bogus" "--layers" "extra"; do
 	# shellcheck disable=SC2086
 	"$dtopt" gen $bad -o "$tmp/bad.xml" 2>"$tmp/err" >/dev/null
 	expect_eq "'$bad' exit code" "$?" 2

@@ -176,6 +176,14 @@ def case_plain(r):
     events = events["traceEvents"] if isinstance(events, dict) else events
     if {e.get("pid") for e in events if e.get("ph") == "X"} != {0, 1, 2, 3}:
         raise Failure("the merged trace lacks a track per rank")
+    # The gather in flight, from its start to the end of its wait, on a
+    # second track of every rank (2 timed iterations).
+    flight = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1]
+    if len(flight) != 2 * 4 or {e["name"] for e in flight} != {"ag"}:
+        raise Failure("the trace lacks the collective in flight: %s" % flight)
+    if not re.search(r"communication: 1 collectives per iteration, in flight "
+                     r"[0-9.]+ ms, exposed [0-9.]+ ms", p.stdout):
+        raise Failure("no communication line:\n" + p.stdout)
     # Per iteration, over the 4 ranks: one gather of 96 bytes each.
     if not re.search(r"g_d0_d1\s+4\s+384\b", p.stdout):
         raise Failure("bad communication summary:\n" + p.stdout)
