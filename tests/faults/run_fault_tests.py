@@ -191,9 +191,16 @@ def case_memory(args, cwd):
     run(args, 4, ["mm.xml", "--memory-limit=64K"], cwd, 3,
         r"mm\.xml:\d+: error: node '\w+' \([^)]*\): rank 0 needs \d+ bytes \([\d.]+ KiB\) "
         r"of host memory at its peak but --memory-limit is 65536 bytes")
-    text = run(args, 4, ["mm.xml", "--memory-limit=1G", "--summary"], cwd, 0)
-    if not re.search(r"peak \d+ bytes", text):
+    # the plan's peak is the run's peak (rank 0's, in the summary): a limit
+    # of exactly that runs, one byte less is refused
+    text = run(args, 4, ["mm.xml", "--summary"], cwd, 0)
+    peak = re.search(r"peak (\d+) bytes", text)
+    if not peak:
         raise Failure("no peak in the summary:\n" + text)
+    peak = int(peak.group(1))
+    run(args, 4, ["mm.xml", "--memory-limit=%d" % peak], cwd, 0)
+    run(args, 4, ["mm.xml", "--memory-limit=%d" % (peak - 1)], cwd, 3,
+        r"rank 0 needs %d bytes .* but --memory-limit is %d bytes" % (peak, peak - 1))
 
 
 CASES = {"sigkill": case_sigkill, "sigstop": case_sigstop,
