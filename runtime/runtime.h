@@ -189,6 +189,11 @@ void dt_collective_sequence(const struct dt_module *m,
  * Built when DTOPT_HAVE_MPI. */
 int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
 			 double timeout);
+/* Complete nonblocking MPI request `request` (an MPI_Request *): MPI_Wait,
+ * or with timeout > 0 MPI_Test through dt_rt_poll, false when the time ran
+ * out (the request is still pending). *err is MPI's error code. Built when
+ * DTOPT_HAVE_MPI. */
+bool dt_mpi_wait(void *request, double timeout, int *err);
 
 /* The NCCL+CUDA backend: one GPU per rank (local rank, from
  * MPI_Comm_split_type, modulo the visible devices), device memory from

@@ -173,13 +173,21 @@ static bool test_request(void *ud)
 	return done || t->err != MPI_SUCCESS;
 }
 
+bool dt_mpi_wait(void *request, double timeout, int *err)
+{
+	struct request_ctx t = {request, MPI_SUCCESS};
+	bool done = timeout > 0 ? dt_rt_poll(test_request, &t, timeout)
+				: (t.err = MPI_Wait(t.req, MPI_STATUS_IGNORE), true);
+	*err = t.err;
+	return done;
+}
+
 /* Complete a nonblocking collective of the agreement (req, when not NULL)
  * within the timeout; DT_ERUNTIME after reporting when MPI failed (err) or
  * a peer does not come. */
 static int finish(struct agree *g, int err, MPI_Request *req, const char *call)
 {
-	struct request_ctx t = {req, err};
-	if (err == MPI_SUCCESS && req && !dt_rt_poll(test_request, &t, g->timeout)) {
+	if (err == MPI_SUCCESS && req && !dt_mpi_wait(req, g->timeout, &err)) {
 		dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL,
 			       "rank %d waited %g s for the other ranks to "
 			       "compare collective sequences: a peer rank "
@@ -187,12 +195,12 @@ static int finish(struct agree *g, int err, MPI_Request *req, const char *call)
 			       g->timeout, g->timeout);
 		return DT_ERUNTIME;
 	}
-	if (t.err == MPI_SUCCESS)
+	if (err == MPI_SUCCESS)
 		return DT_OK;
 	char text[MPI_MAX_ERROR_STRING];
 	int len = 0;
-	if (MPI_Error_string(t.err, text, &len) != MPI_SUCCESS)
-		snprintf(text, sizeof(text), "MPI error code %d", t.err);
+	if (MPI_Error_string(err, text, &len) != MPI_SUCCESS)
+		snprintf(text, sizeof(text), "MPI error code %d", err);
 	dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL,
 		       "%s failed while comparing collective sequences: %s",
 		       call, text);
