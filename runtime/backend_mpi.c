@@ -353,31 +353,16 @@ static void unlink_pending(struct mpi_backend *b, struct dt_pending *p)
 	dt_die(__FILE__, __LINE__, "wait on a collective that is not pending");
 }
 
-struct test_ctx {
-	MPI_Request *req;
-	int err;
-};
-
-static bool test_request(void *ud)
-{
-	struct test_ctx *t = ud;
-	int done = 0;
-	t->err = MPI_Test(t->req, &done, MPI_STATUS_IGNORE);
-	return done || t->err != MPI_SUCCESS;
-}
-
 /* MPI_Wait under the watchdog: past b->base.timeout seconds the wait
  * fails, naming the rank, the node and the collective (the caller ends
  * the job: the request cannot be cancelled). */
 static int wait_request(struct mpi_backend *b, struct dt_pending *p)
 {
-	if (b->base.timeout <= 0)
-		return MPI_CALL(b, p->node, MPI_Wait, &p->req, MPI_STATUS_IGNORE);
-	struct test_ctx t = {&p->req, MPI_SUCCESS};
-	if (!dt_rt_poll(test_request, &t, b->base.timeout))
+	int err = MPI_SUCCESS;
+	if (!dt_mpi_wait(&p->req, b->base.timeout, &err))
 		return dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind,
 					  p->group);
-	return mpi_check(b, p->node, "MPI_Test", t.err);
+	return mpi_check(b, p->node, "MPI_Wait", err);
 }
 
 static int mpi_wait(struct dt_backend *base, struct dt_pending *p)

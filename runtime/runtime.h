@@ -161,33 +161,44 @@ struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 					 struct dt_diag *d);
 /* One collective a rank issues, in graph order. */
 struct dt_collective_item {
-	uint64_t hash;        /* of every field below but node and line */
+	uint64_t hash;        /* of kind, group, dtype and reduce: what every
+				 rank must agree on */
+	uint64_t counts;      /* of in and out: what the ranks of one group
+				 instance must agree on (0 for all_to_all,
+				 whose counts differ by rank) */
 	int64_t in, out;      /* elements of the input and the result */
-	uint64_t splits;      /* hash of all_to_all split sizes, 0 without */
 	int32_t kind;         /* enum dt_op */
 	int32_t group;        /* module group index, -1 when undeclared */
 	int32_t dtype;        /* of the input; -1 without metadata */
 	int32_t reduce;       /* enum dt_reduce_op, -1 for data movement */
 	uint32_t node, line;  /* this rank's node and its XML line */
+	uint32_t index;       /* position in the rank's sequence */
 };
 /* The collectives graph m issues, in graph order: *out (a dt_malloc'd
- * array, never NULL; dt_free it) of *n items, and one hash of the whole
- * sequence (equal sequences, equal hashes). */
+ * array, never NULL; dt_free it) of *n items, and one hash of the items'
+ * `hash` in order (equal sequences, equal hashes). */
 void dt_collective_sequence(const struct dt_module *m,
 			    struct dt_collective_item **out, uint32_t *n,
 			    uint64_t *hash);
 /* Collective over MPI_COMM_WORLD (MPI initialised by the caller): all
  * ranks must issue the same collective sequence (kind, group, dtype,
- * element counts, reduce op, split sizes). One hash is compared; when it
- * differs, rank 0 and the lowest rank differing from it at the first
- * differing collective each report `file:line: error:` at their node
- * there (or at their output node when their sequence ends first), naming
- * both sides, and every rank returns DT_EINPUT. DT_ERUNTIME after a report
+ * reduce op), and the ranks of each group instance the same element
+ * counts on that group (all_to_all excepted). One hash is compared over
+ * the world, one per group instance; when one differs, the first rank of
+ * the world (or instance) and the lowest rank differing from it at the
+ * first differing collective each report `file:line: error:` at their
+ * node there (or at their output node when their sequence ends first),
+ * naming both sides, and they return DT_EINPUT. DT_ERUNTIME after a report
  * when MPI fails or a peer does not take part within `timeout` seconds
  * (> 0; 0 waits forever). MPI errors return (never MPI's fatal handler).
  * Built when DTOPT_HAVE_MPI. */
 int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
 			 double timeout);
+/* Complete nonblocking MPI request `request` (an MPI_Request *): MPI_Wait,
+ * or with timeout > 0 MPI_Test through dt_rt_poll, false when the time ran
+ * out (the request is still pending). *err is MPI's error code. Built when
+ * DTOPT_HAVE_MPI. */
+bool dt_mpi_wait(void *request, double timeout, int *err);
 
 /* The NCCL+CUDA backend: one GPU per rank (local rank, from
  * MPI_Comm_split_type, modulo the visible devices), device memory from

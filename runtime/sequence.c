@@ -2,11 +2,13 @@
 /* sequence.c: the collectives a rank issues. What the interpreter passes
  * a backend for each collective node, and the start-up agreement on the
  * sequence: every rank of an MPI job must issue the same collectives
- * (kind, group, dtype, element counts, reduce op, split sizes) in the same
- * order, or the backends' collectives would match the wrong peers (libnbc
- * crashes, NCCL hangs). Ranks compare one hash of the sequence; only when
- * it differs do they find and report the first differing collective on
- * rank 0 and on the lowest rank that differs from it there. */
+ * (kind, group, dtype, reduce op) in the same
+ * order (the ranks of one group instance also the same element counts),
+ * or the backends' collectives would match the wrong peers (libnbc
+ * crashes, NCCL hangs). Ranks compare one hash of the sequence (and one
+ * of the counts per group instance); only when it differs do they find and
+ * report the first differing collective on the first rank and on the
+ * lowest rank that differs from it there. */
 #include "dtopt_config.h"
 #include "internal.h"
 
@@ -128,17 +130,15 @@ void dt_collective_sequence(const struct dt_module *m,
 					  &it.dtype);
 			int32_t odt;
 			it.out = tensor_of(m, id, &odt);
-			uint64_t s = 0;
-			for (int k = 0; c.output_splits && k < c.group_size; k++)
-				s = mix(s, c.output_splits[k]);
-			for (int k = 0; c.input_splits && k < c.group_size; k++)
-				s = mix(s, c.input_splits[k] + 1);
-			it.splits = s;
 		}
 		it.kind = (int32_t)node->op;
-		it.hash = mix(mix(mix(mix(mix(mix(mix(0, it.kind), it.group),
-					      it.dtype), it.in), it.out),
-				  it.reduce), (int64_t)it.splits);
+		it.index = seq.len;
+		it.hash = mix(mix(mix(mix(0, it.kind), it.group), it.dtype),
+			      it.reduce);
+		/* all_to_all's counts and splits differ by rank */
+		it.counts = it.kind == DT_OP_ALL_TO_ALL
+				    ? 0
+				    : mix(mix(1, it.in), it.out);
 		h = mix(h, (int64_t)it.hash);
 		dt_vec_push(&seq, it);
 	}
@@ -173,13 +173,21 @@ static bool test_request(void *ud)
 	return done || t->err != MPI_SUCCESS;
 }
 
+bool dt_mpi_wait(void *request, double timeout, int *err)
+{
+	struct request_ctx t = {request, MPI_SUCCESS};
+	bool done = timeout > 0 ? dt_rt_poll(test_request, &t, timeout)
+				: (t.err = MPI_Wait(t.req, MPI_STATUS_IGNORE), true);
+	*err = t.err;
+	return done;
+}
+
 /* Complete a nonblocking collective of the agreement (req, when not NULL)
  * within the timeout; DT_ERUNTIME after reporting when MPI failed (err) or
  * a peer does not come. */
 static int finish(struct agree *g, int err, MPI_Request *req, const char *call)
 {
-	struct request_ctx t = {req, err};
-	if (err == MPI_SUCCESS && req && !dt_rt_poll(test_request, &t, g->timeout)) {
+	if (err == MPI_SUCCESS && req && !dt_mpi_wait(req, g->timeout, &err)) {
 		dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL,
 			       "rank %d waited %g s for the other ranks to "
 			       "compare collective sequences: a peer rank "
@@ -187,31 +195,31 @@ static int finish(struct agree *g, int err, MPI_Request *req, const char *call)
 			       g->timeout, g->timeout);
 		return DT_ERUNTIME;
 	}
-	if (t.err == MPI_SUCCESS)
+	if (err == MPI_SUCCESS)
 		return DT_OK;
 	char text[MPI_MAX_ERROR_STRING];
 	int len = 0;
-	if (MPI_Error_string(t.err, text, &len) != MPI_SUCCESS)
-		snprintf(text, sizeof(text), "MPI error code %d", t.err);
+	if (MPI_Error_string(err, text, &len) != MPI_SUCCESS)
+		snprintf(text, sizeof(text), "MPI error code %d", err);
 	dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL,
 		       "%s failed while comparing collective sequences: %s",
 		       call, text);
 	return DT_ERUNTIME;
 }
 
-static int allreduce(struct agree *g, void *buf, int count, MPI_Datatype type,
-		     MPI_Op op)
+static int allreduce(struct agree *g, MPI_Comm comm, void *buf, int count,
+		     MPI_Datatype type, MPI_Op op)
 {
 	MPI_Request req = MPI_REQUEST_NULL;
 	return finish(g, MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, op,
-					g->comm, &req),
+					comm, &req),
 		      &req, "MPI_Iallreduce");
 }
 
-static int bcast(struct agree *g, void *buf, int bytes, int root)
+static int bcast(struct agree *g, MPI_Comm comm, void *buf, int bytes, int root)
 {
 	MPI_Request req = MPI_REQUEST_NULL;
-	return finish(g, MPI_Ibcast(buf, bytes, MPI_BYTE, root, g->comm, &req),
+	return finish(g, MPI_Ibcast(buf, bytes, MPI_BYTE, root, comm, &req),
 		      &req, "MPI_Ibcast");
 }
 
@@ -230,96 +238,168 @@ static void describe(const struct dt_module *m, const struct dt_collective_item 
 	if (it->reduce >= 0)
 		snprintf(reduce, sizeof(reduce), " (%s)",
 			 dt_reduce_name((enum dt_reduce_op)it->reduce));
-	snprintf(buf, n, "%s%s over group '%s' of %lld %s elements into %lld%s",
+	snprintf(buf, n, "%s%s over group '%s' of %lld %s elements into %lld",
 		 dt_op_get((enum dt_op)it->kind)->name, reduce, group,
 		 (long long)it->in,
 		 it->dtype >= 0 ? dt_dtype_name((enum dt_dtype)it->dtype) : "?",
-		 (long long)it->out, it->splits ? " (split sizes given)" : "");
+		 (long long)it->out);
 }
 
-/* The node of the report on this rank: its collective #k, or its output
- * node when its sequence ends before k. */
-static const struct dt_node *report_node(const struct dt_module *m,
-					 const struct dt_collective_item *seq,
-					 uint32_t n, uint32_t k)
+/* The node of the report on this rank: its collective node `id`, or,
+ * when its sequence ends first (0), its output node. */
+static const struct dt_node *report_node(const struct dt_module *m, uint32_t id)
 {
-	if (k < n)
-		return dt_node_get(m, seq[k].node);
+	if (id)
+		return dt_node_get(m, id);
 	const struct dt_node *last = NULL;
-	dt_foreach_node(m, id) {
-		if (dt_node_get(m, id)->kind == DT_NODE_OUTPUT)
-			last = dt_node_get(m, id);
+	dt_foreach_node(m, i) {
+		if (dt_node_get(m, i)->kind == DT_NODE_OUTPUT)
+			last = dt_node_get(m, i);
 	}
 	return last;
 }
 
-/* This rank's side of the first difference: its collective #k (mine)
- * against `peer`'s (theirs). */
+/* This rank's side of the first difference: its collective (mine, NULL
+ * when its sequence ended) against world rank `peer`'s (theirs). */
 static void report(struct agree *g, const struct dt_collective_item *seq,
 		   uint32_t n, uint32_t k, int peer,
 		   const struct dt_collective_item *theirs)
 {
 	char a[256], b[256];
 	struct dt_collective_item none = {.kind = -1};
-	describe(g->m, k < n ? &seq[k] : &none, a, sizeof(a));
+	const struct dt_collective_item *mine = k < n ? &seq[k] : &none;
+	describe(g->m, mine, a, sizeof(a));
 	describe(g->m, theirs, b, sizeof(b));
-	const struct dt_node *at = report_node(g->m, seq, n, k);
+	const struct dt_node *at =
+		report_node(g->m, k < n ? mine->node : 0);
 	char where[64] = "";
 	if (theirs->kind >= 0 && theirs->line)
 		snprintf(where, sizeof(where), " (at line %u of its graph)",
 			 theirs->line);
+	/* numbered in the rank's whole sequence */
+	uint32_t number = k < n ? mine->index + 1
+			  : n ? seq[n - 1].index + 2 : 1;
 	const char *fmt = "node '%s' (%s): the ranks' graphs issue different "
 			  "collectives: collective #%u of rank %d is %s; rank "
 			  "%d's is %s%s";
 	if (at)
 		dt_node_error(g->d, g->m, at, fmt, dt_str_get(g->m, at->name),
-			      dt_rt_node_target(at), k + 1, g->rank, a, peer, b,
-			      where);
+			      dt_rt_node_target(at), number, g->rank, a, peer,
+			      b, where);
 	else
 		dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL, fmt, "",
-			       "", k + 1, g->rank, a, peer, b, where);
+			       "", number, g->rank, a, peer, b, where);
 }
 
-static int compare(struct agree *g, const struct dt_collective_item *seq,
-		   uint32_t n)
+/* The world rank of rank r of comm. */
+static int world_rank(MPI_Comm comm, int r)
 {
-	/* rank 0's sequence to everyone */
+	MPI_Group world, group;
+	int out = r;
+	MPI_Comm_group(MPI_COMM_WORLD, &world);
+	MPI_Comm_group(comm, &group);
+	MPI_Group_translate_ranks(group, 1, &r, world, &out);
+	MPI_Group_free(&group);
+	MPI_Group_free(&world);
+	return out;
+}
+
+/* Compare seq (by its items' hash, or with counts their counts hash) with
+ * that of rank 0 of comm; report the first difference on comm's rank 0
+ * and on the lowest rank differing there. DT_EINPUT when one differs (on
+ * every rank of comm), else DT_OK (a hash collision); DT_ERUNTIME after a
+ * report when MPI fails. */
+static int compare(struct agree *g, MPI_Comm comm,
+		   const struct dt_collective_item *seq, uint32_t n, bool counts)
+{
+	int me = 0;
+	MPI_Comm_rank(comm, &me);
 	uint64_t n0 = n;
-	int rc = bcast(g, &n0, sizeof(n0), 0);
+	int rc = bcast(g, comm, &n0, sizeof(n0), 0);
 	if (rc != DT_OK)
 		return rc;
 	if (n0 > INT_MAX / sizeof(*seq))
 		n0 = INT_MAX / sizeof(*seq); /* compare the part that fits */
 	struct dt_collective_item *zero = dt_calloc(n0 + 1, sizeof(*zero));
-	if (g->rank == 0)
+	if (me == 0)
 		memcpy(zero, seq, n0 * sizeof(*seq));
-	rc = bcast(g, zero, (int)(n0 * sizeof(*seq)), 0);
-	/* the first index where this rank differs from rank 0 */
+	rc = bcast(g, comm, zero, (int)(n0 * sizeof(*seq)), 0);
 	uint32_t k = 0;
-	while (k < n && k < n0 && seq[k].hash == zero[k].hash)
+	while (k < n && k < n0 &&
+	       (counts ? seq[k].counts == zero[k].counts
+		       : seq[k].hash == zero[k].hash))
 		k++;
-	int pair[2] = {k == n && k == n0 ? INT_MAX : (int)k, g->rank};
+	int pair[2] = {k == n && k == n0 ? INT_MAX : (int)k, me};
 	if (rc == DT_OK)
-		rc = allreduce(g, pair, 1, MPI_2INT, MPI_MINLOC);
-	if (rc != DT_OK || pair[0] == INT_MAX) { /* a hash collision */
+		rc = allreduce(g, comm, pair, 1, MPI_2INT, MPI_MINLOC);
+	if (rc != DT_OK || pair[0] == INT_MAX) {
 		dt_free(zero);
 		return rc;
 	}
-	/* the differing rank's collective there, to rank 0 */
 	k = (uint32_t)pair[0];
-	int peer = pair[1];
 	struct dt_collective_item theirs = {.kind = -1};
-	if (g->rank == peer && k < n)
+	if (me == pair[1] && k < n)
 		theirs = seq[k];
-	rc = bcast(g, &theirs, sizeof(theirs), peer);
-	if (rc == DT_OK && g->rank == 0) {
-		report(g, seq, n, k, peer, &theirs);
-	} else if (rc == DT_OK && g->rank == peer) {
+	rc = bcast(g, comm, &theirs, sizeof(theirs), pair[1]);
+	if (rc == DT_OK && me == 0) {
+		report(g, seq, n, k, world_rank(comm, pair[1]), &theirs);
+	} else if (rc == DT_OK && me == pair[1]) {
 		struct dt_collective_item none = {.kind = -1};
-		report(g, seq, n, k, 0, k < n0 ? &zero[k] : &none);
+		report(g, seq, n, k, world_rank(comm, 0),
+		       k < n0 ? &zero[k] : &none);
 	}
 	dt_free(zero);
 	return rc == DT_OK ? DT_EINPUT : rc;
+}
+
+/* Within each instance of each group, the collectives on the group must
+ * move the same element counts (all_to_all excepted: its splits differ by
+ * rank). Instances of a group may differ (uneven shards). */
+static int compare_counts(struct agree *g, const struct dt_collective_item *seq,
+			  uint32_t n)
+{
+	int rc = DT_OK;
+	struct dt_collective_item *mine = dt_calloc(n + 1, sizeof(*mine));
+	/* every rank takes part in every group's split and comparison (a
+	 * rank that stopped at a difference would leave the others waiting):
+	 * the worst status wins */
+	for (uint32_t gi = 0; gi < g->m->groups.len; gi++) {
+		const struct dt_group *grp = &g->m->groups.data[gi];
+		const struct dt_mesh *mesh = &g->m->meshes.data[grp->mesh];
+		int64_t instance = 0, pos = 0;
+		bool member = dt_group_locate(mesh, grp->dims, grp->ndims,
+					      g->rank, &instance, &pos);
+		uint32_t k = 0;
+		uint64_t h = 7;
+		for (uint32_t i = 0; i < n; i++)
+			if (seq[i].group == (int32_t)gi &&
+			    seq[i].kind != DT_OP_ALL_TO_ALL) {
+				mine[k++] = seq[i];
+				h = mix(h, (int64_t)seq[i].counts);
+			}
+		MPI_Comm comm = MPI_COMM_NULL;
+		int err = MPI_Comm_split(g->comm,
+					 member ? (int)instance : MPI_UNDEFINED,
+					 (int)pos, &comm);
+		int st = finish(g, err, NULL, "MPI_Comm_split");
+		if (st != DT_OK) { /* MPI itself failed: the job ends */
+			rc = st;
+			break;
+		}
+		if (comm == MPI_COMM_NULL)
+			continue;
+		uint64_t hh[2] = {h, ~h};
+		st = allreduce(g, comm, hh, 2, MPI_UINT64_T, MPI_MAX);
+		if (st == DT_OK && (hh[0] != h || ~hh[1] != h))
+			st = compare(g, comm, mine, k, true);
+		MPI_Comm_free(&comm);
+		if (st != DT_OK)
+			rc = st;
+		if (st == DT_ERUNTIME)
+			break;
+	}
+	dt_free(mine);
+	return rc;
 }
 
 int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
@@ -339,9 +419,11 @@ int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
 	/* one hash (and its complement: max of both = all equal) */
 	uint64_t hh[2] = {h, ~h};
 	if (rc == DT_OK)
-		rc = allreduce(&g, hh, 2, MPI_UINT64_T, MPI_MAX);
+		rc = allreduce(&g, g.comm, hh, 2, MPI_UINT64_T, MPI_MAX);
 	if (rc == DT_OK && (hh[0] != h || ~hh[1] != h))
-		rc = compare(&g, seq, n);
+		rc = compare(&g, g.comm, seq, n, false);
+	if (rc == DT_OK)
+		rc = compare_counts(&g, seq, n);
 	if (g.comm != MPI_COMM_NULL)
 		MPI_Comm_free(&g.comm);
 	dt_free(seq);

@@ -394,10 +394,12 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	}
 	b->timeout = c->o.timeout;
 #if DTOPT_HAVE_MPI
-	if (mpi && c->size > 1)
-		code = dt_runner_agree(
-		    c, dt_exit_code(dt_collectives_agree(m, &c->diag,
-							 c->o.timeout)));
+	if (mpi && c->size > 1) {
+		dt_runner_step(c, "comparing collective sequences");
+		int rc = dt_collectives_agree(m, &c->diag, c->o.timeout);
+		dt_runner_step(c, NULL);
+		code = dt_runner_agree(c, dt_exit_code(rc));
+	}
 #endif
 	if (code == DT_EXIT_OK)
 		code = dt_runner_agree(c, check_memory(c, m, b));

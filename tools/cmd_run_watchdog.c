@@ -17,22 +17,11 @@
 #include <unistd.h>
 
 #if DTOPT_HAVE_MPI
-struct request_ctx {
-	MPI_Request *req;
-};
-
-static bool test_request(void *ud)
-{
-	int done = 0;
-	MPI_Test(((struct request_ctx *)ud)->req, &done, MPI_STATUS_IGNORE);
-	return done;
-}
-
 void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what)
 {
-	struct request_ctx t = {req};
-	if (dt_rt_poll(test_request, &t, c->o.timeout))
-		return;
+	int err;
+	if (dt_mpi_wait(req, c->o.timeout, &err))
+		return; /* MPI_COMM_WORLD's handler has ended the job on errors */
 	fprintf(stderr, "dtopt run: error: rank %d of %d waited %g s for the "
 		"other ranks in %s: a peer rank stopped or hangs; ending the "
 		"job (--timeout=%g)\n", c->rank, c->size, c->o.timeout, what,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # setup.sh: install what dtopt needs to build and test on Debian 12 (as root,
-# or through sudo), then configure build/ (and build-asan/ with --asan).
+# or through sudo), then configure build/ (and build-asan/ with --asan, or
+# build-fuzz/ with --fuzz: the libFuzzer targets, with clang when installed;
+# clang is optional and not installed here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,5 +35,14 @@ if [ "${1:-}" = "--asan" ]; then
       -Db_lundef=false -Dbuildtype=debug
   else
     meson setup --reconfigure build-asan >/dev/null
+  fi
+fi
+if [ "${1:-}" = "--fuzz" ] && command -v clang >/dev/null; then
+  if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang meson setup build-fuzz -Dwerror=$werror -Dfuzz=true \
+      -Db_sanitize=address,undefined -Db_lundef=false \
+      -Dbuildtype=debugoptimized -Dmpi=disabled -Dcuda=disabled -Dnccl=disabled
+  else
+    meson setup --reconfigure build-fuzz >/dev/null
   fi
 fi

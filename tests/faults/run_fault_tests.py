@@ -8,13 +8,15 @@ usage: run_fault_tests.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
 Writes a 2x2 graph with `dtopt gen` into DIR/CASE, runs it under
 `mpirun -np N` and hurts the job: a rank killed (SIGKILL) or stopped
 (SIGSTOP: the watchdog must end the job), per-rank graphs that issue
-different collectives, the wrong number of ranks, too little memory. Each
+different collectives (another group, another layer count, other element
+counts), the wrong number of ranks, too little memory. Each
 run must end (a 120 s guard, no wall-clock assertion beyond that) with the
 expected exit code and message, without a core dump ("core dumped",
 "Segmentation fault", "double free" in the output, or a core file in the
 work directory) and without leaving a process behind: every process the
 job started carries a marker in its environment, and none may remain.
-Cases: sigkill sigstop mismatch-group mismatch-layers ranks memory."""
+Cases: sigkill sigstop mismatch-group mismatch-layers mismatch-count ranks
+memory."""
 import argparse
 import os
 import re
@@ -179,6 +181,18 @@ def case_mismatch_layers(args, cwd):
         r"mm\.1\.xml:\d+: error: .*collective #\d+ of rank 1 is .*; rank 0's is")
 
 
+def case_mismatch_count(args, cwd):
+    # rank 1 runs a model twice as wide: the same collectives, other
+    # element counts within the group instances it shares with 0 and 3
+    for r in (0, 2, 3):
+        shutil.copy(os.path.join(cwd, "mm.xml"), os.path.join(cwd, "mm.%d.xml" % r))
+    subprocess.run([args.dtopt, "gen", "--hidden", "128", "-o", "mm.1.xml"], cwd=cwd, check=True)
+    run(args, 4, ["mm.{rank}.xml"], cwd, 1,
+        r"mm\.0\.xml:\d+: error: .*collective #1 of rank 0 is all_gather_into_tensor over "
+        r"group 'tp' of 1024 float32 elements into 2048; rank 1's is .* of 4096 float32",
+        r"mm\.1\.xml:\d+: error: .*collective #1 of rank 1 is .* of 4096 float32 elements")
+
+
 def case_ranks(args, cwd):
     for np in (2, 6):
         run(args, np, ["mm.xml"], cwd, 3,
@@ -191,13 +205,21 @@ def case_memory(args, cwd):
     run(args, 4, ["mm.xml", "--memory-limit=64K"], cwd, 3,
         r"mm\.xml:\d+: error: node '\w+' \([^)]*\): rank 0 needs \d+ bytes \([\d.]+ KiB\) "
         r"of host memory at its peak but --memory-limit is 65536 bytes")
-    text = run(args, 4, ["mm.xml", "--memory-limit=1G", "--summary"], cwd, 0)
-    if not re.search(r"peak \d+ bytes", text):
+    # the plan's peak is the run's peak (rank 0's, in the summary): a limit
+    # of exactly that runs, one byte less is refused
+    text = run(args, 4, ["mm.xml", "--summary"], cwd, 0)
+    peak = re.search(r"peak (\d+) bytes", text)
+    if not peak:
         raise Failure("no peak in the summary:\n" + text)
+    peak = int(peak.group(1))
+    run(args, 4, ["mm.xml", "--memory-limit=%d" % peak], cwd, 0)
+    run(args, 4, ["mm.xml", "--memory-limit=%d" % (peak - 1)], cwd, 3,
+        r"rank 0 needs %d bytes .* but --memory-limit is %d bytes" % (peak, peak - 1))
 
 
 CASES = {"sigkill": case_sigkill, "sigstop": case_sigstop,
          "mismatch-group": case_mismatch_group, "mismatch-layers": case_mismatch_layers,
+         "mismatch-count": case_mismatch_count,
          "ranks": case_ranks, "memory": case_memory}
 
 

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/* test_rt_faults.c: what the runtime checks before running: the memory
+ * plan (dt_interpret_peak) is the peak a run reaches, allocating nothing;
+ * every failed allocation is a reported error; the collective sequence the
+ * ranks agree on tells apart what would mismatch (group, reduce op, order;
+ * counts within a group instance) and nothing else (names). */
+#include "rt_test.h"
+
+#define PH(name, shape, stride)                                            \
+	"<node name=\"" name "\" op=\"placeholder\"><tensor dtype=\"float32\" shape=\"" \
+	shape "\" stride=\"" stride "\"/></node>\n"
+#define CALL(name, target, args)                                           \
+	"<node name=\"" name "\" op=\"call_function\" target=\"" target   \
+	"\">" args "</node>\n"
+#define OUT(nodes) "<node name=\"output\" op=\"output\"><arg nodes=\"" nodes "\"/></node>\n"
+#define LOCAL(body)                                                        \
+	"<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" "  \
+	"view=\"local\" rank=\"0\">\n<mesh name=\"m\" shape=\"1 2\" "      \
+	"dims=\"a b\"/><group name=\"ga\" mesh=\"m\" dims=\"a\"/>"         \
+	"<group name=\"gb\" mesh=\"m\" dims=\"b\"/>\n" body "</dtopt-graph>\n"
+#define AR(name, in, op, group)                                            \
+	CALL(name, "_c10d_functional.all_reduce.default", "<arg node=\"" in \
+	     "\"/><arg str=\"" op "\"/><arg str=\"" group "\"/>")
+#define WAIT(name, in)                                                     \
+	CALL(name, "_c10d_functional.wait_tensor.default", "<arg node=\"" in "\"/>")
+
+/* x (24 B), its transpose staged for the all_reduce (24 B), the
+ * all_reduce's result (24 B) while the staged input lives, then neg. */
+static const char staged[] = LOCAL(PH("x", "3 2", "2 1")
+	CALL("t", "aten.t.default", "<arg node=\"x\"/>")
+	AR("ar", "t", "sum", "ga") WAIT("w", "ar")
+	CALL("n", "aten.neg.default", "<arg node=\"w\"/>")
+	OUT("n"));
+
+static void test_peak_plan(void **state)
+{
+	(void)state;
+	const char *graphs[] = {
+		staged,
+		LOCAL(PH("x", "4 8", "8 1")
+		      CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		      CALL("b", "aten.add.Tensor", "<arg node=\"a\"/><arg node=\"x\"/>")
+		      CALL("s", "aten.sum.default", "<arg node=\"b\"/>")
+		      OUT("s")),
+	};
+	size_t want[] = {72, 3 * 128};
+	const char *at[] = {"ar", "b"};
+	for (size_t g = 0; g < sizeof(graphs) / sizeof(graphs[0]); g++) {
+		struct rt_diag r;
+		rt_diag_init(&r);
+		struct dt_module *m = rt_load(&r, graphs[g]);
+		struct dt_backend *b = rt_backend(&r);
+		size_t peak = 0;
+		uint32_t node = 0;
+		assert_int_equal(dt_interpret_peak(m, b, &peak, &node), DT_OK);
+		assert_int_equal(rt_counting_of(b)->total, 0); /* nothing held */
+		assert_int_equal(peak, want[g]);
+		assert_ptr_equal(dt_node_get(m, node), rt_node(m, at[g]));
+		struct dt_run_options opt = {.iters = 2, .warmup = 1};
+		struct dt_run_result res;
+		assert_int_equal(dt_interpret(m, b, &opt, &res), DT_OK);
+		assert_int_equal(res.peak_bytes, peak); /* the plan is the run */
+		dt_run_result_fini(&res);
+		b->ops->destroy(b);
+		dt_module_destroy(m);
+	}
+}
+
+/* Fail the 1st, 2nd, ... allocation of a run in turn: each is an error at
+ * its node, never an abort, and every buffer goes back. */
+static void test_allocation_failures(void **state)
+{
+	(void)state;
+	for (long k = 1;; k++) {
+		struct rt_diag r;
+		rt_diag_init(&r);
+		struct dt_module *m = rt_load(&r, staged);
+		struct dt_backend *b = rt_backend(&r);
+		rt_counting_of(b)->fail_at = k;
+		struct dt_run_options opt = {.iters = 1};
+		struct dt_run_result res;
+		int rc = dt_interpret(m, b, &opt, &res);
+		long total = rt_counting_of(b)->total;
+		if (rc == DT_OK) {
+			assert_true(k > total); /* no allocation failed */
+			assert_true(k > 4);
+			dt_run_result_fini(&res);
+		} else {
+			assert_int_equal(rc, DT_ERUNTIME);
+			assert_non_null(strstr(r.last, "cannot allocate"));
+		}
+		b->ops->destroy(b);
+		dt_module_destroy(m);
+		if (rc == DT_OK)
+			break;
+	}
+}
+
+struct seq {
+	struct dt_collective_item *items;
+	uint32_t n;
+	uint64_t hash;
+	struct dt_module *m;
+};
+
+static void sequence_of(struct seq *s, const char *xml)
+{
+	struct rt_diag r;
+	rt_diag_init(&r);
+	s->m = rt_load(&r, xml);
+	dt_collective_sequence(s->m, &s->items, &s->n, &s->hash);
+}
+
+static void seq_fini(struct seq *s)
+{
+	dt_free(s->items);
+	dt_module_destroy(s->m);
+}
+
+#define TWO(op1, g1, op2, g2, shape)                                       \
+	LOCAL(PH("x", shape, "1") AR("a", "x", op1, g1) WAIT("w", "a")      \
+	      AR("b", "w", op2, g2) WAIT("v", "b") OUT("v"))
+
+static void test_sequence(void **state)
+{
+	(void)state;
+	struct seq base, s;
+	sequence_of(&base, TWO("sum", "ga", "max", "ga", "6"));
+	assert_int_equal(base.n, 2);
+	const struct dt_collective_item *it = &base.items[1];
+	assert_int_equal(it->kind, DT_OP_ALL_REDUCE);
+	assert_int_equal(it->group, 0);
+	assert_int_equal(it->dtype, DT_FLOAT32);
+	assert_int_equal(it->in, 6);
+	assert_int_equal(it->out, 6);
+	assert_int_equal(it->reduce, DT_REDUCE_MAX);
+	assert_int_equal(it->line, rt_node(base.m, "b")->line);
+	assert_int_not_equal(base.items[0].hash, base.items[1].hash);
+	/* what would mismatch between ranks changes the hash */
+	const char *differ[] = {
+		TWO("sum", "ga", "max", "gb", "6"),  /* group */
+		TWO("sum", "ga", "min", "ga", "6"),  /* reduce op */
+		TWO("max", "ga", "sum", "ga", "6"),  /* order */
+		LOCAL(PH("x", "6", "1") AR("a", "x", "sum", "ga") WAIT("w", "a")
+		      OUT("w")),                   /* length */
+	};
+	for (size_t k = 0; k < sizeof(differ) / sizeof(differ[0]); k++) {
+		sequence_of(&s, differ[k]);
+		assert_int_not_equal(s.hash, base.hash);
+		seq_fini(&s);
+	}
+	/* counts may differ between group instances (uneven shards): they
+	 * have a hash of their own, compared within each instance */
+	sequence_of(&s, TWO("sum", "ga", "max", "ga", "7"));
+	assert_int_equal(s.hash, base.hash);
+	assert_int_not_equal(s.items[0].counts, base.items[0].counts);
+	assert_int_not_equal(s.items[1].counts, base.items[1].counts);
+	seq_fini(&s);
+	/* names and other nodes change neither */
+	sequence_of(&s, LOCAL(PH("y", "6", "1")
+			      CALL("z", "aten.neg.default", "<arg node=\"y\"/>")
+			      AR("p", "z", "sum", "ga") WAIT("q", "p")
+			      AR("r", "q", "max", "ga") WAIT("u", "r") OUT("u")));
+	assert_int_equal(s.hash, base.hash);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(s.items[k].counts, base.items[k].counts);
+	seq_fini(&s);
+	seq_fini(&base);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_peak_plan, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_allocation_failures, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_sequence, rt_setup, rt_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
