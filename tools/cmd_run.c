@@ -622,7 +622,7 @@ static const char run_help[] =
 	"  --trace=T.json      one Chrome/Perfetto trace, a track per rank\n"
 	"  --summary           per-target time and bytes, and communication per\n"
 	"                      group, summed over ranks\n"
-	"  --out=DIR           write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
+	"  -o, --output=DIR    write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
 	"                      of rank R) and DIR/index.json\n"
 	"  --compare A B       run both graphs on the same inputs (their placeholders\n"
 	"                      must match by name, dtype, shape and sharding) and\n"
@@ -693,6 +693,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		{"trace", required_argument, NULL, 't'},
 		{"summary", no_argument, NULL, 'S'},
 		{"out", required_argument, NULL, 'o'},
+		{"output", required_argument, NULL, 'o'},
 		{"compare", no_argument, NULL, 'C'},
 		{"check", no_argument, NULL, 'K'},
 		{"reference", required_argument, NULL, 'R'},
@@ -710,7 +711,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	int ch;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'B':
 			chosen = true;
