@@ -266,7 +266,11 @@ static int run_cancel_views(struct dt_pass_ctx *ctx)
 			continue;
 		uint32_t *out = chain_nodes + nchain_nodes;
 		uint32_t len = collect_chain(&c, start, end, out);
-		if (!len)
+		if (!len ||
+		    !dt_pass_rewrite_ok(ctx, "cancel-views",
+					"remove the view chain %s .. %s",
+					dt_node_name(m, out[len - 1]),
+					dt_node_name(m, end)))
 			continue;
 		for (uint32_t j = 0; j < len; j++)
 			c.removed[out[j]] = 1;

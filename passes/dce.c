@@ -78,10 +78,17 @@ static int run_dce(struct dt_pass_ctx *ctx)
 		uint32_t collective = waited_collective(&c, node);
 		if (collective) {
 			bool last = c.users[collective] == 1;
+			if (!dt_pass_rewrite_ok(ctx, "dce", "remove %s%s%s",
+						dt_node_name(c.m, id),
+						last ? " with its collective " : "",
+						last ? dt_node_name(c.m, collective) : ""))
+				continue;
 			kill(&c, id);
 			if (last)
 				kill(&c, collective);
-		} else if (is_removable(node)) {
+		} else if (is_removable(node) &&
+			   dt_pass_rewrite_ok(ctx, "dce", "remove %s",
+					      dt_node_name(c.m, id))) {
 			kill(&c, id);
 		}
 	}

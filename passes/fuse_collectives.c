@@ -732,6 +732,13 @@ static void fuse_range(struct fuse *f, const struct link *links, int lo,
 		for (int s = lo; s + len <= hi; s++) {
 			struct plan p;
 			enum miss r = plan_window(f, links, s, s + len, &p);
+			if (r == MISS_NONE &&
+			    !dt_pass_rewrite_ok(f->ctx, "fuse-collectives",
+						"fuse %s .. %s (%d collectives)",
+						dt_node_name(f->m, links[s].coll),
+						dt_node_name(f->m, links[s + len - 1].coll),
+						len))
+				continue;
 			if (r == MISS_NONE) {
 				uint32_t fused = rewrite(f, links, s, s + len, &p);
 				remark_fired(f, links, s, s + len, &p, fused);

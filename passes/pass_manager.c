@@ -3,6 +3,7 @@
  * runs passes with their required properties, dumps and timing. */
 #include "passes.h"
 
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -32,6 +33,56 @@ const struct dt_pass *dt_pass_find(const char *name)
 		if (strcmp(registry[i]->name, name) == 0)
 			return registry[i];
 	return NULL;
+}
+
+bool dt_pass_rewrite_ok(const struct dt_pass_ctx *ctx, const char *pass,
+			const char *fmt, ...)
+{
+	struct dt_bisect *b = ctx->options->bisect;
+	if (!b)
+		return true;
+	bool ok = ++b->count <= b->limit;
+	FILE *out = b->out ? b->out : stderr;
+	fprintf(out, "BISECT: %srunning rewrite (%lld) %s: ", ok ? "" : "NOT ",
+		(long long)b->count, pass);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+	return ok;
+}
+
+bool dt_pass_listed(const char *list, const char *name)
+{
+	if (strcmp(list, "all") == 0)
+		return true;
+	size_t n = strlen(name);
+	for (const char *s = list; *s;) {
+		size_t len = strcspn(s, ",");
+		if (len == n && strncmp(s, name, n) == 0)
+			return true;
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	return false;
+}
+
+bool dt_pass_list_unknown(const char *list, char *buf, size_t size)
+{
+	if (strcmp(list, "all") == 0)
+		return false;
+	for (const char *s = list;;) {
+		size_t len = strcspn(s, ",");
+		snprintf(buf, size, "%.*s", (int)len, s);
+		if (!dt_pass_find(buf))
+			return true;
+		s += len;
+		if (*s != ',')
+			return false;
+		s++;
+	}
 }
 
 void dt_pass_list(FILE *out)
@@ -189,11 +240,12 @@ static int run_one(struct dt_module *m, const struct dt_pass *pass,
 		return rc;
 	*props = (*props & pass->preserves) | pass->establishes;
 	FILE *dump = opt->dump_out ? opt->dump_out : stderr;
-	if (opt->dump_after && (strcmp(opt->dump_after, "all") == 0 ||
-				strcmp(opt->dump_after, pass->name) == 0)) {
+	if (opt->dump_after && dt_pass_listed(opt->dump_after, pass->name)) {
 		fprintf(dump, "// ----- dump after %s -----\n", pass->name);
 		dt_print_text(m, dump);
 	}
+	if (opt->after_pass)
+		opt->after_pass(opt->after_pass_ud, m, pass);
 	if (opt->verify_each && pass != &dt_pass_verify) {
 		rc = dt_verify(m, d);
 		if (rc != DT_OK) {

@@ -15,6 +15,20 @@ enum dt_property {
 	DT_PROP_SHAPES = 1 << 1,   /* every value's metadata inferred and checked */
 };
 
+/* --opt-bisect-limit, as LLVM's: the optional rewrites (each fusion of
+ * fuse-collectives, each view chain cancel-views removes, each node or
+ * wait+collective dce removes) are numbered from 1 across the pipeline in
+ * the order the passes consider them; those past `limit` are skipped.
+ * Each is printed to `out` (stderr if NULL) as
+ *   BISECT: running rewrite (N) PASS: WHAT
+ *   BISECT: NOT running rewrite (N) PASS: WHAT
+ * so the first N that breaks a graph can be found by bisection. */
+struct dt_bisect {
+	int64_t limit; /* the last rewrite that runs (0: none) */
+	int64_t count; /* rewrites considered so far */
+	FILE *out;
+};
+
 /* Options a pass may read (set from the command line). */
 struct dt_pass_options {
 	bool create_groups; /* passes may declare missing flattened groups */
@@ -44,6 +58,7 @@ struct dt_pass_options {
 	 * early and waiting late may keep alive beyond the written order;
 	 * 0 = 64 MiB. */
 	int64_t overlap_bytes;
+	struct dt_bisect *bisect; /* NULL: every rewrite runs, unprinted */
 };
 
 struct dt_pass_ctx {
@@ -73,6 +88,20 @@ extern const struct dt_pass dt_pass_fuse_collectives;
 extern const struct dt_pass dt_pass_bucket_collectives;
 extern const struct dt_pass dt_pass_schedule_collectives;
 
+/* Whether `list` ("all", or pass names separated by commas) names pass
+ * `name`. */
+bool dt_pass_listed(const char *list, const char *name);
+/* The first item of comma-separated `list` that names no registered pass
+ * (and is not "all"), copied into buf; false when every item is known. */
+bool dt_pass_list_unknown(const char *list, char *buf, size_t size);
+
+/* Whether an optional rewrite of pass `pass` described by `fmt` may run:
+ * always without --opt-bisect-limit, else numbered, printed and checked
+ * against the limit (struct dt_bisect). A pass calls it once per rewrite
+ * it is about to make and skips the rewrite when it returns false. */
+bool dt_pass_rewrite_ok(const struct dt_pass_ctx *ctx, const char *pass,
+			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The registered pass named `name`, or NULL. */
 const struct dt_pass *dt_pass_find(const char *name);
 /* Print every pass with its help line. */
@@ -101,8 +130,15 @@ struct dt_pass_registry {
 #define DT_MAX_PREREQ_DEPTH 8
 
 struct dt_pipeline_options {
-	const char *dump_after; /* pass name or "all"; NULL = none */
+	/* Passes to print the text dump after: "a,b" or "all"; NULL = none
+	 * (dt_pass_listed). */
+	const char *dump_after;
 	FILE *dump_out;         /* where dumps go (stderr if NULL) */
+	/* Called after every pass that succeeds (prerequisites included),
+	 * after any dump_after print; for dumps to files. */
+	void (*after_pass)(void *ud, const struct dt_module *m,
+			   const struct dt_pass *pass);
+	void *after_pass_ud;
 	bool verify_each;       /* run dt_verify after every pass */
 	bool time_passes;       /* print a timing table to time_out */
 	FILE *time_out;

@@ -69,6 +69,46 @@ void dt_cli_topology_apply(const struct dt_cli_topology *o,
  * error: cannot write the output: REASON` once and return DT_EXIT_INPUT
  * (or `code` when it is already a failure). Else returns `code`. */
 int dt_cli_flush_stdout(int code);
+/* ---- Output every command shares (cli_output.c) ---- */
+
+/* Set when the command line asks for --format=json (or -f json): usage
+ * errors and diagnostics are then JSON objects on stderr, one a line. */
+extern bool dt_cli_json;
+/* Look for --format=json among a command's arguments (before dispatch, so
+ * that errors in any argument come out as JSON). */
+void dt_cli_scan_format(int argc, char **argv);
+/* dt_diag_init, with dt_cli_json_emit as the sink when JSON is asked for. */
+void dt_cli_diag_init(struct dt_diag *d);
+/* A diagnostic as {"severity", "file", "line", "tag", "message"} (a remark
+ * as dt_cli_remark_json) on stderr. */
+void dt_cli_json_emit(void *ud, const struct dt_diag_entry *e);
+/* A usage or I/O error of command `cmd` as {"severity": "error",
+ * "command", "message"} on stderr. */
+void dt_cli_json_error(const char *cmd, const char *message);
+/* The kind of a remark from its tag: "passed" (PASS: a rewrite was made),
+ * "missed" (PASS:REASON: a candidate was not rewritten, and why) or
+ * "analysis" (shard-prop's placement decisions). */
+const char *dt_cli_remark_kind(const char *tag);
+/* One remark as a JSON line {"kind", "pass", "reason", "node", "file",
+ * "line", "message"} (node NULL: null). */
+void dt_cli_remark_json(FILE *out, const struct dt_diag_entry *e,
+			const char *node);
+
+/* -o FILE for commands that print: from dt_cli_output_begin on, stdout
+ * goes to a temporary file beside FILE, renamed over FILE by
+ * dt_cli_output_commit (which returns DT_EXIT_OK or, after reporting,
+ * DT_EXIT_INPUT); main discards it when the command ends without commit.
+ * FILE "-" or NULL is stdout itself. */
+int dt_cli_output_begin(const char *cmd, const char *path);
+int dt_cli_output_commit(void);
+void dt_cli_output_discard(void);
+/* "dtopt CMD: error: MSG" (JSON when asked for) on stderr; returns
+ * DT_EXIT_INPUT. */
+int dt_cli_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Report that `path` cannot be written (errno); returns DT_EXIT_INPUT. */
+int dt_io_error(const char *cmd, const char *path);
+
 /* Exit code for a library status. */
 int dt_exit_code(int status);
 /* Print "dtopt CMD: error: MSG" to stderr and return DT_EXIT_USAGE. */

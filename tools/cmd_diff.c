@@ -1121,7 +1121,8 @@ static void json_section(const char *key, char *text, uint32_t count,
 /* ---- the command ---- */
 
 static const char diff_help_head[] =
-	"usage: dtopt diff A.xml B.xml [--format text|json] [cost-model flags]\n\n"
+	"usage: dtopt diff A.xml B.xml [-f|--format=text|json] [-o OUT]\n"
+	"                  [cost-model flags]\n\n"
 	"Compares two graphs (one may be - for stdin; targets missing from the op\n"
 	"table are allowed). Nodes are matched by name, then the remaining call\n"
 	"nodes of B by structure: the first unmatched node of A with the same\n"
@@ -1140,6 +1141,8 @@ static const char diff_help_head[] =
 	"  -f, --format=FORMAT    text (default) or json: one object {a, b,\n"
 	"                         equivalent, graph, meshes, groups, removed, added,\n"
 	"                         changed, unchanged, collectives}\n"
+	"  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
+	"                         atomically, and not when an input is bad\n"
 	"  -h, --help             this text\n";
 
 static const char diff_help_tail[] =
@@ -1150,16 +1153,17 @@ int dt_cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *format = "text";
+	const char *format = "text", *output = "-";
 	struct dt_cli_topology topo_flags = {0};
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		if (c >= DT_CLI_OPT_TOPOLOGY_FIRST && c < DT_CLI_OPT_TOPOLOGY_END) {
 			if (dt_cli_topology_parse(&topo_flags, c, optarg, "diff") !=
 			    DT_EXIT_OK)
@@ -1168,6 +1172,7 @@ int dt_cmd_diff(int argc, char **argv)
 		}
 		switch (c) {
 		case 'f': format = optarg; break;
+		case 'o': output = optarg; break;
 		case 'h':
 			fputs(diff_help_head, stdout);
 			fputc('\n', stdout);
@@ -1187,9 +1192,12 @@ int dt_cmd_diff(int argc, char **argv)
 		return dt_usage_error("diff", "expected two input graphs");
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0)
 		return dt_usage_error("diff", "only one input can be stdin");
+	int orc = dt_cli_output_begin("diff", output);
+	if (orc != DT_EXIT_OK)
+		return orc;
 
 	struct dt_diag diag;
-	dt_diag_init(&diag);
+	dt_cli_diag_init(&diag);
 	struct dt_read_options ropt = {.allow_unknown_targets = true};
 	struct diff d = {0};
 	int ra = dt_read_file(argv[optind], &ropt, &diag, &d.a);
@@ -1271,5 +1279,8 @@ int dt_cmd_diff(int argc, char **argv)
 	dt_free(d.how);
 	dt_module_destroy(d.a);
 	dt_module_destroy(d.b);
+	orc = dt_cli_output_commit();
+	if (orc != DT_EXIT_OK)
+		return orc;
 	return dt_cli_flush_stdout(equivalent ? DT_EXIT_OK : DT_EXIT_INPUT);
 }

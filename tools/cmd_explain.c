@@ -27,7 +27,9 @@ static const char explain_help[] =
     "strategies, the chosen one and the runners-up with their modelled\n"
     "redistribution costs, and why.\n"
     "\n"
-    "  -f, --format FMT       text (default) or json\n"
+    "  -f, --format=FMT       text (default) or json\n"
+    "  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
+    "                         atomically, and not on error\n"
     "      --search=pq|exhaustive  the search shard-prop runs (default pq;\n"
     "                         both give the same strategy)\n"
     "      --top N            runners-up to list (default 5, at most 64)\n"
@@ -35,6 +37,7 @@ static const char explain_help[] =
 
 struct explain_args {
 	const char *graph, *node;
+	const char *output;
 	bool json;
 	enum dt_shard_search mode;
 	int top;
@@ -531,6 +534,7 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 {
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
 	    {"search", required_argument, NULL, 'S'},
 	    {"top", required_argument, NULL, 't'},
 	    DT_CLI_TOPOLOGY_LONGOPTS,
@@ -542,8 +546,9 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 	char *end;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'o': a->output = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") != 0 &&
 			    strcmp(optarg, "json") != 0)
@@ -688,8 +693,11 @@ int dt_cmd_explain(int argc, char **argv)
 		return DT_EXIT_OK;
 	if (rc != DT_EXIT_OK)
 		return rc;
+	rc = dt_cli_output_begin(EXPLAIN_CMD, a.output);
+	if (rc != DT_EXIT_OK)
+		return rc;
 	struct dt_diag diag;
-	dt_diag_init(&diag);
+	dt_cli_diag_init(&diag);
 	struct dt_read_options ropt = {0};
 	struct explanation e = {.mode = a.mode};
 	rc = dt_read_file(a.graph, &ropt, &diag, &e.m);
@@ -727,7 +735,7 @@ int dt_cmd_explain(int argc, char **argv)
 		    "node '%s' is %s; shard-prop weighs no strategy for it\n",
 		    a.node, what);
 		dt_module_destroy(e.m);
-		return DT_EXIT_OK;
+		return dt_cli_output_commit();
 	}
 	rc = explain(&e, &a, &diag);
 	if (e.ready) {
@@ -738,5 +746,7 @@ int dt_cmd_explain(int argc, char **argv)
 	}
 	explanation_fini(&e);
 	dt_module_destroy(e.m);
-	return dt_cli_flush_stdout(dt_exit_code(rc));
+	if (rc == DT_OK)
+		return dt_cli_output_commit();
+	return dt_exit_code(rc);
 }

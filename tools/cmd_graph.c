@@ -4,6 +4,7 @@
 #include "cost_model.h"
 #include "dtopt_config.h"
 #include "frontend.h"
+#include "opt_output.h"
 #include "passes.h"
 #include "sharding.h"
 
@@ -22,46 +23,11 @@ static int load(const char *path, bool allow_unknown, struct dt_diag *d,
 /* Pipeline-text errors are usage errors: print them as the CLI's own. */
 static void usage_emit(void *ud, const struct dt_diag_entry *e)
 {
-	fprintf(stderr, "dtopt %s: error: %s\n", (const char *)ud, e->message);
-}
-
-/* --remarks=json: one JSON object per remark on stderr; errors, warnings
- * and notes keep the GNU text form. */
-static void remark_json_emit(void *ud, const struct dt_diag_entry *e)
-{
-	(void)ud;
-	if (e->severity != DT_REMARK) {
-		dt_diag_format(e, stderr);
-		fputc('\n', stderr);
-		return;
-	}
-	/* The tag is "pass:reason" or "pass". */
-	const char *tag = e->tag ? e->tag : "";
-	const char *colon = strchr(tag, ':');
-	size_t pass_len = colon ? (size_t)(colon - tag) : strlen(tag);
-	char pass[128];
-	snprintf(pass, sizeof pass, "%.*s", (int)pass_len, tag);
-	fputs("{\"file\": ", stderr);
-	if (e->file)
-		dt_json_string(stderr, e->file);
+	if (dt_cli_json)
+		dt_cli_json_error(ud, e->message);
 	else
-		fputs("null", stderr);
-	if (e->line)
-		fprintf(stderr, ", \"line\": %u, \"pass\": ", e->line);
-	else
-		fputs(", \"line\": null, \"pass\": ", stderr);
-	if (e->tag)
-		dt_json_string(stderr, pass);
-	else
-		fputs("null", stderr);
-	fputs(", \"reason\": ", stderr);
-	if (colon)
-		dt_json_string(stderr, colon + 1);
-	else
-		fputs("null", stderr);
-	fputs(", \"message\": ", stderr);
-	dt_json_string(stderr, e->message);
-	fputs("}\n", stderr);
+		fprintf(stderr, "dtopt %s: error: %s\n", (const char *)ud,
+			e->message);
 }
 
 /* The form of --remarks and --report: absent, text or json. */
@@ -93,7 +59,21 @@ static const char opt_help[] =
 	"                        rank=\"R\"); without it, one graph for every rank,\n"
 	"                        refused (naming the first value that differs) where\n"
 	"                        ranks need different graphs: uneven shards, R->S\n"
-	"                        chunks\n"	"      --dump-after=PASS print the text dump after PASS (or 'all') to stderr\n"
+	"                        chunks\n"
+	"  -f, --format=FMT      text (default) or json: the form of remarks,\n"
+	"                        the report and errors on stderr\n"
+	"      --dump-after=LIST print the text dump after the passes LIST names\n"
+	"                        (comma-separated, or 'all') to stderr; with\n"
+	"                        --dump-dir, pick the passes dumped there\n"
+	"      --dump-dir=DIR    write DIR/NN-PASS.txt, .dot and .json after every\n"
+	"                        pass (00-input: the graph as read), numbered in\n"
+	"                        the order the passes ran\n"
+	"      --opt-bisect-limit=N\n"
+	"                        run only the first N optional rewrites (fusions,\n"
+	"                        cancelled view chains, dce removals) and print\n"
+	"                        each one considered, numbered, as 'BISECT:\n"
+	"                        running rewrite (K) PASS: WHAT' or 'BISECT: NOT\n"
+	"                        running ...' on stderr\n"
 	"      --verify-each     run the verifier after every pass (the default\n"
 	"                        in debug builds: buildtype=debug)\n"
 	"      --no-verify-each  do not\n"
@@ -101,15 +81,22 @@ static const char opt_help[] =
 	"      --list-passes     list the passes and exit\n"
 	"      --remarks[=json]  report what the passes did and why not, as\n"
 	"                        file:line: remark: ... [pass:reason] lines, or one\n"
-	"                        JSON object per remark {file, line, pass, reason,\n"
-	"                        message}, on stderr\n"
+	"                        JSON object per remark {kind, pass, reason, node,\n"
+	"                        file, line, message}, on stderr\n"
+	"      --remarks-output=FILE\n"
+	"                        write every remark to FILE as such JSON lines;\n"
+	"                        kind: passed (a rewrite), missed (a candidate\n"
+	"                        left, reason says why) or analysis (shard-prop's\n"
+	"                        decisions); node: the input's node at that line\n"
 	"      --report[=json]   print the collectives per kind and group before and\n"
 	"                        after the passes (count, bytes, modelled time) to\n"
 	"                        stderr\n"
 	"      --create-groups   let passes declare flattened groups the graph lacks\n"
 	"                        (written with generated=\"true\")\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
-	"                        fused one is slower\n"
+	"                        fused one is slower\n";
+/* The pass options' part of the help (one string would pass C's 4095). */
+static const char opt_help_passes[] =
 	"      --bucket-bytes=N  bucket-collectives merges collectives up to N bytes\n"
 	"                        (default 25 MiB; N > 0)\n"
 	"      --overlap-bytes=N schedule-collectives keeps at most N bytes alive\n"
@@ -138,6 +125,8 @@ struct opt_job {
 	const struct dt_cli_topology *topology_flags;
 	enum output_form report;
 	struct dt_diag *diag;
+	struct dt_opt_sink *sink;
+	struct dt_dump_dir *dump_dir; /* NULL: no --dump-dir */
 };
 
 static void discard(void *ud, const struct dt_diag_entry *e)
@@ -188,6 +177,9 @@ static int optimize(const struct opt_job *job, const char *output)
 	if (rc != DT_OK)
 		return rc;
 	double t1 = dt_now();
+	dt_opt_sink_module(job->sink, m);
+	if (job->dump_dir)
+		dt_dump_dir_write(job->dump_dir, m, "input");
 	struct dt_pipeline pipeline;
 	if (job->pipeline)
 		pipeline = *job->pipeline;
@@ -202,6 +194,8 @@ static int optimize(const struct opt_job *job, const char *output)
 	if (job->report != FORM_NONE)
 		shaped = fill_before(m, &topology, &before);
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
+	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
+		rc = DT_EIO;
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
 		dt_comm_table_fill(&after, m, &topology);
@@ -220,6 +214,7 @@ static int optimize(const struct opt_job *job, const char *output)
 		fprintf(stderr, "  load %.6f s, passes %.6f s, write %.6f s, total %.6f s\n",
 			t1 - t0, t2 - t1, t3 - t2, t3 - t0);
 	job->popt->pass.topology = NULL;
+	dt_opt_sink_fini(job->sink);
 	dt_module_destroy(m);
 	return rc;
 }
@@ -275,15 +270,22 @@ int dt_cmd_opt(int argc, char **argv)
 		{"search", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'K'},
 		{"memory-budget", required_argument, NULL, 'M'},
-		{"solve-timeout", required_argument, NULL, 'Y'},
+		{"solve-timeout", required_argument, NULL, 'Z'},
 		{"dump-problem", required_argument, NULL, 'P'},
-		{"bucket-bytes", required_argument, NULL, 'B'},
+		{"bucket-bytes", required_argument, NULL, 'U'},
 		{"overlap-bytes", required_argument, NULL, 'O'},
+		{"format", required_argument, NULL, 'f'},
+		{"remarks-output", required_argument, NULL, 'X'},
+		{"dump-dir", required_argument, NULL, 'Y'},
+		{"opt-bisect-limit", required_argument, NULL, 'B'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *pipeline_text = NULL, *output = "-", *problem_path = NULL;
+	const char *remarks_output = NULL, *format = "text";
+	struct dt_dump_dir dump_dir = {0};
+	struct dt_bisect bisect = {.limit = -1};
 	enum output_form remarks = FORM_NONE, report = FORM_NONE;
 	struct dt_cli_topology topology_flags = {0};
 	/* Verify after every pass in debug builds; other builds opt in. */
@@ -294,10 +296,20 @@ int dt_cmd_opt(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "p:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline_text = optarg; break;
 		case 'o': output = optarg; break;
+		case 'f': format = optarg; break;
+		case 'X': remarks_output = optarg; break;
+		case 'Y': dump_dir.dir = optarg; break;
+		case 'B':
+			bisect.limit = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || bisect.limit < 0)
+				return dt_usage_error("opt", "--opt-bisect-limit "
+						      "needs a count >= 0, not "
+						      "'%s'", optarg);
+			break;
 		case 'D': popt.dump_after = optarg; break;
 		case 'V': popt.verify_each = true; break;
 		case 'N': popt.verify_each = false; break;
@@ -334,7 +346,7 @@ int dt_cmd_opt(int argc, char **argv)
 						      "positive byte count, not '%s'",
 						      optarg);
 			break;
-		case 'Y':
+		case 'Z':
 			popt.pass.solve_timeout = strtod(optarg, &end);
 			if (!*optarg || *end || !(popt.pass.solve_timeout > 0) ||
 			    popt.pass.solve_timeout > 1e6)
@@ -349,21 +361,22 @@ int dt_cmd_opt(int argc, char **argv)
 				return dt_usage_error("opt", "--rank needs a rank "
 						      ">= 0, not '%s'", optarg);
 			break;
-		case 'B':
+		case 'U':
 		case 'O': {
 			long long v = strtoll(optarg, &end, 10);
 			if (!*optarg || *end || v <= 0)
 				return dt_usage_error("opt", "--%s needs a byte "
 						      "count > 0, not '%s'",
-						      c == 'B' ? "bucket-bytes"
+						      c == 'U' ? "bucket-bytes"
 							       : "overlap-bytes",
 						      optarg);
-			*(c == 'B' ? &popt.pass.bucket_bytes
+			*(c == 'U' ? &popt.pass.bucket_bytes
 				   : &popt.pass.overlap_bytes) = v;
 			break;
 		}
 		case 'h':
 			fputs(opt_help, stdout);
+			fputs(opt_help_passes, stdout);
 			fputs(dt_cli_topology_help, stdout);
 			return DT_EXIT_OK;
 		default:
@@ -380,15 +393,47 @@ int dt_cmd_opt(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return dt_usage_error("opt", "expected one input graph");
-	if (popt.dump_after && strcmp(popt.dump_after, "all") != 0 &&
-	    !dt_pass_find(popt.dump_after))
+	char unknown[64];
+	if (popt.dump_after &&
+	    dt_pass_list_unknown(popt.dump_after, unknown, sizeof unknown))
 		return dt_usage_error("opt", "--dump-after names unknown pass '%s'",
-				      popt.dump_after);
+				      unknown);
+	enum output_form form = parse_form(format);
+	if (form == FORM_NONE)
+		return dt_usage_error("opt", "--format=%s: expected text or json",
+				      format);
+	if (form == FORM_JSON) {
+		if (remarks == FORM_TEXT)
+			remarks = FORM_JSON;
+		if (report == FORM_TEXT)
+			report = FORM_JSON;
+	}
+	if (bisect.limit >= 0)
+		popt.pass.bisect = &bisect;
+	if (dump_dir.dir) {
+		if (dt_dump_dir_open(&dump_dir, "opt") != DT_EXIT_OK)
+			return DT_EXIT_INPUT;
+		dump_dir.only = popt.dump_after;
+		popt.dump_after = NULL;
+		popt.after_pass = dt_dump_dir_after_pass;
+		popt.after_pass_ud = &dump_dir;
+	}
+	struct dt_opt_sink sink = {
+		.remarks_stderr = remarks != FORM_NONE,
+		.json = remarks == FORM_JSON,
+	};
+	if (remarks_output) {
+		sink.remarks_out = strcmp(remarks_output, "-") == 0
+					   ? stdout
+					   : fopen(remarks_output, "w");
+		if (!sink.remarks_out)
+			return dt_io_error("opt", remarks_output);
+	}
 	struct dt_diag diag;
 	dt_diag_init(&diag);
-	diag.remarks = remarks != FORM_NONE;
-	if (remarks == FORM_JSON)
-		diag.emit = remark_json_emit;
+	diag.remarks = remarks != FORM_NONE || remarks_output;
+	diag.emit = dt_opt_sink_emit;
+	diag.ud = &sink;
 	struct dt_pipeline pipeline;
 	struct dt_diag usage_diag;
 	dt_diag_init(&usage_diag);
@@ -404,31 +449,40 @@ int dt_cmd_opt(int argc, char **argv)
 		.topology_flags = &topology_flags,
 		.report = report,
 		.diag = &diag,
+		.sink = &sink,
+		.dump_dir = dump_dir.dir ? &dump_dir : NULL,
 	};
 	const char *rank_at = strstr(output, "{rank}");
-	if (rank_at && (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0))
-		return dt_usage_error("opt", "an output path with {rank} lowers "
-				      "for every rank: it needs an input file "
-				      "and no --rank");
 	if (problem_path && !(popt.pass.problem_out = fopen(problem_path, "w"))) {
 		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
 			problem_path, strerror(errno));
 		return DT_EXIT_INPUT;
 	}
-	int code = rank_at ? optimize_per_rank(&job, output, rank_at)
-			   : dt_exit_code(optimize(&job, output));
+	int rc;
+	if (!rank_at)
+		rc = dt_exit_code(optimize(&job, output));
+	else if (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0)
+		rc = dt_usage_error("opt", "an output path with {rank} lowers "
+				    "for every rank: it needs an input file "
+				    "and no --rank");
+	else
+		rc = optimize_per_rank(&job, output, rank_at);
 	if (popt.pass.problem_out && fclose(popt.pass.problem_out) != 0 &&
-	    code == DT_EXIT_OK) {
+	    rc == DT_EXIT_OK) {
 		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
 			problem_path, strerror(errno));
-		code = DT_EXIT_INPUT;
+		rc = DT_EXIT_INPUT;
 	}
-	return code;
+	if (sink.remarks_out && sink.remarks_out != stdout &&
+	    fclose(sink.remarks_out) != 0 && rc == DT_EXIT_OK)
+		rc = dt_io_error("opt", remarks_output);
+	return rc;
 }
 
 static const char dump_help[] =
-	"usage: dtopt dump IN.xml [--format text|dot|json]\n\n"
-	"Prints the graph. Targets missing from the op table are allowed.\n"
+	"usage: dtopt dump IN.xml [-f|--format=text|dot|json] [-o OUT]\n\n"
+	"Prints the graph (to OUT with -o, written atomically). Targets missing\n"
+	"from the op table are allowed.\n"
 	"  text: FX print_readable style, with dtype[shape]{stride}, placements\n"
 	"        and the XML line of every node\n"
 	"  dot:  graphviz, collectives coloured by group, fused nodes marked\n"
@@ -438,16 +492,18 @@ int dt_cmd_dump(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *format = "text";
+	const char *format = "text", *output = "-";
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': format = optarg; break;
+		case 'o': output = optarg; break;
 		case 'h': fputs(dump_help, stdout); return DT_EXIT_OK;
 		default:
 			return dt_usage_error("dump", "unknown or incomplete option '%s'",
@@ -465,14 +521,18 @@ int dt_cmd_dump(int argc, char **argv)
 		return dt_usage_error("dump", "unknown format '%s' (text, dot or json)",
 				      format);
 	struct dt_diag diag;
-	dt_diag_init(&diag);
+	dt_cli_diag_init(&diag);
 	struct dt_module *m;
 	int rc = load(argv[optind], true, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
-	dump(m, stdout);
+	rc = dt_cli_output_begin("dump", output);
+	if (rc == DT_EXIT_OK) {
+		dump(m, stdout);
+		rc = dt_cli_output_commit();
+	}
 	dt_module_destroy(m);
-	return dt_cli_flush_stdout(DT_EXIT_OK);
+	return rc;
 }
 
 static const char verify_help[] =

@@ -26,17 +26,20 @@ static const char plan_help_head[] =
 	"plan for default shard orders, its min-cost plan when an order is given\n"
 	"or a _S appears; then merge adjacent steps onto the declared groups.\n"
 	"\n"
-	"  --mesh 2x2x2[:A,B,C]   mesh shape and dim names (default A, B, C, ...)\n"
+	"  --mesh 2,2,2[:A,B,C]   mesh shape and dim names (default A, B, C, ...;\n"
+	"                         2x2x2 is read too)\n"
 	"  --shape 8,8,8          the tensor's global shape\n"
 	"  --dtype NAME           element type (default float32)\n"
 	"  --src-order ORDER      shard order of SRC, e.g. \"0:B,A\" (tensor dim\n"
 	"                         0 split by B first, then A; default left to right)\n"
 	"  --dst-order ORDER      shard order of DST\n"
-	"  --group 'A B'          declare the flattened group over these dims in\n"
+	"  --group A,B            declare the flattened group over these dims in\n"
 	"                         this rank order (repeatable); merging uses it\n"
 	"  --create-groups        declare the groups merging needs, and merge\n"
 	"  --no-merge             print the per-dim steps as planned\n"
-	"  -f, --format FMT       text (default) or json\n"
+	"  -f, --format=FMT       text (default) or json\n"
+	"  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
+	"                         atomically, and not on error\n"
 	"  -h, --help             this text\n";
 
 static const char plan_help_tail[] =
@@ -45,6 +48,7 @@ static const char plan_help_tail[] =
 
 struct plan_args {
 	const char *mesh, *shape, *dtype, *src_order, *dst_order, *format;
+	const char *output;
 	const char *groups[MAX_GROUPS];
 	int ngroups;
 	bool create_groups, no_merge;
@@ -64,7 +68,7 @@ static int add_mesh(struct dt_module *m, const char *text)
 		long long n = strtoll(p, &end, 10);
 		if (end == p || n < 1 || n > (1 << 20) ||
 		    mesh.ndim == DT_MAX_MESH_DIMS ||
-		    (*end && *end != 'x' && *end != ':'))
+		    (*end && *end != 'x' && *end != ',' && *end != ':'))
 			return dt_usage_error(PLAN_CMD,
 					      "bad --mesh '%s' (want 1 to %d "
 					      "sizes like 2x2x2, names after "
@@ -72,7 +76,7 @@ static int add_mesh(struct dt_module *m, const char *text)
 					      text, DT_MAX_MESH_DIMS);
 		mesh.shape[mesh.ndim++] = n;
 		mesh.size *= n;
-		p = *end == 'x' ? end + 1 : end;
+		p = *end == 'x' || *end == ',' ? end + 1 : end;
 	}
 	if (mesh.ndim == 0)
 		return dt_usage_error(PLAN_CMD, "bad --mesh '%s'", text);
@@ -532,6 +536,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 		{"create-groups", no_argument, NULL, OPT_CREATE_GROUPS},
 		{"no-merge", no_argument, NULL, OPT_NO_MERGE},
 		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		DT_CLI_TOPOLOGY_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -539,7 +544,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		if (c >= DT_CLI_OPT_TOPOLOGY_FIRST && c < DT_CLI_OPT_TOPOLOGY_END) {
 			if (dt_cli_topology_parse(&a->topology, c, optarg,
 						  PLAN_CMD) != DT_EXIT_OK)
@@ -562,6 +567,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 		case OPT_CREATE_GROUPS: a->create_groups = true; break;
 		case OPT_NO_MERGE: a->no_merge = true; break;
 		case 'f': a->format = optarg; break;
+		case 'o': a->output = optarg; break;
 		case 'h':
 			fputs(plan_help_head, stdout);
 			fputc('\n', stdout);
@@ -599,8 +605,7 @@ static int parse_placements(const struct dt_module *m, const char *which,
 	if (dt_placements_parse(out, text, order, &m->meshes.data[0],
 				&m->strings, err, sizeof err))
 		return DT_EXIT_OK;
-	fprintf(stderr, "dtopt %s: error: %s: %s\n", PLAN_CMD, which, err);
-	return DT_EXIT_INPUT;
+	return dt_cli_error(PLAN_CMD, "%s: %s", which, err);
 }
 
 static int run_plan(struct dt_module *m, const struct plan_args *a,
@@ -624,12 +629,11 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 	struct dt_redist_plan plan;
 	char err[512];
 	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK) {
-		fprintf(stderr, "dtopt %s: error: %s\n", PLAN_CMD, err);
-		return DT_EXIT_INPUT;
+		return dt_cli_error(PLAN_CMD, "%s", err);
 	}
 	if (!a->no_merge) {
 		struct dt_diag diag;
-		dt_diag_init(&diag);
+		dt_cli_diag_init(&diag);
 		struct dt_redist_warned warned = {0};
 		struct dt_redist_merge_options mo = {
 			.module = m,
@@ -641,17 +645,21 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 		dt_redist_plan_merge(&plan, &mo);
 		dt_redist_warned_fini(&warned);
 	}
-	if (strcmp(a->format, "json") == 0)
-		print_json(m, &plan, stdout);
-	else
-		print_text(m, &plan, stdout);
+	rc = dt_cli_output_begin(PLAN_CMD, a->output);
+	if (rc == DT_EXIT_OK) {
+		if (strcmp(a->format, "json") == 0)
+			print_json(m, &plan, stdout);
+		else
+			print_text(m, &plan, stdout);
+		rc = dt_cli_output_commit();
+	}
 	dt_redist_plan_fini(&plan);
-	return DT_EXIT_OK;
+	return rc;
 }
 
 int dt_cmd_plan(int argc, char **argv)
 {
-	struct plan_args a = {.format = "text"};
+	struct plan_args a = {.format = "text", .output = "-"};
 	const char *src = NULL, *dst = NULL;
 	int rc = parse_args(argc, argv, &a, &src, &dst);
 	if (rc < 0)

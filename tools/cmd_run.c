@@ -742,7 +742,7 @@ static const char run_help[] =
 	"  --trace=T.json      one Chrome/Perfetto trace, a track per rank\n"
 	"  --summary           per-target time and bytes, and communication per\n"
 	"                      group, summed over ranks\n"
-	"  --out=DIR           write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
+	"  -o, --output=DIR    write DIR/rank<R>.<i>.bin (raw little-endian output i\n"
 	"                      of rank R) and DIR/index.json\n"
 	"  --timeout=SECONDS   the watchdog: a rank that waits longer than this for\n"
 	"                      one collective (or for the other ranks) reports the\n"
@@ -840,6 +840,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		{"trace", required_argument, NULL, 't'},
 		{"summary", no_argument, NULL, 'S'},
 		{"out", required_argument, NULL, 'o'},
+		{"output", required_argument, NULL, 'o'},
 		{"compare", no_argument, NULL, 'C'},
 		{"check", no_argument, NULL, 'K'},
 		{"reference", required_argument, NULL, 'R'},
@@ -860,7 +861,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	int ch;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'B':
 			chosen = true;

@@ -38,11 +38,15 @@ int dt_exit_code(int status)
 int dt_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "dtopt %s: error: ", cmd);
+	char msg[2048];
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see 'dtopt %s --help')\n", cmd);
+	if (dt_cli_json)
+		dt_cli_json_error(cmd, msg);
+	else
+		fprintf(stderr, "dtopt %s: error: %s (see 'dtopt %s --help')\n",
+			cmd, msg, cmd);
 	return DT_EXIT_USAGE;
 }
 
@@ -87,9 +91,14 @@ static int dispatch(int argc, char **argv)
 		       DTOPT_HAVE_NCCL ? "yes" : "no");
 		return DT_EXIT_OK;
 	}
-	for (int i = 0; i < NCOMMANDS; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].run(argc - 1, argv + 1);
+	for (int i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			dt_cli_scan_format(argc - 1, argv + 1);
+			int rc = commands[i].run(argc - 1, argv + 1);
+			dt_cli_output_discard(); /* -o not committed: no file */
+			return rc;
+		}
+	}
 	fprintf(stderr, "dtopt: error: unknown command '%s' (see 'dtopt --help')\n",
 		argv[1]);
 	return DT_EXIT_USAGE;

@@ -30,7 +30,8 @@ static void gen_usage(FILE *out)
 	      "  --hidden H            hidden size (default 64; a multiple of\n"
 	      "                        the mesh size)\n"
 	      "  --seq S               tokens per rank (default 16)\n"
-	      "  --mesh AxB[xC...]     mesh shape, 2 to 8 dims (default 2x2)\n"
+	      "  --mesh A,B[,C...]     mesh shape, 2 to 8 dims (default 2,2;\n"
+	      "                        2x2 is read too)\n"
 	      "  --dims a,b[,c...]     mesh dim names (default dp,tp,cp,ep,...)\n"
 	      "  --dtype T             float32 (default), bfloat16, float16,\n"
 	      "                        float64\n"
@@ -46,7 +47,7 @@ static void gen_usage(FILE *out)
 	      "                        scattered) or dp (weights replicated,\n"
 	      "                        gradients all-reduced, as DDP)\n"
 	      "  --seed N              seed of the random choices (default 1)\n"
-	      "  -o FILE               output file (default -, stdout)\n"
+	      "  -o, --output=FILE     output file (default -, stdout)\n"
 	      "  -h, --help            show this help\n",
 	      out);
 }
@@ -68,7 +69,7 @@ static bool parse_mesh(const char *s, struct gen_options *o)
 	int n = 0;
 	while (*s) {
 		char buf[32];
-		size_t len = strcspn(s, "x");
+		size_t len = strcspn(s, "x,");
 		if (n == DT_MAX_MESH_DIMS || len == 0 || len >= sizeof(buf))
 			return false;
 		memcpy(buf, s, len);
@@ -76,7 +77,7 @@ static bool parse_mesh(const char *s, struct gen_options *o)
 		if (!parse_int(buf, 1, 1 << 20, &o->mesh[n++]))
 			return false;
 		s += len;
-		if (*s == 'x' && !*++s)
+		if ((*s == 'x' || *s == ',') && !*++s)
 			return false;
 	}
 	o->ndim = n;
