@@ -87,8 +87,12 @@ struct sax {
 	int depth; /* of the next element (0 = root) */
 	enum dt_rd_element open[DT_READ_MAX_DEPTH + 1]; /* by depth */
 	bool saw_root;
-	/* Character data since the last markup, reported if not blank. */
-	DT_VEC(char) text;
+	/* Character data since the last markup that is not blank (an error
+	 * reported at the next markup): its first bytes and the line of its
+	 * last non-blank character. */
+	bool text;
+	char preview[64];
+	size_t preview_len;
 	uint32_t text_line;
 };
 
@@ -182,43 +186,43 @@ static void on_error(void *ud, xmlErrorPtr e)
 static void on_characters(void *ud, const xmlChar *ch, int len)
 {
 	struct sax *s = ud;
-	if (!s->text.len) {
-		int i = 0;
-		while (i < len && is_blank((char)ch[i]))
-			i++;
-		if (i == len)
-			return; /* blanks between elements */
-		s->text_line = parser_line(s);
+	const char *t = (const char *)ch;
+	size_t n = (size_t)len, last = n;
+	while (last && is_blank(t[last - 1]))
+		last--;
+	if (!last)
+		return; /* blanks (between elements, or after text) */
+	/* the parser is at the end of the chunk */
+	uint32_t line = parser_line(s);
+	for (size_t i = last; i < n; i++)
+		line -= t[i] == '\n' && line > 1;
+	s->text_line = line;
+	if (!s->text) {
+		s->text = true;
+		s->preview_len = 0;
+		while (is_blank(*t))
+			t++, n--;
 	}
-	uint32_t at = dt_vec_grow(&s->text, (uint32_t)len);
-	memcpy(s->text.data + at, ch, (size_t)len);
+	size_t room = sizeof s->preview - s->preview_len;
+	memcpy(s->preview + s->preview_len, t, n < room ? n : room);
+	s->preview_len += n < room ? n : room;
 }
 
 /* Report the character data since the last markup unless it is blank:
- * format v1 has no text content. The line is that of its last non-blank
- * character. */
+ * format v1 has no text content. */
 static void flush_text(struct sax *s)
 {
-	const char *t = s->text.data;
-	size_t len = s->text.len;
-	s->text.len = 0;
-	size_t i = 0;
-	while (i < len && is_blank(t[i]))
-		i++;
-	if (i == len)
+	if (!s->text)
 		return;
-	uint32_t line = s->text_line;
-	for (; len && is_blank(t[len - 1]); len--)
-		if (t[len - 1] == '\n' && line > 1)
-			line--;
-	size_t shown = i;
-	while (shown < len && t[shown] != '\r' && t[shown] != '\n')
+	s->text = false;
+	const char *t = s->preview;
+	size_t shown = 0;
+	while (shown < s->preview_len && t[shown] != '\r' && t[shown] != '\n')
 		shown++;
-	while (shown > i && (t[shown - 1] == ' ' || t[shown - 1] == '\t'))
+	while (shown && (t[shown - 1] == ' ' || t[shown - 1] == '\t'))
 		shown--;
-	shown -= i;
-	dt_rd_error(s->r, line, "unexpected text content '%.*s'",
-		    (int)(shown < 40 ? shown : 40), t + i);
+	dt_rd_error(s->r, s->text_line, "unexpected text content '%.*s'",
+		    (int)(shown < 40 ? shown : 40), t);
 }
 
 static void on_markup(void *ud, const xmlChar *a, const xmlChar *b)
@@ -519,7 +523,6 @@ static int parse(struct dt_rd *r, struct stream *in)
 	if (s.ctxt->myDoc)
 		xmlFreeDoc(s.ctxt->myDoc);
 	xmlFreeParserCtxt(s.ctxt);
-	dt_vec_free(&s.text);
 	return r->failed ? DT_EINPUT : DT_OK;
 }
 
@@ -734,6 +737,10 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 			       strerror(errno));
 		return DT_EIO;
 	}
+	/* libxml2 asks for about 4 KB at a time: read the file in 1 MB */
+	char *iobuf = is_stdin ? NULL : dt_malloc(1 << 20);
+	if (iobuf)
+		setvbuf(f, iobuf, _IOFBF, 1 << 20);
 	struct dt_rd r = {.diag = d, .opt = opt ? opt : &defaults};
 	uint64_t max = r.opt->max_bytes ? r.opt->max_bytes : DT_READ_MAX_BYTES;
 	if (r.opt->schema) {
@@ -743,6 +750,7 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 		    slurp(f, name, max < INT32_MAX ? max : INT32_MAX, &len, d);
 		if (!is_stdin)
 			fclose(f);
+		dt_free(iobuf);
 		int rc = all ? dt_read_memory(all, len, name, opt, d, out)
 			     : DT_EINPUT;
 		dt_free(all);
@@ -779,5 +787,6 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 	dt_vec_free(&prefix);
 	if (!is_stdin)
 		fclose(f);
+	dt_free(iobuf);
 	return finish(&r, rc, out);
 }

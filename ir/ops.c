@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* ops.c: the op table built from ops.def (schemas parsed into parameters,
- * targets looked up by binary search), argument binding against a schema,
+ * targets looked up by hash), argument binding against a schema,
  * and per-node shape inference, including the structural ops. */
 #include "ir.h"
 #include "shape.h"
@@ -31,6 +31,9 @@ enum {
 #undef DT_OP
 };
 
+/* Slots of the target hash table: a power of two, under half full. */
+enum { OP_SLOTS = 2u << (32 - __builtin_clz(DT_NOPS)) };
+
 /* The lazily built table: the one piece of mutable global state of the
  * library's op code. Built on first use; not thread-safe (build it before
  * starting threads, e.g. by calling dt_op_get(DT_OP_UNKNOWN)). */
@@ -38,7 +41,9 @@ static struct {
 	bool built;
 	struct dt_op_info info[DT_NOPS];
 	const char *defaults[DT_NOPS][DT_MAX_PARAMS]; /* NULL: none or None */
-	uint16_t by_target[DT_NOPS - 1];              /* sorted by target */
+	/* Open addressing on the target's hash: op, 0 = empty. */
+	uint16_t by_target[OP_SLOTS];
+	uint32_t hash[DT_NOPS];                       /* of each target */
 	char pool[POOL_BYTES];
 } table;
 
@@ -139,10 +144,24 @@ static void parse_schema(enum dt_op op, char **pool)
 	}
 }
 
-static int compare_targets(const void *a, const void *b)
+/* FNV-1a of a target string. */
+static uint32_t target_hash(const char *s)
 {
-	return strcmp(table.info[*(const uint16_t *)a].target,
-		      table.info[*(const uint16_t *)b].target);
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* The slot of `target` (hash h) in by_target: its op's, or the empty one
+ * where it would go. */
+static uint32_t target_slot(const char *target, uint32_t h)
+{
+	uint32_t i = h & (OP_SLOTS - 1);
+	for (uint16_t op; (op = table.by_target[i]); i = (i + 1) & (OP_SLOTS - 1))
+		if (table.hash[op] == h && strcmp(table.info[op].target, target) == 0)
+			break;
+	return i;
 }
 
 static void table_build(void)
@@ -159,13 +178,14 @@ static void table_build(void)
 		parse_schema((enum dt_op)op, &pool);
 	}
 	DT_REQUIRE(pool <= table.pool + sizeof(table.pool));
-	for (int op = 1; op < DT_NOPS; op++)
-		table.by_target[op - 1] = (uint16_t)op;
-	qsort(table.by_target, DT_NOPS - 1, sizeof(uint16_t), compare_targets);
-	for (int i = 1; i < DT_NOPS - 1; i++)
-		if (compare_targets(&table.by_target[i - 1], &table.by_target[i]) == 0)
+	for (int op = 1; op < DT_NOPS; op++) {
+		table.hash[op] = target_hash(table.info[op].target);
+		uint32_t i = target_slot(table.info[op].target, table.hash[op]);
+		if (table.by_target[i])
 			dt_die(__FILE__, __LINE__, "ops.def: target '%s' twice",
-			       table.info[table.by_target[i]].target);
+			       table.info[op].target);
+		table.by_target[i] = (uint16_t)op;
+	}
 	table.built = true;
 }
 
@@ -189,18 +209,8 @@ enum dt_op dt_op_lookup(const char *target)
 		return DT_OP_UNKNOWN;
 	if (!table.built)
 		table_build();
-	size_t lo = 0, hi = DT_NOPS - 1;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int cmp = strcmp(target, table.info[table.by_target[mid]].target);
-		if (cmp == 0)
-			return (enum dt_op)table.by_target[mid];
-		if (cmp < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return DT_OP_UNKNOWN;
+	return (enum dt_op)table.by_target[target_slot(target,
+							target_hash(target))];
 }
 
 /* ---- binding ---- */

@@ -164,44 +164,35 @@ char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n)
 
 /* ---- interning ---- */
 
-/* A 32-bit hash of n bytes, 8 at a time (multiply-xorshift mixing). */
 static uint32_t hash_bytes(const void *p, size_t n)
 {
+	/* FNV-1a */
 	const unsigned char *s = p;
-	uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-	for (; n >= 8; s += 8, n -= 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-		h ^= h >> 31;
-	}
-	if (n) {
-		uint64_t w = 0;
-		memcpy(&w, s, n);
-		h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-		h ^= h >> 31;
-	}
-	h *= 0x94D049BB133111EBull;
-	return (uint32_t)(h >> 32);
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
 }
 
-/* Slots hold hash << 32 | (id + 1), 0 when empty: a probe compares hashes
- * in the slot array and touches a record's bytes only on a match. */
+static const char *intern_bytes_at(const struct dt_intern *t, uint32_t id,
+				   uint32_t *n)
+{
+	const char *rec = t->bytes.data + t->offsets.data[id];
+	memcpy(n, rec, 4);
+	return rec + 8;
+}
+
 static void intern_rehash(struct dt_intern *t, uint32_t nslots)
 {
-	uint64_t *old = t->slots;
-	uint32_t nold = t->nslots;
-	t->slots = dt_calloc(nslots, sizeof(uint64_t));
+	dt_free(t->slots);
+	t->slots = dt_calloc(nslots, sizeof(uint32_t));
 	t->nslots = nslots;
-	for (uint32_t k = 0; k < nold; k++) {
-		if (!old[k])
-			continue;
-		uint32_t i = (uint32_t)(old[k] >> 32) & (nslots - 1);
+	for (uint32_t id = 0; id < t->offsets.len; id++) {
+		uint32_t i = t->hashes.data[id] & (nslots - 1);
 		while (t->slots[i])
 			i = (i + 1) & (nslots - 1);
-		t->slots[i] = old[k];
+		t->slots[i] = id + 1;
 	}
-	dt_free(old);
 }
 
 void dt_intern_init(struct dt_intern *t)
@@ -213,6 +204,7 @@ void dt_intern_init(struct dt_intern *t)
 void dt_intern_fini(struct dt_intern *t)
 {
 	dt_vec_free(&t->offsets);
+	dt_vec_free(&t->hashes);
 	dt_vec_free(&t->bytes);
 	dt_free(t->slots);
 	memset(t, 0, sizeof(*t));
@@ -226,14 +218,14 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 		intern_rehash(t, t->nslots ? t->nslots * 2 : 64);
 	uint32_t h = hash_bytes(p, n);
 	uint32_t i = h & (t->nslots - 1);
-	for (uint64_t slot; (slot = t->slots[i]); i = (i + 1) & (t->nslots - 1)) {
-		if ((uint32_t)(slot >> 32) != h)
-			continue;
-		uint32_t other = (uint32_t)slot - 1, len;
-		const char *rec = t->bytes.data + t->offsets.data[other];
-		memcpy(&len, rec, 4);
-		if (len == n && memcmp(p, rec + 8, n) == 0)
-			return other;
+	while (t->slots[i]) {
+		uint32_t other = t->slots[i] - 1, len;
+		if (t->hashes.data[other] == h) {
+			const char *q = intern_bytes_at(t, other, &len);
+			if (len == n && memcmp(p, q, n) == 0)
+				return other;
+		}
+		i = (i + 1) & (t->nslots - 1);
 	}
 	uint32_t id = t->offsets.len;
 	/* Records are 8-aligned so int64 lists can be read in place. */
@@ -246,7 +238,8 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 	t->bytes.data[at + 8 + n] = 0;
 	/* the 4 bytes after the length are padding so payloads are 8-aligned */
 	dt_vec_push(&t->offsets, at);
-	t->slots[i] = (uint64_t)h << 32 | (id + 1);
+	dt_vec_push(&t->hashes, h);
+	t->slots[i] = id + 1;
 	return id;
 }
 

@@ -84,8 +84,9 @@ char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n);
  * string). Stored bytes are NUL-terminated and stay valid until fini. */
 struct dt_intern {
 	DT_VEC(uint32_t) offsets;     /* id -> offset in bytes */
+	DT_VEC(uint32_t) hashes;      /* id -> hash of its bytes */
 	DT_VEC(char) bytes;           /* 4-byte length, payload, NUL */
-	uint64_t *slots;              /* open addressing: hash << 32 | id+1 */
+	uint32_t *slots;              /* open addressing: id+1, 0 = empty */
 	uint32_t nslots;
 };
 void dt_intern_init(struct dt_intern *t);

@@ -196,6 +196,16 @@ static void test_refusals(void **state)
 	    {"<dtopt-graph version=\"1\">\n<node name=\"x\" op=\"output\">"
 	     "<!-- c -->x<?pi?></node></dtopt-graph>",
 	     "2: unexpected text content 'x'"},
+	    /* text in three SAX chunks (around the entity): the line of its
+	     * last non-blank character, the text from its first */
+	    {"<dtopt-graph version=\"1\">\n<node name=\"x\" op=\"output\">\n"
+	     "  a &amp; b\n\n</node></dtopt-graph>",
+	     "3: unexpected text content 'a & b'"},
+	    {"<dtopt-graph version=\"1\">\n"
+	     "0123456789012345678901234567890123456789012345678901234567890123"
+	     "456789\n</dtopt-graph>",
+	     "2: unexpected text content "
+	     "'0123456789012345678901234567890123456789'"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct first f;
