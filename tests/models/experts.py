@@ -109,14 +109,28 @@ PLANS = {
 }
 
 # The collectives an expert plan must lower to where the textbook says what
-# they are (the suite's stage expert-plan; run_models.format_collectives):
-# Megatron's 2 all-reduces per block forward (attention, MLP) and 2
-# backward (the input gradients of the column-parallel linears), plus the
-# all-gathers of the token embedding table and the LM head (see above); the
-# MLP's one all-reduce forward (its input needs no gradient); the Mixer's
-# two MLPs, plus the input gradient of its first LayerNorm, which only its
-# weight gradients read.
+# they are (the suite's stage expert-plan; run_models.format_collectives).
+# DP: one all-reduce per gradient (GPT-2 21, Llama 12, Mixer 14) and two
+# scalar ones, the mean loss and nll_loss's total weight (which its backward
+# reads replicated). FSDP: one all-gather per parameter, one reduce-scatter
+# per gradient, and the same two scalars. Megatron TP: 2 all-reduces per
+# block forward (attention, MLP) and 2 backward (the input gradients of the
+# column-parallel linears), plus the all-gathers of the token embedding
+# table and the LM head (see above); the MLP's one all-reduce forward (its
+# input needs no gradient); the Mixer's two MLPs, plus the input gradient of
+# its first LayerNorm, which only its weight gradients read. Not listed: the
+# MLP under DP / FSDP (mse_loss_backward with reduction mean has no sharded
+# rule: its kernel divides by the local count, so prediction and target are
+# all-gathered) and the 2-D / 3-D plans (the per-head bmm of GPT-2 and
+# Llama cannot hold the batch on dp and the heads on tp in one merged dim:
+# dtopt has no placement for it, so attention gathers the batch).
 TEXTBOOK = {
+    "gpt2/dp": "23 AR[dp]",
+    "llama/dp": "14 AR[dp]",
+    "mixer/dp": "16 AR[dp]",
+    "gpt2/fsdp": "2 AR[dp] + 21 RS[dp] + 21 AG[dp]",
+    "llama/fsdp": "2 AR[dp] + 12 RS[dp] + 12 AG[dp]",
+    "mixer/fsdp": "2 AR[dp] + 14 RS[dp] + 14 AG[dp]",
     "gpt2/tp": "4 AR[tp] + 2 AG[tp]",
     "llama/tp": "4 AR[tp] + 2 AG[tp]",
     "mlp_sgd/tp": "1 AR[tp]",

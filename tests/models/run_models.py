@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """run_models.py: the real-model suite (issue 10 part 4). For every
-configuration (a model of models.py under one of its six placements):
+configuration (a model of models.py under one of its seven placements):
 
   export           trace with make_fx, write the global-view graph G with
                    tools/fx_export.py (placeholders pinned as the placement
@@ -18,6 +18,19 @@ configuration (a model of models.py under one of its six placements):
   eager            dtopt run --backend cpu G against torch eager on the same
                    deterministic inputs (runtime/inputs.c's formula)
 
+and, where experts.py has a plan for the placement (all but naive):
+
+  expert-export    the expert's graph E: G with every intermediate pinned
+  expert-lower     dtopt opt E -o EOUT.xml (per-rank files where refused)
+  expert-plan      for the configurations of experts.TEXTBOOK: EOUT's
+                   collectives are the textbook's
+  expert-check-reference, expert-check   as for G
+
+--table ends with the markdown table of dtopt's plan against the expert's
+(collectives per kind and group, bytes, modelled µs from `--report=json`);
+--assert-not-worse-than-expert fails where dtopt's is worse on any of them
+(for the whole-graph optimizer; dtopt's greedy search is worse today).
+
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
 the failing (configuration, stage) pairs are exactly those FILE lists: a
@@ -26,6 +39,8 @@ land (--update-expected FILE rewrites it from this run).
 
 usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
+                     [--search S] [--no-expert]
+                     [--assert-not-worse-than-expert]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
