@@ -275,21 +275,22 @@ def run_config(a, model, placement, gm, inputs, expected):
     res.done("check", ok, why, err)
     ok, err, why = compare_eager(a.dtopt, g, work, expected)
     res.done("eager", ok, why, err)
-    plan = experts.plan_of(placement)
-    if plan and not a.no_expert:
-        res.expert = run_expert(a, model, plan, gm, inputs, mpirun, work, res)
+    if placement in experts.PLANS and not a.no_expert:
+        res.expert = run_expert(a, model, placement, gm, inputs, mpirun, work,
+                                res)
     return res
 
 
-def run_expert(a, model, plan, gm, inputs, mpirun, work, res):
-    """The expert plan `plan` (experts.py) of `model`: export the graph with
-    every intermediate pinned, lower it (the default search: the pins
-    leave it no choice that matters), check it. Its stages are recorded in
-    `res` (expert-*); returns a Result holding its collectives."""
+def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
+    """The expert plan of `placement` (experts.py) for `model`: export the
+    graph with every intermediate pinned, lower it (the default search:
+    the pins leave it no choice that matters), check it. Its stages are
+    recorded in `res` (expert-*); returns a Result holding its
+    collectives."""
     ex = Result(res.config)
     g = os.path.join(work, "expert.xml")
     try:
-        experts.export(gm, inputs, model, plan, g)
+        experts.export(gm, inputs, model, placement, g)
         res.done("expert-export", True)
     except (fx_export.ExportError, ValueError) as e:
         res.done("expert-export", False, str(e).splitlines()[0])
@@ -428,7 +429,7 @@ def format_collectives(coll):
 
 
 def compare_rows(results):
-    """(config, plan, dtopt Result, expert Result, checked) for each
+    """(config, dtopt Result, expert Result, checked) for each
     configuration run with an expert plan that lowered."""
     rows = []
     for r in results:
@@ -437,8 +438,7 @@ def compare_rows(results):
             continue
         checked = all(s in r.passed for s in ("expert-check",
                                               "expert-check-reference"))
-        rows.append((r.config, experts.plan_of(r.config.split("/")[1]), r,
-                     r.expert, checked))
+        rows.append((r.config, r, r.expert, checked))
     return rows
 
 
@@ -449,7 +449,7 @@ def print_comparison(results, search):
           "collectives | bytes | µs | expert checked |" % (search or
                                                           "default search"))
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- |")
-    for config, plan, d, e, checked in compare_rows(results):
+    for config, d, e, checked in compare_rows(results):
         print("| %s | %s | %d | %.1f | %s | %d | %.1f | %s |" % (
             config, format_collectives(d.collectives), d.bytes, d.time_us,
             format_collectives(e.collectives), e.bytes, e.time_us,
@@ -461,7 +461,7 @@ def worse_than_expert(results):
     """Messages for each configuration where dtopt's plan moves more
     (collectives, bytes or modelled time) than the expert's."""
     msgs = []
-    for config, _, d, e, _ in compare_rows(results):
+    for config, d, e, _ in compare_rows(results):
         dn, en = sum(d.collectives.values()), sum(e.collectives.values())
         worse = [w for w, x, y in (("collectives", dn, en),
                                    ("bytes", d.bytes, e.bytes),
