@@ -219,7 +219,7 @@ class Result:
         self.collectives = {}
         self.bytes, self.time_us = 0, 0.0
         self.expert = None  # Result of the expert plan, when there is one
-        self.unmet_pins = 0  # expert pins no strategy gives
+        self.unmet_pins = 0  # expert pins reached by a redistribution
         self.errors = {}  # stage -> max abs error
 
     def done(self, stage, ok, reason="", error=None):
@@ -453,8 +453,7 @@ def print_comparison(results, search):
         print("| %s | %s | %d | %.1f | %s | %d | %.1f | %s |" % (
             config, format_collectives(d.collectives), d.bytes, d.time_us,
             format_collectives(e.collectives), e.bytes, e.time_us,
-            "yes" if checked else "NO" + (" (%d pins unmet)" % d.unmet_pins
-                                          if d.unmet_pins else "")))
+            "yes" if checked else "NO"))
 
 
 def worse_than_expert(results):
@@ -536,8 +535,9 @@ def main():
         results.append(r)
         if not a.table:
             vs = "" if r.expert is None else "; collectives dtopt %d, " \
-                "expert %d" % (sum(r.collectives.values()),
-                               sum(r.expert.collectives.values()))
+                "expert %d, %d expert pins moved to" % (
+                    sum(r.collectives.values()),
+                    sum(r.expert.collectives.values()), r.unmet_pins)
             print("%-16s %s (%.1f s%s)" % (
                 r.config, "ok" if not r.failed else "failed: " + ", ".join(
                     r.failed), time.time() - t0, vs), flush=True)
