@@ -14,11 +14,13 @@
  * A constant (get_attr) is an input like a placeholder: its <sharding>
  * when it has one, else replicated on the first mesh.
  *
- * A node already carrying a <sharding> is pinned: only strategies giving
- * result 0 those placements qualify, and its inputs move as that strategy
- * needs. When no strategy gives the pin, the node takes the strategy whose
- * cost plus that of moving its output to the pin is least, and that
- * redistribution follows it (remark shard-prop:pin). When
+ * A node already carrying a <sharding> is pinned: its value ends up with
+ * those placements. The node takes the strategy giving them whose input
+ * moves cost least, unless another strategy plus moving its output to the
+ * pin costs less (a gradient pinned R all-reduces its partial sum rather
+ * than gathering its operands; a one-result node only), or no strategy
+ * gives them: then that redistribution follows it (remark shard-prop:pin,
+ * saying which). When
  * no strategy exists at all, or the op has no rows, the node runs
  * replicated (remark shard-prop:replicate when an input has to move).
  * Every inserted redistribution gives a remark shard-prop:redistribute
@@ -65,7 +67,7 @@ struct prop {
 	DT_VEC(struct redist) redists;
 	struct dt_rules rules;
 	struct dt_shard_space space;
-	struct dt_shard_choice choice;
+	struct dt_shard_choice choice, alt;
 	DT_VEC(struct dt_placements) current;
 	dt_str redistribute_target;
 	struct dt_shard_watch *watch; /* NULL = none */
@@ -454,7 +456,7 @@ static int propagate(struct prop *p, uint32_t id)
 	    .pin = pin_sharding ? &pin.placements : NULL,
 	};
 	dt_shard_space_init(&p->space, &p->rules, &req);
-	bool pin_unmet = false;
+	bool pin_unmet = false, cheaper = false;
 	const struct dt_placements *planned = planned_strategy(p, id);
 	if (planned) {
 		pin_unmet = pin_sharding &&
@@ -476,6 +478,20 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_shard_space_init(&p->space, &p->rules, &req);
 			dt_shard_search_toward(&p->space, &pin.placements,
 					       p->mode, &p->choice);
+		} else if (pin_sharding && p->rules.nout == 1) {
+			/* Computing elsewhere and moving the result to the
+			 * pin may cost less than the moves of the inputs a
+			 * strategy giving the pin needs (a gradient pinned R
+			 * all-reduces its partial sum instead of gathering
+			 * its operands). */
+			req.pin = NULL;
+			dt_shard_space_init(&p->space, &p->rules, &req);
+			if (dt_shard_search_toward(&p->space, &pin.placements,
+						   p->mode, &p->alt) <
+			    p->choice.cost - 1e-9) {
+				dt_shard_choice_copy(&p->choice, &p->alt);
+				pin_unmet = cheaper = true;
+			}
 		}
 	}
 	uint32_t nout = p->rules.nout, width = nout + p->rules.nin;
@@ -535,7 +551,14 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_vec_free(&fallback);
 			return DT_EINPUT;
 		}
-		if (p->ctx->diag->remarks)
+		if (p->ctx->diag->remarks && cheaper)
+			remark(p, id, "shard-prop:pin",
+			       "'%s' (%s) computes %s and is redistributed to "
+			       "its pinned placements %s: cheaper than any "
+			       "strategy giving them",
+			       name_of(p, id),
+			       dt_str_get(m, node(p, id)->target), b, a);
+		else if (p->ctx->diag->remarks)
 			remark(p, id, "shard-prop:pin",
 			       "no strategy of '%s' (%s) gives its pinned "
 			       "placements %s; it computes %s and is "
@@ -655,6 +678,7 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 	dt_rules_fini(&p.rules);
 	dt_shard_space_fini(&p.space);
 	dt_shard_choice_fini(&p.choice);
+	dt_shard_choice_fini(&p.alt);
 	return rc;
 }
 

@@ -519,6 +519,21 @@ class ValueTests(GraphChecks):
                 with self.assertRaises(fx_export.ExportError):
                     self.export(output_placements=bad)
 
+    def test_node_placements(self):
+        root = ET.fromstring(self.export(
+            node_placements={"slice_1": "S(0) R"},
+            output_placements=["S(0) R"] + [None] * 7).encode())
+        self.assertEqual(self.node(root, "slice_1").find("sharding")
+                         .get("placements"), "S(0) R")
+        for bad, outs in (({"x_1": "R R"}, None),      # a placeholder
+                          ({"nope": "R R"}, None),     # no such node
+                          ({"slice_1": "S(0)"}, None),  # too few tokens
+                          ({"slice_1": "R R"},          # the output's pin
+                           ["S(0) R"] + [None] * 7)):
+            with self.subTest(pins=bad):
+                with self.assertRaises(fx_export.ExportError):
+                    self.export(node_placements=bad, output_placements=outs)
+
 
 class ConstantTests(unittest.TestCase):
     """get_attr tensors (closed over by the traced function) become

@@ -10,7 +10,7 @@ parameters keep the placements of models.PLACEMENTS (their storage); the
 plan derives every intermediate's placements from the graph itself:
 
 1. ``label``: every tensor dim of the traced fwd+bwd graph gets its axes,
-   propagated from the inputs' (AXES below: one string per parameter) by
+   propagated from the inputs' (AXES below: one string per input) by
    what each aten op does with dims: views merge and split them (a merged
    dim is a list of axes, outer first), permutes move them, matmuls and
    reductions contract them. No node name is written down, so the labels
@@ -47,11 +47,11 @@ import torch.utils._pytree  # noqa: F401  (tree_flatten)
 import fx_export
 import models
 
-# The axes of each parameter's dims, one word per dim, merged axes joined by
-# '*' (outer first). Batch inputs: see BATCH_AXES.
+# The axes of each input's dims (batch inputs, parameters), one word per
+# dim, merged axes joined by '*' (outer first).
 AXES = {
     "gpt2": {
-        "wte": "vocab hidden", "wpe": "seq hidden", "ln1_w": "hidden",
+        "idx": "batch seq", "targets": "batch seq", "wte": "vocab hidden", "wpe": "seq hidden", "ln1_w": "hidden",
         "ln1_b": "hidden", "wq": "heads*hd hidden", "bq": "heads*hd",
         "wk": "heads*hd hidden", "bk": "heads*hd", "wv": "heads*hd hidden",
         "bv": "heads*hd", "wo": "hidden heads*hd", "bo": "hidden",
@@ -59,24 +59,20 @@ AXES = {
         "b_fc": "ffn", "w_proj": "hidden ffn", "b_proj": "hidden",
         "lnf_w": "hidden", "lnf_b": "hidden", "w_head": "vocab hidden"},
     "llama": {
-        "emb": "vocab hidden", "attn_norm": "hidden",
+        "idx": "batch seq", "targets": "batch seq", "emb": "vocab hidden", "attn_norm": "hidden",
         "wq": "heads*hd hidden", "wk": "kv*hd hidden", "wv": "kv*hd hidden",
         "wo": "hidden heads*hd", "ffn_norm": "hidden",
         "w_gate": "ffn hidden", "w_up": "ffn hidden", "w_down": "hidden ffn",
         "norm": "hidden", "w_head": "vocab hidden"},
-    "mlp_sgd": {"w1": "ffn hidden", "b1": "ffn", "w2": "hidden ffn",
+    "mlp_sgd": {"x": "batch hidden", "y": "batch hidden", "w1": "ffn hidden", "b1": "ffn", "w2": "hidden ffn",
                 "b2": "hidden"},
     "mixer": {
-        "ln1_w": "hidden", "ln1_b": "hidden", "tok1_w": "ffn seq",
+        "x": "batch seq hidden", "labels": "batch", "ln1_w": "hidden", "ln1_b": "hidden", "tok1_w": "ffn seq",
         "tok1_b": "ffn", "tok2_w": "seq ffn", "tok2_b": "seq",
         "ln2_w": "hidden", "ln2_b": "hidden", "ch1_w": "ffn hidden",
         "ch1_b": "ffn", "ch2_w": "hidden ffn", "ch2_b": "hidden",
         "head_w": "class hidden", "head_b": "class"},
 }
-BATCH_AXES = {"idx": "batch seq", "targets": "batch seq",
-              "x": None, "y": "batch hidden", "labels": "batch"}
-# mlp_sgd's x is (B, H), mixer's (B, T, H): by rank.
-_X_AXES = {2: "batch hidden", 3: "batch seq hidden"}
 
 
 def _outer_sizes(models, model):
@@ -90,33 +86,41 @@ def _outer_sizes(models, model):
 TP_AXES = {"heads", "kv", "ffn"}
 BATCH = {"batch"}
 
-# plan -> (placement of models.PLACEMENTS: mesh and parameter storage,
-#          {mesh dim: axes it splits}, what the plan is)
+# The expert plan of each placement of models.PLACEMENTS (which gives the
+# mesh and the parameters' storage): {mesh dim: the axes it splits}. No
+# expert writes 'naive'.
 PLANS = {
-    "dp": ("dp", {"dp": BATCH},
-           "DP: batch S(0), parameters replicated, one all-reduce per "
-           "gradient"),
-    "fsdp": ("fsdp", {"dp": BATCH},
-             "FSDP: parameters S(0), all-gathered before use, gradients "
-             "reduce-scattered"),
-    "tp": ("tp", {"tp": TP_AXES},
-           "Megatron TP: column- then row-parallel linears, heads split"),
-    "dp_tp": ("dp_tp", {"dp": BATCH, "tp": TP_AXES}, "DP x Megatron TP"),
-    "fsdp_tp": ("fsdp_tp", {"dp": BATCH, "tp": TP_AXES},
-                "FSDP x Megatron TP"),
-    "3d": ("3d", {"dp": BATCH, "fsdp": BATCH, "tp": TP_AXES},
-           "HSDP x TP: replicate x shard x Megatron TP"),
+    "dp": {"dp": BATCH},  # DP: one all-reduce per gradient
+    "fsdp": {"dp": BATCH},  # FSDP: all-gather before use, reduce-scatter
+    "tp": {"tp": TP_AXES},  # Megatron TP: column- then row-parallel
+    "dp_tp": {"dp": BATCH, "tp": TP_AXES},  # DP x TP
+    "fsdp_tp": {"dp": BATCH, "tp": TP_AXES},  # FSDP x TP
+    "3d": {"dp": BATCH, "fsdp": BATCH, "tp": TP_AXES},  # HSDP x TP
 }
 
 # The collectives an expert plan must lower to where the textbook says what
-# they are (the suite's stage expert-plan; run_models.format_collectives):
-# Megatron's 2 all-reduces per block forward (attention, MLP) and 2
-# backward (the input gradients of the column-parallel linears), plus the
-# all-gathers of the token embedding table and the LM head (see above); the
-# MLP's one all-reduce forward (its input needs no gradient); the Mixer's
-# two MLPs, plus the input gradient of its first LayerNorm, which only its
-# weight gradients read.
+# they are (the suite's stage expert-plan; run_models.format_collectives).
+# DP: one all-reduce per gradient (GPT-2 21, Llama 12, Mixer 14) and two
+# scalar ones, the mean loss and nll_loss's total weight (which its backward
+# reads replicated). FSDP: one all-gather per parameter, one reduce-scatter
+# per gradient, and the same two scalars. Megatron TP: 2 all-reduces per
+# block forward (attention, MLP) and 2 backward (the input gradients of the
+# column-parallel linears), plus the all-gathers of the token embedding
+# table and the LM head (see above); the MLP's one all-reduce forward (its
+# input needs no gradient); the Mixer's two MLPs, plus the input gradient of
+# its first LayerNorm, which only its weight gradients read. Not listed: the
+# MLP under DP / FSDP (mse_loss_backward with reduction mean has no sharded
+# rule: its kernel divides by the local count, so prediction and target are
+# all-gathered) and the 2-D / 3-D plans (the per-head bmm of GPT-2 and
+# Llama cannot hold the batch on dp and the heads on tp in one merged dim:
+# dtopt has no placement for it, so attention gathers the batch).
 TEXTBOOK = {
+    "gpt2/dp": "23 AR[dp]",
+    "llama/dp": "14 AR[dp]",
+    "mixer/dp": "16 AR[dp]",
+    "gpt2/fsdp": "2 AR[dp] + 21 RS[dp] + 21 AG[dp]",
+    "llama/fsdp": "2 AR[dp] + 12 RS[dp] + 12 AG[dp]",
+    "mixer/fsdp": "2 AR[dp] + 14 RS[dp] + 14 AG[dp]",
     "gpt2/tp": "4 AR[tp] + 2 AG[tp]",
     "llama/tp": "4 AR[tp] + 2 AG[tp]",
     "mlp_sgd/tp": "1 AR[tp]",
@@ -221,10 +225,17 @@ def _tensor_args(n):
     return [a for a in n.args if isinstance(a, torch.fx.Node)]
 
 
+def _inputs(n):
+    """Every node n reads, in lists too (cat)."""
+    return _tensor_args(n) + [a for lst in n.args
+                              if isinstance(lst, (list, tuple))
+                              for a in lst if isinstance(a, torch.fx.Node)]
+
+
 def label(gm, descs, model, models):
     """node -> Value for every node of the traced graph."""
     outer = _outer_sizes(models, model)
-    axes = {k + "_1": v for k, v in AXES[model].items()}
+    axes = {k + "_1": v for k, v in AXES[model].items()}  # make_fx's names
     vals = {}
 
     def lab(a, i=0):
@@ -234,10 +245,7 @@ def label(gm, descs, model, models):
         shapes = _shapes(n, descs)
         t = str(n.target)
         if n.op == "placeholder":
-            base = n.name[:-2]
-            text = axes.get(n.name) or BATCH_AXES.get(base) or \
-                _X_AXES.get(len(shapes[0]))
-            vals[n] = Value([_parse_axes(text, shapes[0], outer)])
+            vals[n] = Value([_parse_axes(axes[n.name], shapes[0], outer)])
             continue
         if n.op != "call_function":
             vals[n] = Value([_unknown(s) for s in shapes or []])
@@ -438,10 +446,7 @@ def plan_pins(gm, vals, plan_axes, dims, output_pins):
     grads = set(flat[1:])
     skip = set()
     for n in gm.graph.nodes:  # downstream of a gradient: the update
-        if any(a in grads or a in skip for a in _tensor_args(n)) or (
-                n.op == "call_function" and str(n.target) == "aten.cat."
-                "default" and any(a in grads or a in skip for a in n.args[0]
-                                  if isinstance(a, torch.fx.Node))):
+        if any(a in grads or a in skip for a in _inputs(n)):
             skip.add(n)
     # partial[node] = per result {mesh dim: kind}
     partial, pins = {}, {}
@@ -462,9 +467,7 @@ def plan_pins(gm, vals, plan_axes, dims, output_pins):
         if t == "<built-in function getitem>":
             partial[n] = [partial[n.args[0]][n.args[1]]]
             continue
-        ins = [a for a in _tensor_args(n)] + [
-            a for lst in n.args if isinstance(lst, (list, tuple))
-            for a in lst if isinstance(a, torch.fx.Node)]
+        ins = _inputs(n)
         kept = {}
         in_parts = [part_of(a) for a in ins]
         linear = all(_is_linear_in(n, a) for a, p in zip(ins, in_parts) if p)
@@ -495,21 +498,13 @@ def plan_pins(gm, vals, plan_axes, dims, output_pins):
 # The pinned graph
 
 
-def plan_of(placement):
-    """The expert plan for a placement of models.PLACEMENTS (None: none,
-    e.g. 'naive', which no expert writes)."""
-    for plan, (pl, _, _) in PLANS.items():
-        if pl == placement:
-            return plan
-    return None
-
-
-def export(gm, inputs, model, plan, path, models_mod=None):
-    """Write model `model` (traced: gm, inputs) under expert plan `plan` as
-    a pinned global-view graph at `path`; returns {node: placements}, the
-    pins added (fx_export.ExportError when it cannot be written)."""
+def export(gm, inputs, model, placement, path, models_mod=None):
+    """Write model `model` (traced: gm, inputs) under the expert plan of
+    `placement` (PLANS) as a pinned global-view graph at `path`; returns
+    {node name: placements}, the pins added (fx_export.ExportError when it
+    cannot be written). models_mod: models.py loaded at other sizes."""
     mods = models_mod or models
-    placement, plan_axes, _ = PLANS[plan]
+    plan_axes = PLANS[placement]
     shape, dims, pl, outs = mods.config_placements(model, placement)
     descs = fx_export._collect_metadata(gm, inputs)
     vals = label(gm, descs, model, mods)
@@ -521,5 +516,5 @@ def export(gm, inputs, model, plan, path, models_mod=None):
     fx_export.export(gm, inputs, mesh_shape=shape, mesh_dims=dims,
                      placements=pl, output_placements=outs,
                      node_placements=pins, path=path,
-                     name="%s_%s_expert" % (model, plan))
+                     name="%s_%s_expert" % (model, placement))
     return pins

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The real-model suite's models (issue 10 part 4): four small blocks as
-real code writes them, traced forward+backward with make_fx, and the six
+real code writes them, traced forward+backward with make_fx, and the seven
 placements each runs under.
 
 Models (each a plain function of explicit tensors: batch inputs first, then

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """run_models.py: the real-model suite (issue 10 part 4). For every
-configuration (a model of models.py under one of its six placements):
+configuration (a model of models.py under one of its seven placements):
 
   export           trace with make_fx, write the global-view graph G with
                    tools/fx_export.py (placeholders pinned as the placement
@@ -18,6 +18,19 @@ configuration (a model of models.py under one of its six placements):
   eager            dtopt run --backend cpu G against torch eager on the same
                    deterministic inputs (runtime/inputs.c's formula)
 
+and, where experts.py has a plan for the placement (all but naive):
+
+  expert-export    the expert's graph E: G with every intermediate pinned
+  expert-lower     dtopt opt E -o EOUT.xml (per-rank files where refused)
+  expert-plan      for the configurations of experts.TEXTBOOK: EOUT's
+                   collectives are the textbook's
+  expert-check-reference, expert-check   as for G
+
+--table ends with the markdown table of dtopt's plan against the expert's
+(collectives per kind and group, bytes, modelled µs from `--report=json`);
+--assert-not-worse-than-expert fails where dtopt's is worse on any of them
+(for the whole-graph optimizer; dtopt's greedy search is worse today).
+
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
 the failing (configuration, stage) pairs are exactly those FILE lists: a
@@ -26,6 +39,8 @@ land (--update-expected FILE rewrites it from this run).
 
 usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
+                     [--search S] [--no-expert]
+                     [--assert-not-worse-than-expert]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
@@ -204,7 +219,7 @@ class Result:
         self.collectives = {}
         self.bytes, self.time_us = 0, 0.0
         self.expert = None  # Result of the expert plan, when there is one
-        self.unmet_pins = 0  # expert pins no strategy gives
+        self.unmet_pins = 0  # expert pins reached by a redistribution
         self.errors = {}  # stage -> max abs error
 
     def done(self, stage, ok, reason="", error=None):
@@ -260,21 +275,22 @@ def run_config(a, model, placement, gm, inputs, expected):
     res.done("check", ok, why, err)
     ok, err, why = compare_eager(a.dtopt, g, work, expected)
     res.done("eager", ok, why, err)
-    plan = experts.plan_of(placement)
-    if plan and not a.no_expert:
-        res.expert = run_expert(a, model, plan, gm, inputs, mpirun, work, res)
+    if placement in experts.PLANS and not a.no_expert:
+        res.expert = run_expert(a, model, placement, gm, inputs, mpirun, work,
+                                res)
     return res
 
 
-def run_expert(a, model, plan, gm, inputs, mpirun, work, res):
-    """The expert plan `plan` (experts.py) of `model`: export the graph with
-    every intermediate pinned, lower it (the default search: the pins
-    leave it no choice that matters), check it. Its stages are recorded in
-    `res` (expert-*); returns a Result holding its collectives."""
+def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
+    """The expert plan of `placement` (experts.py) for `model`: export the
+    graph with every intermediate pinned, lower it (the default search:
+    the pins leave it no choice that matters), check it. Its stages are
+    recorded in `res` (expert-*); returns a Result holding its
+    collectives."""
     ex = Result(res.config)
     g = os.path.join(work, "expert.xml")
     try:
-        experts.export(gm, inputs, model, plan, g)
+        experts.export(gm, inputs, model, placement, g)
         res.done("expert-export", True)
     except (fx_export.ExportError, ValueError) as e:
         res.done("expert-export", False, str(e).splitlines()[0])
@@ -413,7 +429,7 @@ def format_collectives(coll):
 
 
 def compare_rows(results):
-    """(config, plan, dtopt Result, expert Result, checked) for each
+    """(config, dtopt Result, expert Result, checked) for each
     configuration run with an expert plan that lowered."""
     rows = []
     for r in results:
@@ -422,8 +438,7 @@ def compare_rows(results):
             continue
         checked = all(s in r.passed for s in ("expert-check",
                                               "expert-check-reference"))
-        rows.append((r.config, experts.plan_of(r.config.split("/")[1]), r,
-                     r.expert, checked))
+        rows.append((r.config, r, r.expert, checked))
     return rows
 
 
@@ -434,19 +449,18 @@ def print_comparison(results, search):
           "collectives | bytes | µs | expert checked |" % (search or
                                                           "default search"))
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- |")
-    for config, plan, d, e, checked in compare_rows(results):
+    for config, d, e, checked in compare_rows(results):
         print("| %s | %s | %d | %.1f | %s | %d | %.1f | %s |" % (
             config, format_collectives(d.collectives), d.bytes, d.time_us,
             format_collectives(e.collectives), e.bytes, e.time_us,
-            "yes" if checked else "NO" + (" (%d pins unmet)" % d.unmet_pins
-                                          if d.unmet_pins else "")))
+            "yes" if checked else "NO"))
 
 
 def worse_than_expert(results):
     """Messages for each configuration where dtopt's plan moves more
     (collectives, bytes or modelled time) than the expert's."""
     msgs = []
-    for config, _, d, e, _ in compare_rows(results):
+    for config, d, e, _ in compare_rows(results):
         dn, en = sum(d.collectives.values()), sum(e.collectives.values())
         worse = [w for w, x, y in (("collectives", dn, en),
                                    ("bytes", d.bytes, e.bytes),
@@ -521,8 +535,9 @@ def main():
         results.append(r)
         if not a.table:
             vs = "" if r.expert is None else "; collectives dtopt %d, " \
-                "expert %d" % (sum(r.collectives.values()),
-                               sum(r.expert.collectives.values()))
+                "expert %d, %d expert pins moved to" % (
+                    sum(r.collectives.values()),
+                    sum(r.expert.collectives.values()), r.unmet_pins)
             print("%-16s %s (%.1f s%s)" % (
                 r.config, "ok" if not r.failed else "failed: " + ", ".join(
                     r.failed), time.time() - t0, vs), flush=True)
