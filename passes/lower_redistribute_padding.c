@@ -82,12 +82,45 @@ static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
 	return last;
 }
 
+/* pl with the S and _S of mesh dims of size 1 made R, the shard order of
+ * the other mesh dims on their tensor dim closed up: the same indices on
+ * every rank (a level of one chunk keeps the whole dim). A local_shard
+ * step of the planner may shard a mesh dim before such a level that it
+ * passes (R S(0) -> S(0) S(0) with mesh dim 1 of size 1), which without
+ * the level is a refinement. */
+static struct dt_placements unit_levels_dropped(const struct dt_mesh *me,
+						const struct dt_placements *pl)
+{
+	struct dt_placements q = *pl;
+	for (int m = 0; m < q.ndim; m++) {
+		struct dt_placement *p = &q.p[m];
+		if (me->shape[m] != 1 || (p->kind != DT_PL_SHARD &&
+					  p->kind != DT_PL_STRIDED_SHARD))
+			continue;
+		for (int k = 0; k < q.ndim; k++)
+			if ((q.p[k].kind == DT_PL_SHARD ||
+			     q.p[k].kind == DT_PL_STRIDED_SHARD) &&
+			    q.p[k].dim == p->dim && q.order_pos[k] > q.order_pos[m])
+				q.order_pos[k]--;
+		*p = (struct dt_placement){.kind = DT_PL_REPLICATE};
+		q.order_pos[m] = 0;
+	}
+	return q;
+}
+
 uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
 			    int rank, int dim, double fill)
 {
 	struct dt_arg args[9];
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	struct dt_placements a1 = unit_levels_dropped(me, a),
+			     b1 = unit_levels_dropped(me, b);
+	if (op == DT_OP_LOCAL_SHARD) {
+		a = &a1;
+		b = &b1;
+	}
 	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
 	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
 			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";

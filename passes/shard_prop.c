@@ -197,11 +197,34 @@ static uint32_t new_view(struct prop *p, uint32_t from, const int64_t *shape,
 			suffix);
 }
 
+/* Whether some mesh dim goes from P(a) in `from` to P(b), b != a, in
+ * `to` (no redistribution: DTensor refuses it); then *mid is `from` with
+ * those dims R, through which it goes (all_reduce a; a replicated value is
+ * also P(b): every rank's copy is the value, for any reduce op). */
+static bool changes_partial(const struct dt_placements *from,
+			    const struct dt_placements *to,
+			    struct dt_placements *mid)
+{
+	bool any = false;
+	*mid = *from;
+	for (int m = 0; m < from->ndim; m++)
+		if (from->p[m].kind == DT_PL_PARTIAL &&
+		    to->p[m].kind == DT_PL_PARTIAL &&
+		    from->p[m].reduce != to->p[m].reduce) {
+			mid->p[m] = (struct dt_placement){.kind = DT_PL_REPLICATE};
+			mid->order_pos[m] = 0;
+			any = true;
+		}
+	return any;
+}
+
 /* A dtensor.redistribute of value `from` to (mesh, pl), linked before
  * node `before` (or after `from` when `before` is NONE). A value that is
  * no shard order (dt_shard_unflatten: the pieces of a merged inner dim)
- * is first viewed with that dim split, gathered there and viewed back.
- * Returns the last node; *first (unless NULL) is the first one made. */
+ * is first viewed with that dim split, gathered there and viewed back; a
+ * partial whose reduce op changes (a pin P(sum) -> P(max)) goes through R
+ * there first (changes_partial). Returns the last node; *first (unless
+ * NULL) is the first one made. */
 static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 				 const struct dt_placements *pl,
 				 uint32_t before, uint32_t line, uint32_t *first)
@@ -228,6 +251,12 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 		if (alike || dt_placements_equal(&u.flat, pl))
 			return from;
 		return new_redistribute(p, from, mesh, pl, before, line, NULL);
+	}
+	struct dt_placements mid;
+	if (v && changes_partial(&v->pl, pl, &mid)) {
+		uint32_t a = new_redistribute(p, from, mesh, &mid, before, line,
+					      first);
+		return new_redistribute(p, a, mesh, pl, before, line, NULL);
 	}
 	uint32_t id = new_node(p, from, p->redistribute_target, NULL, &t, mesh,
 			       pl, before, line, "redistribute");
@@ -556,7 +585,7 @@ static int propagate(struct prop *p, uint32_t id)
 			       "'%s' (%s) computes %s and is redistributed to "
 			       "its pinned placements %s: cheaper than any "
 			       "strategy giving them",
-			       name_of(p, id),
+			       dt_node_name(p->m, id),
 			       dt_str_get(m, node(p, id)->target), b, a);
 		else if (p->ctx->diag->remarks)
 			remark(p, id, "shard-prop:pin",

@@ -25,10 +25,13 @@ hang (no end within --timeout seconds).
 
 usage: variants.py DTOPT [--mpirun M] [--workdir W] [--variant PATTERN]...
                    [--fuzz N [--fuzz-seed S]] [--timeout S] [--list]
+                   [--require-spmd]
 
 --fuzz N adds N random variants (a mesh, a size set, random placements per
 input and parameter; fuzz/SEED reproduces one). The exit status is 1 when an
-outcome is MISMATCH, crash or hang; note that `run --check` compares
+outcome is MISMATCH, crash or hang (with --require-spmd also when the one
+SPMD program is refused or not reached; the models suite runs the uneven
+sequence-parallel variants so); note that `run --check` compares
 gradients through relu exactly, and an input of runtime/inputs.c's 1/8 grid
 can put a pre-activation exactly on 0, where another summation order (an
 R -> P(sum) division by 3) flips the relu mask: check such a MISMATCH with
@@ -476,6 +479,9 @@ def main():
                     "--fuzz-seed, ...), every model under each")
     ap.add_argument("--fuzz-seed", type=int, default=1)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--require-spmd", action="store_true",
+                    help="also fail when a variant gets no one SPMD "
+                    "program (a refusal included)")
     a = ap.parse_args()
     for seed in range(a.fuzz_seed, a.fuzz_seed + a.fuzz):
         VARIANTS["fuzz/%d" % seed] = fuzz(seed)
@@ -520,6 +526,8 @@ def main():
     print("%d variants in %.1f s" % (len(results), time.time() - start))
     bad = [r for r in results for c in COLS
            if c in r and r[c][0] not in ("ok", "refused")]
+    if a.require_spmd:
+        bad += [r for r in results if r.get("spmd", ("-",))[0] != "ok"]
     return 1 if bad else 0
 
 

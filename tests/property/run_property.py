@@ -6,7 +6,9 @@ For each mesh shape, gen_graphs.py writes --per-mesh random global-view
 graphs into one file and one `mpirun -np WORLD dtopt run --check FILE`
 lowers it for every rank (the default global pipeline: shard-prop,
 lower-redistribute, fusion) and compares every output with the single-rank
-run of the global graph. The property: every graph checks. A failing file
+run of the global graph; `run --check --spmd FILE` does the same with the
+one SPMD program of every rank (uneven shards padded). The property: every
+graph checks both ways. A failing file
 is split graph by graph to name the failures; each failing graph is kept
 as WORKDIR/fail-SEED-MESH-gI.xml with the command that reproduces it, and
 the run exits 1. The regression graphs under regress/ (make_fx traces that
@@ -40,13 +42,23 @@ def world(mesh):
     return n
 
 
-def check(args, path, np):
-    """(ok, output) of one `dtopt run --check`."""
+def check(args, path, np, spmd=False):
+    """(ok, output) of one `dtopt run --check` (spmd: `--check --spmd`, the
+    one SPMD program of every rank)."""
     cmd = [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
            str(np), args.dtopt, "run", "--backend", "mpi", "--check", path]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True)
+    p = subprocess.run(cmd + ["--spmd"] * spmd, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
     return p.returncode == 0 and "check: ok" in p.stdout, p.stdout
+
+
+def check_both(args, path, np):
+    """(ok, output, the failing command's flags): per-rank, then SPMD."""
+    for spmd in (False, True):
+        ok, out = check(args, path, np, spmd)
+        if not ok:
+            return False, out, " --spmd" * spmd
+    return True, out, ""
 
 
 def one_file(args, mesh, first, count, path):
@@ -69,7 +81,7 @@ def run_mesh(args, mesh):
     np = world(mesh)
     path = os.path.join(args.workdir, "batch-%d-%s.xml" % (args.seed, mesh))
     one_file(args, mesh, 0, args.per_mesh, path)
-    ok, out = check(args, path, np)
+    ok, out, _ = check_both(args, path, np)
     if ok:
         os.remove(path)
         return 0
@@ -78,16 +90,16 @@ def run_mesh(args, mesh):
         single = os.path.join(args.workdir,
                               "fail-%d-%s-g%d.xml" % (args.seed, mesh, i))
         one_file(args, mesh, i, 1, single)
-        ok, out = check(args, single, np)
+        ok, out, flags = check_both(args, single, np)
         if ok:
             os.remove(single)
             continue
         failures += 1
         print("FAIL seed %d mesh %s graph %d: %s\n  kept %s\n  reproduce: "
-              "mpirun -np %d dtopt run --check %s\n  regenerate: "
+              "mpirun -np %d dtopt run --check %s%s\n  regenerate: "
               "gen_graphs.py --seed %d --mesh %s --first %d --count 1"
               % (args.seed, mesh, i, errors_of(out), single, np, single,
-                 args.seed, mesh, i))
+                 flags, args.seed, mesh, i))
     if failures == 0:
         print("FAIL seed %d mesh %s: the batch fails but no graph alone "
               "does (kept %s):\n%s" % (args.seed, mesh, path, errors_of(out)))
