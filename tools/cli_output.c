@@ -173,7 +173,7 @@ static bool restore(void)
 int dt_cli_output_commit(void)
 {
 	if (!output.path)
-		return fflush(stdout) == 0 ? DT_EXIT_OK : DT_EXIT_INPUT;
+		return dt_cli_flush_stdout(DT_EXIT_OK);
 	bool ok = restore() && rename(output.tmp, output.path) == 0;
 	int rc = ok ? DT_EXIT_OK : dt_io_error(output.cmd, output.path);
 	if (!ok)
