@@ -102,10 +102,10 @@ void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
 			   int32_t *x);
 
 /* Plan changes through the eliminations: given want[v] >= 0 for nodes of
- * red->r's original that move away from plan cur[], set want[] for every
- * eliminated node whose best choice changes with them (the eliminations
- * replayed backwards) and append each to `touched`, which also lists the
- * nodes given on entry. */
+ * red->r's original that are re-chosen (plan cur[] elsewhere), set want[]
+ * to the best choice of every eliminated node that hangs off them (the
+ * eliminations replayed backwards) and append each to `touched`, which also
+ * lists the nodes given on entry. */
 void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *touched);
 
@@ -207,11 +207,16 @@ struct dt_lagrange {
 	struct dt_local ls;          /* the current plan of r, within the limit */
 	struct dt_solve_problem q;   /* r priced (edges shared with r) */
 	double *lambda, *prefix;     /* [nseg], [nseg + 1] segment prices */
-	double lambda0;              /* first price of a segment (0: unset) */
-	int32_t *over;               /* [nseg] balls that broke the limit there */
+	double *weight;              /* [nseg] summed excess over the limit
+					(fraction of it) of rejected plans */
+	double mu, mu_lo, mu_hi;     /* prices = mu * weight; mu bisected
+					between too low and high enough */
+	double scale;                /* cost of the first priced plan */
+	bool over_limit;             /* the round's priced plan broke it */
 	uint64_t seed;
 	int32_t *best;               /* best plan of r within the limit */
-	int64_t best_cost;           /* DT_SOLVE_INFINITE: none yet */
+	dt_wide best_cost;           /* of `best`, when `found` */
+	bool found;
 	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
 	int64_t rounds, balls;
 	/* the round's priced reduction, its core plan and scratch */
@@ -227,3 +232,10 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 void dt_lagrange_fini(struct dt_lagrange *lg);
 /* One round; returns whether it improved lg->best. */
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
+
+/* ---- bp.c: min-sum belief propagation ---- */
+
+/* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
+ * of damped min-sum message passing, each node then at its least belief,
+ * into x[]. */
+void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);
