@@ -159,10 +159,6 @@ int64_t dt_local_peak(const struct dt_local *ls);
 /* Improving moves that keep the plan within the limit (when it is), until
  * none is left or `stop(ud)`; returns the number of moves. */
 int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
-/* Lower the peak under the limit by moves of least cost per usage saved at
- * the worst segment; returns whether the plan fits. */
-bool dt_local_repair(struct dt_local *ls);
-
 /* Exhaustive branch and bound over `p` within `max_visits` visits. Returns
  * 1 with an optimal plan within the limit in best[] and its cost in *cost,
  * 0 when no plan fits the limit, -1 when the budget ran out (best[] is then
@@ -190,13 +186,12 @@ struct dt_lns {
 	 * returns whether to keep them. */
 	bool (*accept)(void *ud, const struct dt_lns *l);
 	void *accept_ud;
-	int64_t steps, exact, kept;
 };
 void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed);
 void dt_lns_fini(struct dt_lns *l);
-/* Run `steps` balls or until stop(ud); returns whether one ball held every
- * node and was solved exactly (the plan is then optimal). */
-bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
+/* Run `steps` balls, or until stop(ud) or a ball holding every node was
+ * solved exactly. */
+void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
 
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 
@@ -218,7 +213,7 @@ struct dt_lagrange {
 	dt_wide best_cost;           /* of `best`, when `found` */
 	bool found;
 	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
-	int64_t rounds, balls;
+	int64_t rounds;
 	/* the round's priced reduction, its core plan and scratch */
 	struct dt_reduction *red;
 	int32_t *want;               /* [r nodes] strategy after expansion, -1 */

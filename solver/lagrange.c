@@ -2,24 +2,29 @@
 /* lagrange.c: the anytime search of one thread (internal.h, struct
  * dt_lagrange). Relaxing the usage limit with a price per timeline segment
  * (Lagrangian multipliers) turns the problem into one without a limit,
- * whose trees and chains the reductions solve exactly. A round prices the
- * problem, reduces it to its core, and improves the plan by large
- * neighbourhoods of the core (lns.c): a ball's new core choices are pushed
- * through the eliminations (the nodes hanging off them re-choose), and the
- * change is kept only when the plan stays within the limit and its priced
- * cost does not rise. Segments where balls broke the limit get dearer for
- * the next round, the others cheaper, so rounds move towards prices at
- * which cheap plans fit. The plan is always within the limit; the best one
- * met is kept. When a priced problem reduces to nothing its optimum, less
- * the price of the limit, is a lower bound (Lagrangian duality). */
+ * whose trees and chains the reductions solve exactly. A round:
+ *  1. prices the problem (prices = mu * weight per segment) and reduces it
+ *     to its core;
+ *  2. solves the priced core by belief propagation and descent (bp.c), and
+ *     takes the expanded plan when it fits the limit and its priced cost is
+ *     no more than the current plan's; where it breaks the limit, the
+ *     segments' weights grow by the excess;
+ *  3. improves the plan by large neighbourhoods of the core (lns.c): a
+ *     ball's new core choices are pushed through the eliminations (the
+ *     nodes hanging off them re-choose), kept only when the plan stays
+ *     within the limit and its priced cost does not rise;
+ *  4. bisects mu between a scale whose priced plan broke the limit and one
+ *     whose plan fitted.
+ * The plan is always within the limit (the search starts from the least
+ * usage plan); the best one met is kept. When a priced problem reduces to
+ * nothing its optimum, less the price of the limit, is a lower bound
+ * (Lagrangian duality). */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 
-#define BP_ITERATIONS 30
+#define BP_ITERATIONS 30 /* message passing rounds for a core's start */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
@@ -109,7 +114,6 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
 	struct dt_lagrange *lg = ud;
 	const struct dt_reduction *red = lg->red;
 	struct dt_local *ls = &lg->ls;
-	lg->balls++;
 	lg->touched.len = 0;
 	for (int32_t i = 0; i < l->n; i++) {
 		int32_t c = l->nodes[i];
@@ -264,7 +268,6 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	lns.accept_ud = lg;
 	lg->red = &red;
 	dt_lns_run(&lns, 32 + c->nnodes / 16, stop, ud);
-	if (getenv("DT_SOLVE_DEBUG")) fprintf(stderr, "round %ld core %d/%d balls %ld kept %ld exact %ld k %d cost %.4g found %d\n", (long)lg->rounds, c->nnodes, c->nedges, (long)lns.steps, (long)lns.kept, (long)lns.exact, lns.k, (double)lg->ls.cost, lg->found);
 	lg->red = NULL;
 	dt_lns_fini(&lns);
 	dt_local_fini(&core);

@@ -140,7 +140,7 @@ static void apply(struct dt_lns *l, const int32_t *to)
 			dt_local_move(l->ls, l->nodes[i], to[i]);
 }
 
-bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
+void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
 {
 	struct dt_local *ls = l->ls;
 	const struct dt_solve_problem *p = ls->p;
@@ -149,19 +149,15 @@ bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
 	for (int64_t step = 0; step < steps && n > 0 && !whole; step++) {
 		if (stop && stop(ud))
 			break;
-		l->steps++;
 		grow(l, (int32_t)(next_random(&l->rng) % (uint64_t)n));
 		build(l);
 		bool exact = solve_ball(l, stop, ud);
 		if (dt_plan_cost(&l->sub, l->plan) <= dt_plan_cost(&l->sub, l->cur)) {
 			apply(l, l->plan);
-			if (!l->accept || l->accept(l->accept_ud, l))
-				l->kept++;
-			else
+			if (l->accept && !l->accept(l->accept_ud, l))
 				apply(l, l->cur);
 		}
-		l->exact += exact;
-		whole = exact && l->n == n;
+		whole = exact && l->n == n; /* nothing left to improve */
 		for (int32_t i = 0; i < l->n; i++)
 			l->id[l->nodes[i]] = -1;
 		int32_t most = n < BALL_MAX ? n : BALL_MAX;
@@ -170,5 +166,4 @@ bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
 		else
 			l->k = l->k - l->k / 8 > 4 ? l->k - l->k / 8 : 4;
 	}
-	return whole;
 }
