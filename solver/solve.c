@@ -14,17 +14,23 @@
 #define EXACT_NODES 64       /* branch and bound first up to this many */
 #define EXACT_VISITS 2000000 /* nodes with a choice, within this budget */
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(id, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 struct shared {
 	const struct dt_solve_options *opt;
 	const struct dt_reduction *red;
-	double start, deadline;
+	double start, deadline;  /* wall clock */
+	double cpu_start;        /* the calling thread's CPU time at the start */
 	pthread_mutex_t lock;
 	dt_wide best_cost;       /* over all threads, for progress lines */
 	bool found;
@@ -32,15 +38,20 @@ struct shared {
 
 struct worker {
 	struct shared *sh;
+	double cpu_deadline;     /* of this thread, with opt->cpu_budget */
 	struct dt_lagrange lg;
 	uint64_t seed;
 	pthread_t thread;
 };
 
+/* Whether worker `ud` is out of time: wall-clock time, or with
+ * opt->cpu_budget its own CPU time. */
 static bool past_deadline(void *ud)
 {
-	const struct shared *sh = ud;
-	return now_s() >= sh->deadline;
+	const struct worker *wk = ud;
+	if (wk->sh->opt->cpu_budget)
+		return clock_s(CLOCK_THREAD_CPUTIME_ID) >= wk->cpu_deadline;
+	return now_s() >= wk->sh->deadline;
 }
 
 static void *work(void *arg)
@@ -48,9 +59,11 @@ static void *work(void *arg)
 	struct worker *wk = arg;
 	struct shared *sh = wk->sh;
 	int64_t max_rounds = sh->opt->max_rounds;
-	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(sh)) {
+	if (wk->cpu_deadline == 0)
+		wk->cpu_deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + sh->opt->timeout_s;
+	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(wk)) {
 		bool timed = max_rounds <= 0;
-		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, sh))
+		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, wk))
 			continue;
 		pthread_mutex_lock(&sh->lock);
 		dt_wide total = sh->red->offset + wk->lg.best_cost;
@@ -81,6 +94,7 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 		wk[i].seed = sh->opt->seed + (uint64_t)i;
 		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
 	}
+	wk[0].cpu_deadline = sh->cpu_start + sh->opt->timeout_s;
 	for (int i = 1; i < nthreads; i++)
 		if (pthread_create(&wk[i].thread, NULL, work, &wk[i]) != 0)
 			dt_die(__FILE__, __LINE__, "cannot start a search thread");
@@ -107,7 +121,8 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *opt,
 	     struct dt_solve_result *res)
 {
-	struct shared sh = {.opt = opt, .start = now_s()};
+	struct shared sh = {.opt = opt, .start = now_s(),
+			    .cpu_start = clock_s(CLOCK_THREAD_CPUTIME_ID)};
 	sh.deadline = sh.start + opt->timeout_s;
 	struct dt_reduction red;
 	dt_reduce(p, &red);
