@@ -281,7 +281,8 @@ static bool read_lists(struct reader *r, struct lists *l, const char *where)
 		if (r->failed)
 			break;
 		int64_t *item = dt_malloc(sizeof(int64_t) * (tmp.len + 1));
-		memcpy(item, tmp.data, sizeof(int64_t) * tmp.len);
+		if (tmp.len > 0)
+			memcpy(item, tmp.data, sizeof(int64_t) * tmp.len);
 		dt_vec_push(&l->items, item);
 		dt_vec_push(&l->lens, (int32_t)tmp.len);
 		dt_vec_push(&l->lines, line);
