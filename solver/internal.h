@@ -102,10 +102,10 @@ void dt_solve_reduction_restrict(const struct dt_solve_reduction *red, const int
 			   int32_t *x);
 
 /* Plan changes through the eliminations: given want[v] >= 0 for nodes of
- * red->r's original that move away from plan cur[], set want[] for every
- * eliminated node whose best choice changes with them (the eliminations
- * replayed backwards) and append each to `touched`, which also lists the
- * nodes given on entry. */
+ * red->r's original that are re-chosen (plan cur[] elsewhere), set want[]
+ * to the best choice of every eliminated node that hangs off them (the
+ * eliminations replayed backwards) and append each to `touched`, which also
+ * lists the nodes given on entry. */
 void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *touched);
 
@@ -159,10 +159,6 @@ int64_t dt_local_peak(const struct dt_local *ls);
 /* Improving moves that keep the plan within the limit (when it is), until
  * none is left or `stop(ud)`; returns the number of moves. */
 int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
-/* Lower the peak under the limit by moves of least cost per usage saved at
- * the worst segment; returns whether the plan fits. */
-bool dt_local_repair(struct dt_local *ls);
-
 /* Exhaustive branch and bound over `p` within `max_visits` visits. Returns
  * 1 with an optimal plan within the limit in best[] and its cost in *cost,
  * 0 when no plan fits the limit, -1 when the budget ran out (best[] is then
@@ -190,13 +186,12 @@ struct dt_lns {
 	 * returns whether to keep them. */
 	bool (*accept)(void *ud, const struct dt_lns *l);
 	void *accept_ud;
-	int64_t steps, exact, kept;
 };
 void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed);
 void dt_lns_fini(struct dt_lns *l);
-/* Run `steps` balls or until stop(ud); returns whether one ball held every
- * node and was solved exactly (the plan is then optimal). */
-bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
+/* Run `steps` balls, or until stop(ud) or a ball holding every node was
+ * solved exactly. */
+void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
 
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 
@@ -207,13 +202,18 @@ struct dt_lagrange {
 	struct dt_local ls;          /* the current plan of r, within the limit */
 	struct dt_solve_problem q;   /* r priced (edges shared with r) */
 	double *lambda, *prefix;     /* [nseg], [nseg + 1] segment prices */
-	double lambda0;              /* first price of a segment (0: unset) */
-	int32_t *over;               /* [nseg] balls that broke the limit there */
+	double *weight;              /* [nseg] summed excess over the limit
+					(fraction of it) of rejected plans */
+	double mu, mu_lo, mu_hi;     /* prices = mu * weight; mu bisected
+					between too low and high enough */
+	double scale;                /* cost of the first priced plan */
+	bool over_limit;             /* the round's priced plan broke it */
 	uint64_t seed;
 	int32_t *best;               /* best plan of r within the limit */
-	int64_t best_cost;           /* DT_SOLVE_INFINITE: none yet */
+	dt_wide best_cost;           /* of `best`, when `found` */
+	bool found;
 	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
-	int64_t rounds, balls;
+	int64_t rounds;
 	/* the round's priced reduction, its core plan and scratch */
 	struct dt_solve_reduction *red;
 	int32_t *want;               /* [r nodes] strategy after expansion, -1 */
@@ -227,3 +227,10 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 void dt_lagrange_fini(struct dt_lagrange *lg);
 /* One round; returns whether it improved lg->best. */
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
+
+/* ---- bp.c: min-sum belief propagation ---- */
+
+/* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
+ * of damped min-sum message passing, each node then at its least belief,
+ * into x[]. */
+void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);

@@ -2,22 +2,29 @@
 /* lagrange.c: the anytime search of one thread (internal.h, struct
  * dt_lagrange). Relaxing the usage limit with a price per timeline segment
  * (Lagrangian multipliers) turns the problem into one without a limit,
- * whose trees and chains the reductions solve exactly. A round prices the
- * problem, reduces it to its core, and improves the plan by large
- * neighbourhoods of the core (lns.c): a ball's new core choices are pushed
- * through the eliminations (the nodes hanging off them re-choose), and the
- * change is kept only when the plan stays within the limit and its priced
- * cost does not rise. Segments where balls broke the limit get dearer for
- * the next round, the others cheaper, so rounds move towards prices at
- * which cheap plans fit. The plan is always within the limit; the best one
- * met is kept. When a priced problem reduces to nothing its optimum, less
- * the price of the limit, is a lower bound (Lagrangian duality). */
+ * whose trees and chains the reductions solve exactly. A round:
+ *  1. prices the problem (prices = mu * weight per segment) and reduces it
+ *     to its core;
+ *  2. solves the priced core by belief propagation and descent (bp.c), and
+ *     takes the expanded plan when it fits the limit and its priced cost is
+ *     no more than the current plan's; where it breaks the limit, the
+ *     segments' weights grow by the excess;
+ *  3. improves the plan by large neighbourhoods of the core (lns.c): a
+ *     ball's new core choices are pushed through the eliminations (the
+ *     nodes hanging off them re-choose), kept only when the plan stays
+ *     within the limit and its priced cost does not rise;
+ *  4. bisects mu between a scale whose priced plan broke the limit and one
+ *     whose plan fitted.
+ * The plan is always within the limit (the search starts from the least
+ * usage plan); the best one met is kept. When a priced problem reduces to
+ * nothing its optimum, less the price of the limit, is a lower bound
+ * (Lagrangian duality). */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
 
-#define PRICE_DECAY 0.8 /* per round, where no ball broke the limit */
+#define BP_ITERATIONS 30 /* message passing rounds for a core's start */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
@@ -30,7 +37,7 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 	int32_t nseg = lg->ls.tl.nseg;
 	lg->lambda = dt_calloc((size_t)nseg + 1, sizeof(double));
 	lg->prefix = dt_calloc((size_t)nseg + 2, sizeof(double));
-	lg->over = dt_calloc((size_t)nseg + 1, sizeof(int32_t));
+	lg->weight = dt_calloc((size_t)nseg + 1, sizeof(double));
 	lg->best = dt_calloc(n, sizeof(int32_t));
 	lg->want = dt_malloc(sizeof(int32_t) * n);
 	lg->undo = dt_malloc(sizeof(int32_t) * n);
@@ -53,8 +60,8 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 	dt_local_set(&lg->ls, x);
 	dt_local_descend(&lg->ls, NULL, NULL);
 	memcpy(lg->best, lg->ls.x, sizeof(int32_t) * (size_t)r->nnodes);
-	lg->best_cost = r->usage_limit < 0 || dt_local_peak(&lg->ls) <= r->usage_limit
-		? dt_wide_clamp(lg->ls.cost) : DT_SOLVE_INFINITE;
+	lg->best_cost = lg->ls.cost;
+	lg->found = r->usage_limit < 0 || dt_local_peak(&lg->ls) <= r->usage_limit;
 }
 
 void dt_lagrange_fini(struct dt_lagrange *lg)
@@ -65,7 +72,7 @@ void dt_lagrange_fini(struct dt_lagrange *lg)
 	dt_local_fini(&lg->ls);
 	dt_free(lg->lambda);
 	dt_free(lg->prefix);
-	dt_free(lg->over);
+	dt_free(lg->weight);
 	dt_free(lg->best);
 	dt_free(lg->want);
 	dt_free(lg->undo);
@@ -84,8 +91,10 @@ static double node_price(const struct dt_lagrange *lg, int32_t v)
 static double price(struct dt_lagrange *lg)
 {
 	const struct dt_timeline *tl = &lg->ls.tl;
-	for (int32_t k = 0; k < tl->nseg; k++)
+	for (int32_t k = 0; k < tl->nseg; k++) {
+		lg->lambda[k] = lg->mu * lg->weight[k];
 		lg->prefix[k + 1] = lg->prefix[k] + lg->lambda[k];
+	}
 	for (int32_t v = 0; v < lg->r->nnodes; v++) {
 		const struct dt_solve_node *nd = &lg->r->nodes[v];
 		double pv = node_price(lg, v);
@@ -105,12 +114,11 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
 	struct dt_lagrange *lg = ud;
 	const struct dt_solve_reduction *red = lg->red;
 	struct dt_local *ls = &lg->ls;
-	lg->balls++;
 	lg->touched.len = 0;
 	for (int32_t i = 0; i < l->n; i++) {
 		int32_t c = l->nodes[i];
 		int32_t v = red->orig_node[c], s = red->orig_strat[c][l->plan[i]];
-		if (v >= 0 && s != ls->x[v]) {
+		if (v >= 0) {
 			lg->want[v] = s;
 			dt_vec_push(&lg->touched, v);
 		}
@@ -122,51 +130,102 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
 		int32_t v = lg->touched.data[i];
 		const int64_t *use = lg->r->nodes[v].usage;
 		lg->undo[v] = ls->x[v];
-		priced += node_price(lg, v) * (double)(use[lg->want[v]] - use[ls->x[v]]);
-		dt_local_move(ls, v, lg->want[v]);
+		if (lg->want[v] != ls->x[v]) {
+			priced += node_price(lg, v) * (double)(use[lg->want[v]] - use[ls->x[v]]);
+			dt_local_move(ls, v, lg->want[v]);
+		}
 		lg->want[v] = -1;
 	}
 	priced += (double)(ls->cost - before);
-	bool over = lg->r->usage_limit >= 0 && dt_local_peak(ls) > lg->r->usage_limit;
+	int64_t limit = lg->r->usage_limit, peak = dt_local_peak(ls);
+	bool over = limit >= 0 && peak > limit;
 	if (over)
-		lg->over[dt_profile_argmax(&ls->prof)]++;
+		lg->weight[dt_profile_argmax(&ls->prof)] += (double)(peak - limit) / (double)limit;
 	if (over || priced > 0) {
-		for (uint32_t i = lg->touched.len; i-- > 0;)
-			dt_local_move(ls, lg->touched.data[i], lg->undo[lg->touched.data[i]]);
+		for (uint32_t i = lg->touched.len; i-- > 0;) {
+			int32_t v = lg->touched.data[i];
+			if (ls->x[v] != lg->undo[v])
+				dt_local_move(ls, v, lg->undo[v]);
+		}
 		return false;
 	}
-	if (ls->cost < lg->best_cost) {
-		lg->best_cost = dt_wide_clamp(ls->cost);
+	if (!lg->found || ls->cost < lg->best_cost) {
+		lg->found = true;
+		lg->best_cost = ls->cost;
 		memcpy(lg->best, ls->x, sizeof(int32_t) * (size_t)lg->r->nnodes);
 	}
 	return true;
 }
 
-/* Dearer where balls broke the limit this round, cheaper elsewhere. */
+/* Take the expansion of core plan `cx` as the plan when it fits the limit
+ * and its priced cost is no more; where it breaks the limit, mark the
+ * segments for dearer prices. Returns whether it was taken. */
+static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
+		  const int32_t *cx)
+{
+	const struct dt_solve_problem *r = lg->r;
+	struct dt_local *ls = &lg->ls;
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)r->nnodes + 1));
+	int32_t *old = dt_malloc(sizeof(int32_t) * ((size_t)r->nnodes + 1));
+	memcpy(old, ls->x, sizeof(int32_t) * (size_t)r->nnodes);
+	dt_solve_reduction_expand(red, cx, y);
+	bool take = dt_plan_cost(&lg->q, y) <= dt_plan_cost(&lg->q, old);
+	dt_local_set(ls, y);
+	if (lg->scale == 0)
+		lg->scale = ls->cost > 1 && ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
+	lg->over_limit = r->usage_limit >= 0 && dt_local_peak(ls) > r->usage_limit;
+	if (lg->over_limit) {
+		for (int32_t k = 0; k < ls->tl.nseg; k++) {
+			int64_t excess = dt_profile_at(&ls->prof, k) - r->usage_limit;
+			if (excess > 0)
+				lg->weight[k] += (double)excess / (double)r->usage_limit;
+		}
+		take = false;
+	} else if (!lg->found || ls->cost < lg->best_cost) {
+		lg->found = true;
+		lg->best_cost = ls->cost;
+		memcpy(lg->best, ls->x, sizeof(int32_t) * (size_t)r->nnodes);
+	}
+	if (!take)
+		dt_local_set(ls, old);
+	dt_free(y);
+	dt_free(old);
+	return take;
+}
+
+/* Bisect the scale of the prices between one whose priced plan broke the
+ * limit and one whose plan fitted, with a random nudge so threads and
+ * rounds do not repeat each other. */
 static void update_prices(struct dt_lagrange *lg)
 {
-	const struct dt_local *ls = &lg->ls;
-	if (lg->lambda0 == 0) {
+	if (lg->mu == 0) {
 		/* The price at which filling every segment to the limit would
-		 * cost as much as the plan. */
-		double c = ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
-		lg->lambda0 = (c > 1 ? c : 1) /
-			      ((double)(lg->r->usage_limit > 0 ? lg->r->usage_limit : 1) *
-			       (ls->tl.nseg > 0 ? ls->tl.nseg : 1));
+		 * cost as much as the cheapest plan, ten times. */
+		lg->mu = 10 * lg->scale /
+			 ((double)(lg->r->usage_limit > 0 ? lg->r->usage_limit : 1) *
+			  (lg->ls.tl.nseg > 0 ? lg->ls.tl.nseg : 1));
+		return;
 	}
-	for (int32_t k = 0; k < ls->tl.nseg; k++) {
-		if (lg->over[k] > 0)
-			lg->lambda[k] = lg->lambda[k] > 0 ? 2 * lg->lambda[k] : lg->lambda0;
-		else
-			lg->lambda[k] *= PRICE_DECAY;
-		lg->over[k] = 0;
+	if (lg->over_limit)
+		lg->mu_lo = lg->mu;
+	else
+		lg->mu_hi = lg->mu;
+	if (lg->mu_lo > 0 && lg->mu_hi > 0)
+		lg->mu = sqrt(lg->mu_lo * lg->mu_hi);
+	else
+		lg->mu = lg->over_limit ? lg->mu * 4 : lg->mu / 4;
+	if (lg->mu_hi > 0 && lg->mu_lo > 0 && lg->mu_hi < 1.05 * lg->mu_lo) {
+		lg->mu_lo /= 1.5;
+		lg->mu_hi *= 1.5;
 	}
+	lg->seed = lg->seed * 6364136223846793005ull + 1442695040888963407ull;
+	lg->mu *= 0.9 + 0.2 * (double)(lg->seed >> 40) / (double)(1ull << 24);
 }
 
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 {
 	const struct dt_solve_problem *r = lg->r;
-	int64_t best_before = lg->best_cost;
+	dt_wide best_before = lg->found ? lg->best_cost : ((dt_wide)1 << 126);
 	lg->rounds++;
 	double limit_price = price(lg);
 	struct dt_solve_reduction red;
@@ -190,12 +249,25 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	struct dt_local core;
 	dt_local_init(&core, c);
 	dt_local_set(&core, x);
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
+	dt_bp_plan(c, BP_ITERATIONS, y);
+	struct dt_local start;
+	dt_local_init(&start, c);
+	dt_local_set(&start, y);
+	dt_local_descend(&start, stop, ud);
+	if (adopt(lg, &red, start.x)) {
+		dt_local_set(&core, start.x);
+		dt_free(x);
+		x = NULL;
+	}
+	dt_local_fini(&start);
+	dt_free(y);
 	struct dt_lns lns;
 	dt_lns_init(&lns, &core, lg->seed + (uint64_t)lg->rounds * 7919);
 	lns.accept = accept_ball;
 	lns.accept_ud = lg;
 	lg->red = &red;
-	dt_lns_run(&lns, 32 + c->nnodes / 4, stop, ud);
+	dt_lns_run(&lns, 32 + c->nnodes / 16, stop, ud);
 	lg->red = NULL;
 	dt_lns_fini(&lns);
 	dt_local_fini(&core);
@@ -203,5 +275,5 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	dt_solve_reduction_fini(&red);
 	if (r->usage_limit >= 0)
 		update_prices(lg);
-	return lg->best_cost < best_before;
+	return lg->found && lg->best_cost < best_before;
 }

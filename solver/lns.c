@@ -12,7 +12,9 @@
 
 #include <string.h>
 
-#define BALL_VISITS 20000 /* branch and bound of what a ball reduces to */
+#define BALL_MAX 48        /* nodes in a ball */
+#define BALL_BNB_NODES 16  /* branch and bound what a ball reduces to, up */
+#define BALL_VISITS 5000   /* to this many nodes and visits */
 
 static uint64_t next_random(uint64_t *s)
 {
@@ -116,7 +118,9 @@ static bool solve_ball(struct dt_lns *l, bool (*stop)(void *), void *ud)
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_solve_reduction_restrict(&red, l->cur, x);
 	dt_wide cost;
-	bool exact = c->nedges == 0 || dt_exact_search(c, BALL_VISITS, x, &cost) > 0;
+	bool exact = c->nedges == 0 ||
+		     (c->nnodes <= BALL_BNB_NODES &&
+		      dt_exact_search(c, BALL_VISITS, x, &cost) > 0);
 	struct dt_local core;
 	dt_local_init(&core, c);
 	dt_local_set(&core, x);
@@ -136,7 +140,7 @@ static void apply(struct dt_lns *l, const int32_t *to)
 			dt_local_move(l->ls, l->nodes[i], to[i]);
 }
 
-bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
+void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
 {
 	struct dt_local *ls = l->ls;
 	const struct dt_solve_problem *p = ls->p;
@@ -145,25 +149,21 @@ bool dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
 	for (int64_t step = 0; step < steps && n > 0 && !whole; step++) {
 		if (stop && stop(ud))
 			break;
-		l->steps++;
 		grow(l, (int32_t)(next_random(&l->rng) % (uint64_t)n));
 		build(l);
 		bool exact = solve_ball(l, stop, ud);
 		if (dt_plan_cost(&l->sub, l->plan) <= dt_plan_cost(&l->sub, l->cur)) {
 			apply(l, l->plan);
-			if (!l->accept || l->accept(l->accept_ud, l))
-				l->kept++;
-			else
+			if (l->accept && !l->accept(l->accept_ud, l))
 				apply(l, l->cur);
 		}
-		l->exact += exact;
-		whole = exact && l->n == n;
+		whole = exact && l->n == n; /* nothing left to improve */
 		for (int32_t i = 0; i < l->n; i++)
 			l->id[l->nodes[i]] = -1;
+		int32_t most = n < BALL_MAX ? n : BALL_MAX;
 		if (exact)
-			l->k = l->k + l->k / 8 + 1 < n ? l->k + l->k / 8 + 1 : n;
+			l->k = l->k + l->k / 8 + 1 < most ? l->k + l->k / 8 + 1 : most;
 		else
 			l->k = l->k - l->k / 8 > 4 ? l->k - l->k / 8 : 4;
 	}
-	return whole;
 }

@@ -11,6 +11,9 @@
 
 #include <string.h>
 
+#define DOMINANCE_MAX_DEGREE 32 /* dominance is checked up to this degree */
+#define DOMINANCE_MAX_STRATEGIES 32 /* and this many strategies */
+
 enum step_kind { STEP_FIX, STEP_LEAF, STEP_SERIES };
 
 struct dt_reduce_step {
@@ -174,7 +177,8 @@ static bool dominates(const struct work *w, int32_t v, int32_t b, int32_t a)
 	return true;
 }
 
-/* Drop infinite and dominated strategies of v; returns whether any went. */
+/* Drop infinite and dominated strategies of v (dominance only where the
+ * degree keeps it cheap); returns whether any went. */
 static bool prune(struct work *w, int32_t v)
 {
 	struct wnode *nd = &w->n[v];
@@ -188,7 +192,9 @@ static bool prune(struct work *w, int32_t v)
 	if (left == 0) /* all saturated: nothing to tell them apart by */
 		for (int32_t a = 0; a < nd->ns; a++, left++)
 			keep[a] = true;
-	for (int32_t a = 0; a < nd->ns && left > 1; a++)
+	bool cheap = nd->adj.len <= DOMINANCE_MAX_DEGREE &&
+		     nd->ns <= DOMINANCE_MAX_STRATEGIES;
+	for (int32_t a = 0; a < nd->ns && left > 1 && cheap; a++)
 		for (int32_t b = 0; b < nd->ns && keep[a]; b++)
 			if (b != a && keep[b] && dominates(w, v, b, a)) {
 				keep[a] = false;
@@ -487,11 +493,9 @@ void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const in
 			int32_t sw = want[st->w] >= 0 ? want[st->w] : cur[st->w];
 			s = st->table[(int64_t)su * red->orig_nstrategies[st->w] + sw];
 		}
-		if (s != cur[st->v] || want[st->v] >= 0) {
-			if (want[st->v] < 0)
-				dt_vec_push(t, st->v);
-			want[st->v] = s;
-		}
+		if (want[st->v] < 0)
+			dt_vec_push(t, st->v);
+		want[st->v] = s;
 	}
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* search.c: the moves every search is made of: a plan with its cost and
  * usage profile changed one node at a time (delta, fit, move), steepest
- * descent that keeps within the usage limit, a repair that brings an
- * over-limit plan under it, and an exhaustive branch and bound for small
- * problems (what makes the solver exact on them). */
+ * descent that keeps within the usage limit, and an exhaustive branch and
+ * bound for small problems (what makes the solver exact on them). */
 #include "internal.h"
 
 #include <string.h>
@@ -126,38 +125,6 @@ int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud)
 		ls->queued[ls->queue.data[i]] = false;
 	ls->queue.len = 0;
 	return moves;
-}
-
-bool dt_local_repair(struct dt_local *ls)
-{
-	const struct dt_solve_problem *p = ls->p;
-	if (p->usage_limit < 0 || ls->tl.nseg == 0)
-		return true;
-	while (dt_local_peak(ls) > p->usage_limit) {
-		int32_t k = dt_profile_argmax(&ls->prof);
-		int32_t bv = -1, bs = -1;
-		double bscore = 0;
-		for (int32_t v = 0; v < p->nnodes; v++) {
-			if (ls->tl.lo[v] > k || ls->tl.hi[v] <= k)
-				continue;
-			const struct dt_solve_node *nd = &p->nodes[v];
-			for (int32_t s = 0; s < nd->nstrategies; s++) {
-				int64_t saved = nd->usage[ls->x[v]] - nd->usage[s];
-				if (saved <= 0 || nd->cost[s] == DT_SOLVE_INFINITE)
-					continue;
-				double score = (double)dt_local_delta(ls, v, s) / (double)saved;
-				if (bv < 0 || score < bscore) {
-					bv = v;
-					bs = s;
-					bscore = score;
-				}
-			}
-		}
-		if (bv < 0)
-			return false;
-		dt_local_move(ls, bv, bs);
-	}
-	return true;
 }
 
 /* ---- branch and bound ---- */
