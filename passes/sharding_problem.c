@@ -579,6 +579,92 @@ static void cost_input(struct builder *b, const struct input *in,
 	dt_free(fi);
 }
 
+/* The value node `holder` makes, published at one placement for all its
+ * readers: a DT_PNODE_PUBLISH node between its producer and the inputs
+ * reading it (whose edges are rewritten to start there). */
+static void add_publisher(struct builder *b, uint32_t holder)
+{
+	struct dt_shard_problem *pr = b->pr;
+	uint32_t k = pr->of_node.data[holder], r = pr->result.data[holder];
+	int32_t nk = pr->solve.nodes[k].nstrategies;
+	struct dt_placements *cand = NULL;
+	uint32_t n = 0, cap = 0;
+	for (int32_t s = 0; s < nk; s++)
+		distinct(&cand, &n, &cap, result_pl(pr, k, s, r));
+	struct input link = {0};
+	for (uint32_t j = 0; j < b->inputs.len; j++) {
+		struct input *in = &b->inputs.data[j];
+		if (in->tensor.node != holder)
+			continue;
+		const struct dt_shard_pnode *c = &pr->pnodes.data[in->consumer];
+		for (int32_t s = 0; s < pr->solve.nodes[in->consumer].nstrategies;
+		     s++)
+			distinct(&cand, &n, &cap,
+				 &dt_shard_problem_pl(pr, in->consumer,
+						      s)[c->nout + in->index]);
+		link = *in;
+	}
+	struct dt_shard_pnode v = {
+	    .node = holder,
+	    .mesh = pr->pnodes.data[k].mesh,
+	    .kind = DT_PNODE_PUBLISH,
+	    .width = 1,
+	    .first = pr->compute_us.len,
+	    .pl = pr->placements.len,
+	};
+	uint32_t at = dt_vec_push(&pr->pnodes, v);
+	pr->publish.data[holder] = at;
+	struct dt_solve_node sn = {.nstrategies = (int32_t)n};
+	sn.cost = dt_calloc(n, sizeof *sn.cost);
+	sn.usage = dt_calloc(n, sizeof *sn.usage);
+	pr->solve.nodes[at] = sn;
+	for (uint32_t j = 0; j < n; j++) {
+		dt_vec_push(&pr->placements, cand[j]);
+		dt_vec_push(&pr->compute_us, 0.0);
+		dt_vec_push(&pr->pin_us, 0.0);
+	}
+	dt_free(cand);
+	for (uint32_t j = 0; j < b->inputs.len; j++) {
+		struct input *in = &b->inputs.data[j];
+		if (in->tensor.node == holder) {
+			in->producer = at;
+			in->result = 0;
+		}
+	}
+	link.consumer = at;
+	link.index = 0;
+	link.producer = k;
+	link.result = r;
+	dt_vec_push(&b->inputs, link);
+}
+
+/* A publisher for every value two inputs or more read, unless its
+ * producer is pinned (its users read the pin) or it is a getitem with a
+ * pin of its own. */
+static void add_publishers(struct builder *b)
+{
+	struct dt_shard_problem *pr = b->pr;
+	DT_VEC(uint32_t) readers = {0};
+	dt_vec_grow(&readers, b->m->nodes.len);
+	memset(readers.data, 0, readers.len * sizeof *readers.data);
+	uint32_t ninputs = b->inputs.len;
+	for (uint32_t j = 0; j < ninputs; j++)
+		readers.data[b->inputs.data[j].tensor.node]++;
+	for (uint32_t id = 0; id < readers.len; id++) {
+		if (readers.data[id] < 2)
+			continue;
+		const struct dt_shard_pnode *k =
+		    &pr->pnodes.data[pr->of_node.data[id]];
+		const struct dt_node *g = gnode(b, id);
+		bool pinned = k->pinned && pr->result.data[id] == 0;
+		if (pinned || (g->op == DT_OP_GETITEM &&
+			       dt_node_sharding(b->m, g)))
+			continue;
+		add_publisher(b, id);
+	}
+	dt_vec_free(&readers);
+}
+
 /* One edge per (producer, consumer) pair; inputs are grouped by
  * consumer, in order. */
 static void build_edges(struct builder *b)
@@ -637,6 +723,13 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		}
 	}
 	dt_uses_fini(&u);
+	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+		if (pr->pnodes.data[k].kind == DT_PNODE_PUBLISH) {
+			uint32_t holder = pr->pnodes.data[k].node;
+			pr->solve.nodes[k].start = b->pos.data[holder];
+			pr->solve.nodes[k].end =
+			    pr->solve.nodes[pr->of_node.data[holder]].end;
+		}
 }
 
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
@@ -656,7 +749,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		b.pos.data[id] = npos++;
 		count++;
 	}
-	pr->solve.nodes = dt_calloc(count + 1, sizeof *pr->solve.nodes);
+	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = budget;
 	int rc = DT_OK;
 	dt_foreach_node(m, id)
@@ -679,8 +772,18 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			break;
 		finish_node(&b);
 	}
+	dt_vec_grow(&pr->publish, m->nodes.len);
+	memset(pr->publish.data, 0xff, m->nodes.len * sizeof(uint32_t));
+	if (rc == DT_OK)
+		add_publishers(&b);
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
-	if (rc == DT_OK) {
+	for (uint32_t k = 0; k < b.inputs.len; k++)
+		pr->entries +=
+		    (double)pr->solve.nodes[b.inputs.data[k].producer]
+			.nstrategies *
+		    (double)pr->solve.nodes[b.inputs.data[k].consumer]
+			.nstrategies;
+	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		build_edges(&b);
 		build_intervals(&b, npos);
 	}
@@ -711,6 +814,7 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	dt_vec_free(&pr->pnodes);
 	dt_vec_free(&pr->of_node);
 	dt_vec_free(&pr->result);
+	dt_vec_free(&pr->publish);
 	dt_vec_free(&pr->placements);
 	dt_vec_free(&pr->compute_us);
 	dt_vec_free(&pr->pin_us);
