@@ -433,7 +433,7 @@ struct dt_shard_problem {
 /* Above this many edge matrix entries the problem is not built (its
  * nodes are, its edges left empty): a mesh of 3 dims gives ops hundreds
  * of strategies and GPT-2-size graphs billions of entries. */
-#define DT_SHARD_PROBLEM_MAX_ENTRIES 4e6
+#define DT_SHARD_PROBLEM_MAX_ENTRIES 8e6
 
 /* The placements of strategy `s` of problem node `k` (width entries). */
 static inline const struct dt_placements *

@@ -7,7 +7,8 @@
  * DT_DEVICE_TFLOPS and per-rank bytes over DT_DEVICE_GBPS (a replicated
  * matmul pays its whole product), plus a pinned node's move to its pin;
  * its usage the per-rank bytes of its results, live from its position in
- * graph order to its last user's. An edge joins a producer and a
+ * graph order to its last user's (inputs throughout, as the interpreter
+ * holds them; a value several inputs read through its publisher). An edge joins a producer and a
  * consumer; its matrix holds the planner's cost of moving the value
  * between their placements (summed over the inputs reading it). Costs in
  * integer ns, DT_SOLVE_INFINITE where no redistribution exists.
@@ -617,6 +618,9 @@ static void add_publisher(struct builder *b, uint32_t holder)
 	struct dt_solve_node sn = {.nstrategies = (int32_t)n};
 	sn.cost = dt_calloc(n, sizeof *sn.cost);
 	sn.usage = dt_calloc(n, sizeof *sn.usage);
+	for (uint32_t j = 0; j < n; j++)
+		sn.usage[j] = (int64_t)local_bytes(&b->m->meshes.data[v.mesh],
+						   &link.tensor, &cand[j]);
 	pr->solve.nodes[at] = sn;
 	for (uint32_t j = 0; j < n; j++) {
 		dt_vec_push(&pr->placements, cand[j]);
@@ -704,6 +708,10 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		struct dt_solve_node *sn = &pr->solve.nodes[k];
 		sn->start = b->pos.data[pr->pnodes.data[k].node];
 		sn->end = sn->start + 1;
+		if (pr->pnodes.data[k].kind == DT_PNODE_SOURCE &&
+		    gnode(b, pr->pnodes.data[k].node)->op !=
+			DT_OP_REDISTRIBUTE) /* inputs stay throughout */
+			sn->end = npos;
 	}
 	struct dt_uses u;
 	dt_uses_fill(&u, b->m);
@@ -723,13 +731,23 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		}
 	}
 	dt_uses_fini(&u);
-	for (uint32_t k = 0; k < pr->pnodes.len; k++)
-		if (pr->pnodes.data[k].kind == DT_PNODE_PUBLISH) {
-			uint32_t holder = pr->pnodes.data[k].node;
-			pr->solve.nodes[k].start = b->pos.data[holder];
-			pr->solve.nodes[k].end =
-			    pr->solve.nodes[pr->of_node.data[holder]].end;
-		}
+	/* A published value lives on as its publisher's placements; a
+	 * producer of one result is gone after the redistribution next to it
+	 * (inputs stay). */
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		if (pr->pnodes.data[k].kind != DT_PNODE_PUBLISH)
+			continue;
+		uint32_t holder = pr->pnodes.data[k].node;
+		struct dt_solve_node *from =
+		    &pr->solve.nodes[pr->of_node.data[holder]];
+		pr->solve.nodes[k].start = b->pos.data[holder];
+		pr->solve.nodes[k].end = from->end;
+		if (pr->pnodes.data[pr->of_node.data[holder]].node == holder &&
+		    pr->pnodes.data[pr->of_node.data[holder]].kind !=
+			DT_PNODE_SOURCE &&
+		    from->end > from->start + 2)
+			from->end = from->start + 2;
+	}
 }
 
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
