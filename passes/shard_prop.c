@@ -616,9 +616,9 @@ static int plan_graph(struct prop *p)
 		dt_diag_report(p->ctx->diag,
 			       o->problem_out ? DT_ERROR : DT_WARNING,
 			       p->m->file, 0, "shard-prop:too-large",
-			       "the whole-graph problem would hold %.0f edge "
-			       "entries (more than %.0f)%s",
-			       p->problem.entries, DT_SHARD_PROBLEM_MAX_ENTRIES,
+			       "the whole-graph problem would hold more than "
+			       "%.0f edge matrix entries%s",
+			       DT_SHARD_PROBLEM_MAX_ENTRIES,
 			       o->problem_out ? ": not written"
 					      : "; placements chosen node by "
 						"node (--search=pq)");

@@ -750,6 +750,14 @@ static void build_intervals(struct builder *b, uint32_t npos)
 	}
 }
 
+/* The size of input k's edge matrix. */
+static double entries_of(const struct builder *b, uint32_t k)
+{
+	const struct input *in = &b->inputs.data[k];
+	return (double)b->pr->solve.nodes[in->producer].nstrategies *
+	       (double)b->pr->solve.nodes[in->consumer].nstrategies;
+}
+
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_topology *topology, int64_t budget,
 			   struct dt_diag *diag)
@@ -770,6 +778,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = budget;
 	int rc = DT_OK;
+	uint32_t counted = 0;
 	dt_foreach_node(m, id)
 	{
 		const struct dt_node *n = gnode(&b, id);
@@ -789,18 +798,21 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		if (rc != DT_OK)
 			break;
 		finish_node(&b);
+		/* Stop weighing strategies once the edges are too many. */
+		for (; counted < b.inputs.len; counted++)
+			pr->entries += entries_of(&b, counted);
+		if (pr->entries > DT_SHARD_PROBLEM_MAX_ENTRIES)
+			break;
 	}
 	dt_vec_grow(&pr->publish, m->nodes.len);
 	memset(pr->publish.data, 0xff, m->nodes.len * sizeof(uint32_t));
-	if (rc == DT_OK)
+	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		add_publishers(&b);
+		pr->entries = 0;
+		for (uint32_t k = 0; k < b.inputs.len; k++)
+			pr->entries += entries_of(&b, k);
+	}
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
-	for (uint32_t k = 0; k < b.inputs.len; k++)
-		pr->entries +=
-		    (double)pr->solve.nodes[b.inputs.data[k].producer]
-			.nstrategies *
-		    (double)pr->solve.nodes[b.inputs.data[k].consumer]
-			.nstrategies;
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		build_edges(&b);
 		build_intervals(&b, npos);
