@@ -65,6 +65,12 @@ int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
 void dt_cli_topology_apply(const struct dt_cli_topology *o,
 			   struct dt_topology *t);
 
+/* `explain --search=global`: verify and shape-infer `m`, solve its
+ * whole-graph problem on `topology` and print to stdout why call node
+ * `node` gets its strategy. Returns a dt_status (errors to diag). */
+int dt_explain_global(struct dt_module *m, uint32_t node,
+		      const struct dt_topology *topology, struct dt_diag *diag);
+
 /* Exit code for a library status. */
 int dt_exit_code(int status);
 /* Print "dtopt CMD: error: MSG" to stderr and return DT_EXIT_USAGE. */
