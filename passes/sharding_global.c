@@ -9,8 +9,8 @@
  *   w @ [R]     ─┘                    its inputs; global: the least total
  *                                     of compute, moves and memory
  *
- * Time: the solver's (bounded by --solve-timeout and DT_GLOBAL_ROUNDS
- * search rounds) plus one pass over every edge matrix. */
+ * Time: the solver's (bounded by --solve-timeout) plus one pass over
+ * every edge matrix. */
 #include "passes.h"
 #include "sharding.h"
 
@@ -18,11 +18,11 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* Search rounds per solver thread: the plan depends only on the problem
- * (not on the machine's speed) unless the time-out comes first. */
-#define DT_GLOBAL_ROUNDS 2
+/* The solver's threads and default time budget. A problem it solves
+ * exactly (small ones, after its reductions) gets the same plan on every
+ * machine; a larger one the best plan found in the time. */
 #define DT_GLOBAL_THREADS 2
-#define DT_GLOBAL_TIMEOUT_S 10.0
+#define DT_GLOBAL_TIMEOUT_S 5.0
 
 static const char *node_name(const struct dt_module *m, uint32_t id)
 {
@@ -156,7 +156,6 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
 						   : DT_GLOBAL_TIMEOUT_S,
 	    .threads = DT_GLOBAL_THREADS,
-	    .max_rounds = DT_GLOBAL_ROUNDS,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);

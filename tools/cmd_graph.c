@@ -119,7 +119,7 @@ static const char opt_help[] =
 	"      --memory-budget=BYTES\n"
 	"                        global: the per-rank memory the plan's live values\n"
 	"                        may use at any point\n"
-	"      --solve-timeout=S global: the solver's time budget (default 10 s);\n"
+	"      --solve-timeout=S global: the solver's time budget (default 5 s);\n"
 	"                        on time-out the best plan found, with a remark\n"
 	"      --dump-problem=FILE\n"
 	"                        write the whole-graph problem shard-prop builds (in\n"
