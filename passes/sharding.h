@@ -455,8 +455,10 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_topology *topology, int64_t budget,
 			   struct dt_diag *diag);
 void dt_shard_problem_fini(struct dt_shard_problem *pr);
-/* Write the problem in the IOPDDL contest's JSON (example in
- * docs/format.md §problem). */
+/* Write the problem in the IOPDDL contest's JSON, the form
+ * dt_solve_problem_read reads (solver.h): intervals, costs and usages per
+ * node, node pairs and row-major cost matrices per edge, the usage limit
+ * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
 
 /* Solve `pr` for shard-prop's --search=global (sharding_global.c):
