@@ -51,11 +51,15 @@ struct move_cache {
 	uint32_t used;
 };
 
-/* The _S split factors a problem node's results may carry (the kinds
- * its users' placeholders are filled with, as a node's own search fills
- * them with its inputs'). */
+/* What a problem node's results may carry: the _S split factors (the
+ * kinds its users' placeholders are filled with, as a node's own search
+ * fills them with its inputs'), and the partial ops (a user's strategy
+ * reading some other partial would have it made by a local R -> P(op),
+ * never cheaper than reading R). */
 #define MAX_FACTORS 16
 struct factors {
+	uint8_t partial; /* bit per enum dt_reduce_op: the partial sums its
+			    results may be */
 	int n;
 	int32_t f[MAX_FACTORS];
 };
@@ -63,6 +67,8 @@ struct factors {
 static void factors_add(struct factors *fs, const struct dt_placements *pl)
 {
 	for (int m = 0; m < pl->ndim; m++) {
+		if (pl->p[m].kind == DT_PL_PARTIAL)
+			fs->partial |= (uint8_t)(1u << pl->p[m].reduce);
 		if (pl->p[m].kind != DT_PL_STRIDED_SHARD)
 			continue;
 		int k = 0;
@@ -204,6 +210,18 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 						  &b->space.topology,
 						  &b->rules.tensors.data[0],
 						  &pl[0], &b->node->pin);
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
+		if (t->ignored)
+			continue;
+		uint8_t have =
+		    b->factors.data[b->pr->of_node.data[t->node]].partial;
+		const struct dt_placements *in = &pl[b->rules.nout + i];
+		for (int m = 0; m < in->ndim; m++)
+			if (in->p[m].kind == DT_PL_PARTIAL &&
+			    !(have & (1u << in->p[m].reduce)))
+				return;
+	}
 	if (isfinite(pin_us))
 		add_strategy(b, pl, pin_us);
 }
@@ -221,7 +239,7 @@ static void finish_node(struct builder *b)
 	struct factors fs = {0};
 	const struct dt_shard_pnode *n = b->node;
 	for (int32_t s = 0; s < sn.nstrategies; s++)
-		for (uint32_t r = 0; r < n->nout; r++)
+		for (uint32_t r = n->pinned ? 1 : 0; r < n->nout; r++)
 			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
 	if (n->pinned)
 		factors_add(&fs, &n->pin);
