@@ -630,7 +630,13 @@ static int plan_graph(struct prop *p)
 		return DT_OK;
 	p->plan = dt_calloc((size_t)p->problem.solve.nnodes + 1,
 			    sizeof *p->plan);
-	return dt_shard_global_solve(p->ctx, &p->problem, p->plan);
+	bool solved;
+	rc = dt_shard_global_solve(p->ctx, &p->problem, p->plan, &solved);
+	if (!solved) {
+		dt_free(p->plan);
+		p->plan = NULL;
+	}
+	return rc;
 }
 
 void dt_shard_watch_fini(struct dt_shard_watch *w)

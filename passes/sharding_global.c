@@ -131,9 +131,11 @@ static int64_t smallest_footprint(const struct dt_solve_problem *p,
 }
 
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
-			  const struct dt_shard_problem *pr, int32_t *strategy)
+			  const struct dt_shard_problem *pr, int32_t *strategy,
+			  bool *solved)
 {
 	const struct dt_solve_problem *p = &pr->solve;
+	*solved = false;
 	if (p->nnodes == 0)
 		return DT_OK;
 	int rc = check_edges(ctx, pr);
@@ -160,14 +162,22 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);
 	uint32_t first = pr->pnodes.data[0].node;
-	if (rc != DT_OK) {
+	if (rc != DT_OK && p->usage_limit >= 0) {
 		node_diag(ctx, DT_ERROR, first, NULL,
-			  "the whole-graph search found no plan%s in %.1f s "
-			  "(smallest per-rank footprint %" PRId64 " bytes)",
-			  p->usage_limit >= 0 ? " within --memory-budget" : "",
+			  "the whole-graph search found no plan within "
+			  "--memory-budget in %.1f s (smallest per-rank "
+			  "footprint %" PRId64 " bytes)",
 			  res.seconds, floor);
 		return DT_EINPUT;
 	}
+	if (rc != DT_OK) {
+		node_diag(ctx, DT_WARNING, first, "shard-prop:no-plan",
+			  "the whole-graph search found no plan in %.1f s; "
+			  "placements chosen node by node (--search=pq)",
+			  res.seconds);
+		return DT_OK;
+	}
+	*solved = true;
 	if (!ctx->diag->remarks)
 		return DT_OK;
 	if (res.seconds >= so.timeout_s)

@@ -183,8 +183,11 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 		struct dt_arena scratch;
 		dt_arena_init(&scratch);
 		struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
-		rc = dt_shard_global_solve(&ctx, &pr, plan);
+		bool solved;
+		rc = dt_shard_global_solve(&ctx, &pr, plan, &solved);
 		dt_arena_fini(&scratch);
+		if (rc == DT_OK && !solved)
+			rc = DT_EINPUT; /* the warning says why */
 	}
 	if (rc == DT_OK)
 		print_explanation(&pr, m, plan, node, stdout);
