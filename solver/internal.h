@@ -16,6 +16,23 @@ static inline int64_t dt_solve_add(int64_t a, int64_t b)
 	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
 }
 
+/* Exact sums of many costs: a plan's cost passes 64 bits when it holds
+ * several of the contest's near-infinite 1e18 entries, and incremental
+ * updates must not saturate. */
+__extension__ typedef __int128 dt_wide;
+static inline int64_t dt_wide_clamp(dt_wide x)
+{
+	return x >= DT_SOLVE_INFINITE ? DT_SOLVE_INFINITE : (int64_t)x;
+}
+/* The cost of plan s, exactly. */
+dt_wide dt_plan_cost(const struct dt_solve_problem *p, const int32_t *s);
+
+/* A list of node ids (a DT_VEC with a name, to pass between files). */
+struct dt_ids {
+	int32_t *data;
+	uint32_t len, cap;
+};
+
 /* The distinct interval ends, sorted: segment k is [point[k], point[k+1]),
  * and node v is live over segments [lo[v], hi[v]) (empty when lo == hi). */
 struct dt_timeline {
@@ -79,6 +96,19 @@ void dt_reduction_fini(struct dt_reduction *red);
 void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
 			 int32_t *out);
 
+/* The plan x[] of red->r nearest to plan `orig` of the original: each
+ * node's strategy where the reduction kept it, else its least-cost one. */
+void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
+			   int32_t *x);
+
+/* Plan changes through the eliminations: given want[v] >= 0 for nodes of
+ * red->r's original that are re-chosen (plan cur[] elsewhere), set want[]
+ * to the best choice of every eliminated node that hangs off them (the
+ * eliminations replayed backwards) and append each to `touched`, which also
+ * lists the nodes given on entry. */
+void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
+			    int32_t *want, struct dt_ids *touched);
+
 /* Incident edges per node: edges of node v are edge[off[v] .. off[v+1]). */
 struct dt_adjacency {
 	int32_t *off, *edge;
@@ -111,7 +141,7 @@ struct dt_local {
 	struct dt_timeline tl;
 	struct dt_profile prof;
 	int32_t *x;
-	int64_t cost;
+	dt_wide cost;
 	DT_VEC(int32_t) queue;
 	bool *queued;
 };
@@ -120,7 +150,7 @@ void dt_local_fini(struct dt_local *ls);
 /* Take plan x (copied). */
 void dt_local_set(struct dt_local *ls, const int32_t *x);
 /* Cost change of moving v to strategy s. */
-int64_t dt_local_delta(const struct dt_local *ls, int32_t v, int32_t s);
+dt_wide dt_local_delta(const struct dt_local *ls, int32_t v, int32_t s);
 /* Whether moving v to s keeps the usage within the limit where v is live. */
 bool dt_local_fits(const struct dt_local *ls, int32_t v, int32_t s);
 void dt_local_move(struct dt_local *ls, int32_t v, int32_t s);
@@ -129,51 +159,78 @@ int64_t dt_local_peak(const struct dt_local *ls);
 /* Improving moves that keep the plan within the limit (when it is), until
  * none is left or `stop(ud)`; returns the number of moves. */
 int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
-/* Lower the peak under the limit by moves of least cost per usage saved at
- * the worst segment; returns whether the plan fits. */
-bool dt_local_repair(struct dt_local *ls);
+/* Exhaustive branch and bound over `p` within `max_visits` visits. Returns
+ * 1 with an optimal plan within the limit in best[] and its cost in *cost,
+ * 0 when no plan fits the limit, -1 when the budget ran out (best[] is then
+ * untouched). */
+int dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
+		    int32_t *best, dt_wide *cost);
 
-/* Exhaustive branch and bound over `p` within `max_visits` visits: fills
- * best[] with an optimal plan within the limit and returns its cost, or
- * returns -1 when the budget ran out (DT_SOLVE_INFINITE: no plan fits). */
-int64_t dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
-			int32_t *best);
+/* ---- lns.c: large neighbourhoods solved exactly ---- */
+
+/* Improves the plan of ls (a problem without a limit) by re-solving balls
+ * of nodes (breadth-first from a random node) with every other node held
+ * at its strategy: a ball's problem (edges leaving it folded into its node
+ * costs) is reduced, then solved by branch and bound within a budget,
+ * exactly when that finishes, else by descent. A new plan that costs no
+ * more is offered to `accept` (when set), which may refuse it. Balls grow
+ * while they are solved exactly and shrink when not. */
+struct dt_lns {
+	struct dt_local *ls;
+	int32_t k;                 /* ball size */
+	uint64_t rng;
+	int32_t *id, *nodes, *cur, *plan; /* ball: index per node, members */
+	int32_t n;                 /* ball members */
+	struct dt_solve_problem sub; /* the ball's problem */
+	/* Called with the ball's nodes moved from cur[] to plan[] in ls;
+	 * returns whether to keep them. */
+	bool (*accept)(void *ud, const struct dt_lns *l);
+	void *accept_ud;
+};
+void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed);
+void dt_lns_fini(struct dt_lns *l);
+/* Run `steps` balls, or until stop(ud) or a ball holding every node was
+ * solved exactly. */
+void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
 
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 
-/* One search thread over a reduced problem `r`: rounds of pricing usage per
- * segment (Lagrangian multipliers), solving the priced problem without a
- * limit (reductions eliminate trees and chains exactly, descent settles the
- * rest), repairing and descending under the limit, raising prices where the
- * limit broke and lowering them where it has room. */
+/* One search thread over a reduced problem `r` (internal.h): see
+ * lagrange.c. */
 struct dt_lagrange {
 	const struct dt_solve_problem *r;
-	struct dt_local ls;          /* plans of r under the limit */
+	struct dt_local ls;          /* the current plan of r, within the limit */
 	struct dt_solve_problem q;   /* r priced (edges shared with r) */
-	double *lambda, *prefix;     /* [nseg], [nseg + 1] */
-	double lambda0;              /* first price of a segment over the limit
-					(0: set from the first round) */
-	int32_t *priced_plan;        /* last plan of q, where its next starts */
-	uint64_t rng;
+	double *lambda, *prefix;     /* [nseg], [nseg + 1] segment prices */
+	double *weight;              /* [nseg] summed excess over the limit
+					(fraction of it) of rejected plans */
+	double mu, mu_lo, mu_hi;     /* prices = mu * weight; mu bisected
+					between too low and high enough */
+	double scale;                /* cost of the first priced plan */
+	bool over_limit;             /* the round's priced plan broke it */
+	uint64_t seed;
 	int32_t *best;               /* best plan of r within the limit */
-	int64_t best_cost;           /* DT_SOLVE_INFINITE: none yet */
+	dt_wide best_cost;           /* of `best`, when `found` */
+	bool found;
 	int64_t lower_bound;         /* of r's cost, INT64_MIN if none proven */
 	int64_t rounds;
+	/* the round's priced reduction, its core plan and scratch */
+	struct dt_reduction *red;
+	int32_t *want;               /* [r nodes] strategy after expansion, -1 */
+	struct dt_ids touched;
+	int32_t *undo;               /* [r nodes] strategy before the ball */
 };
+/* Start from the plan of least usage (ties: least cost), within the limit
+ * when dt_solve_problem_check passed. */
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed);
 void dt_lagrange_fini(struct dt_lagrange *lg);
 /* One round; returns whether it improved lg->best. */
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 
-/* ---- lns.c: large neighbourhoods solved exactly ---- */
+/* ---- bp.c: min-sum belief propagation ---- */
 
-/* Improve ls's plan of a problem without a limit by re-solving balls of
- * nodes (breadth-first from a random node) with the rest held fixed: a
- * ball's problem is reduced, then solved by branch and bound within a
- * budget (exactly when it finishes), else by descent. Balls
- * grow while that happens and shrink when not. Runs `steps` balls or until
- * stop(ud); returns whether the whole problem was solved exactly (one ball
- * held it all). */
-bool dt_lns_run(struct dt_local *ls, int64_t steps, uint64_t *rng,
-		bool (*stop)(void *), void *ud);
+/* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
+ * of damped min-sum message passing, each node then at its least belief,
+ * into x[]. */
+void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);

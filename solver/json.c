@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* json.c: the IOPDDL contest's JSON problem format, plain or gzip, read by a
- * streaming reader of our own (Debian's jansson and json-c take 1.9 s and
- * 1.1 s and 380-580 MB for instance A's 90 MB; this takes a fraction of a
- * second and keeps only the numbers). Only the contest's shape is accepted:
+ * streaming reader of our own (Debian's jansson and json-c take 1.3 s and
+ * 0.7 s of CPU and 380-580 MB for instance A's 90 MB; this reads the .gz in
+ * 0.2 s and 65 MB, keeping only the numbers). Only the contest's shape is
+ * accepted:
  *
  *   {"problem": {"name": "...",
  *     "nodes": {"intervals": [[start, end], ...], "costs": [[c, ...], ...],
@@ -280,7 +281,8 @@ static bool read_lists(struct reader *r, struct lists *l, const char *where)
 		if (r->failed)
 			break;
 		int64_t *item = dt_malloc(sizeof(int64_t) * (tmp.len + 1));
-		memcpy(item, tmp.data, sizeof(int64_t) * tmp.len);
+		if (tmp.len > 0)
+			memcpy(item, tmp.data, sizeof(int64_t) * tmp.len);
 		dt_vec_push(&l->items, item);
 		dt_vec_push(&l->lens, (int32_t)tmp.len);
 		dt_vec_push(&l->lines, line);

@@ -1,51 +1,67 @@
 // SPDX-License-Identifier: MIT
 /* lagrange.c: the anytime search of one thread (internal.h, struct
  * dt_lagrange). Relaxing the usage limit with a price per timeline segment
- * turns the problem into one without a limit, whose tree and chain parts
- * the reductions solve exactly; a round prices, reduces, settles the core by
- * descent from the current plan, then brings the plan under the limit
- * (repair) and improves it there (descent). Prices rise where the plan broke
- * the limit and decay where it had room, so rounds move between cheap and
- * feasible plans. When the priced problem reduces to nothing, its optimum
- * minus the prices of the limit is a lower bound (Lagrangian duality). */
+ * (Lagrangian multipliers) turns the problem into one without a limit,
+ * whose trees and chains the reductions solve exactly. A round:
+ *  1. prices the problem (prices = mu * weight per segment) and reduces it
+ *     to its core;
+ *  2. solves the priced core by belief propagation and descent (bp.c), and
+ *     takes the expanded plan when it fits the limit and its priced cost is
+ *     no more than the current plan's; where it breaks the limit, the
+ *     segments' weights grow by the excess;
+ *  3. improves the plan by large neighbourhoods of the core (lns.c): a
+ *     ball's new core choices are pushed through the eliminations (the
+ *     nodes hanging off them re-choose), kept only when the plan stays
+ *     within the limit and its priced cost does not rise;
+ *  4. bisects mu between a scale whose priced plan broke the limit and one
+ *     whose plan fitted.
+ * The plan is always within the limit (the search starts from the least
+ * usage plan); the best one met is kept. When a priced problem reduces to
+ * nothing its optimum, less the price of the limit, is a lower bound
+ * (Lagrangian duality). */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
-#include <stdlib.h>
-#include <stdio.h>
 
-static uint64_t next_random(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
+#define BP_ITERATIONS 30 /* message passing rounds for a core's start */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
 {
 	memset(lg, 0, sizeof(*lg));
+	size_t n = (size_t)r->nnodes + 1;
 	lg->r = r;
-	lg->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	lg->seed = seed;
 	dt_local_init(&lg->ls, r);
 	int32_t nseg = lg->ls.tl.nseg;
 	lg->lambda = dt_calloc((size_t)nseg + 1, sizeof(double));
 	lg->prefix = dt_calloc((size_t)nseg + 2, sizeof(double));
-	lg->best = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
-	lg->best_cost = DT_SOLVE_INFINITE;
+	lg->weight = dt_calloc((size_t)nseg + 1, sizeof(double));
+	lg->best = dt_calloc(n, sizeof(int32_t));
+	lg->want = dt_malloc(sizeof(int32_t) * n);
+	lg->undo = dt_malloc(sizeof(int32_t) * n);
 	lg->lower_bound = INT64_MIN;
 	lg->q = *r;
 	lg->q.name = NULL;
 	lg->q.usage_limit = -1;
-	lg->q.nodes = dt_calloc((size_t)r->nnodes + 1, sizeof(*lg->q.nodes));
+	lg->q.nodes = dt_calloc(n, sizeof(*lg->q.nodes));
+	int32_t *x = lg->best;
 	for (int32_t v = 0; v < r->nnodes; v++) {
-		lg->q.nodes[v] = r->nodes[v];
-		lg->q.nodes[v].cost = dt_malloc(sizeof(int64_t) *
-						(size_t)r->nodes[v].nstrategies);
+		const struct dt_solve_node *nd = &r->nodes[v];
+		lg->q.nodes[v] = *nd;
+		lg->q.nodes[v].cost = dt_malloc(sizeof(int64_t) * (size_t)nd->nstrategies);
+		lg->want[v] = -1;
+		for (int32_t s = 1; s < nd->nstrategies; s++)
+			if (nd->usage[s] < nd->usage[x[v]] ||
+			    (nd->usage[s] == nd->usage[x[v]] && nd->cost[s] < nd->cost[x[v]]))
+				x[v] = s;
 	}
-	lg->priced_plan = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
+	dt_local_set(&lg->ls, x);
+	dt_local_descend(&lg->ls, NULL, NULL);
+	memcpy(lg->best, lg->ls.x, sizeof(int32_t) * (size_t)r->nnodes);
+	lg->best_cost = lg->ls.cost;
+	lg->found = r->usage_limit < 0 || dt_local_peak(&lg->ls) <= r->usage_limit;
 }
 
 void dt_lagrange_fini(struct dt_lagrange *lg)
@@ -56,123 +72,208 @@ void dt_lagrange_fini(struct dt_lagrange *lg)
 	dt_local_fini(&lg->ls);
 	dt_free(lg->lambda);
 	dt_free(lg->prefix);
+	dt_free(lg->weight);
 	dt_free(lg->best);
-	dt_free(lg->priced_plan);
+	dt_free(lg->want);
+	dt_free(lg->undo);
+	dt_vec_free(&lg->touched);
 }
 
-/* q's costs: r's plus usage times the summed price of the node's segments
- * (rounded down, so a bound from them stays a bound); returns the price of
- * the limit itself, limit * sum of prices. */
+/* Summed price of the segments v is live in. */
+static double node_price(const struct dt_lagrange *lg, int32_t v)
+{
+	return lg->prefix[lg->ls.tl.hi[v]] - lg->prefix[lg->ls.tl.lo[v]];
+}
+
+/* q's costs: r's plus usage times the node's price (rounded down, so a
+ * bound from them stays a bound); returns the price of the limit itself,
+ * limit times the sum of prices. */
 static double price(struct dt_lagrange *lg)
 {
 	const struct dt_timeline *tl = &lg->ls.tl;
-	for (int32_t k = 0; k < tl->nseg; k++)
+	for (int32_t k = 0; k < tl->nseg; k++) {
+		lg->lambda[k] = lg->mu * lg->weight[k];
 		lg->prefix[k + 1] = lg->prefix[k] + lg->lambda[k];
+	}
 	for (int32_t v = 0; v < lg->r->nnodes; v++) {
 		const struct dt_solve_node *nd = &lg->r->nodes[v];
-		double pv = lg->prefix[tl->hi[v]] - lg->prefix[tl->lo[v]];
+		double pv = node_price(lg, v);
 		for (int32_t s = 0; s < nd->nstrategies; s++) {
 			double extra = floor(pv * (double)nd->usage[s]);
 			lg->q.nodes[v].cost[s] = extra >= 9e18 ? DT_SOLVE_INFINITE
 				: dt_solve_add(nd->cost[s], (int64_t)extra);
 		}
 	}
-	return (double)lg->r->usage_limit * lg->prefix[tl->nseg];
+	return lg->r->usage_limit >= 0 ? (double)lg->r->usage_limit * lg->prefix[tl->nseg] : 0;
 }
 
-/* The best plan of q (exact when its reduction leaves no edge) as a plan of
- * r in out[], starting the core's descent from lg->ls's plan; returns the
- * cost of q's plan, or -1 when it is not proven optimal. */
-static int64_t solve_priced(struct dt_lagrange *lg, int32_t *out,
-			    bool (*stop)(void *), void *ud)
+/* lns accept hook: push the ball's core moves through the eliminations
+ * into lg->ls, keep them when within the limit and no dearer priced. */
+static bool accept_ball(void *ud, const struct dt_lns *l)
 {
-	struct dt_reduction red;
-	dt_reduce(&lg->q, &red);
-	const struct dt_solve_problem *c = &red.r;
-	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
-	for (int32_t i = 0; i < c->nnodes; i++) {
-		int32_t want = lg->priced_plan[red.orig_node[i]], best = 0;
-		for (int32_t s = 0; s < c->nodes[i].nstrategies; s++) {
-			if (red.orig_strat[i][s] == want) {
-				best = s;
-				break;
-			}
-			if (c->nodes[i].cost[s] < c->nodes[i].cost[best])
-				best = s;
+	struct dt_lagrange *lg = ud;
+	const struct dt_reduction *red = lg->red;
+	struct dt_local *ls = &lg->ls;
+	lg->touched.len = 0;
+	for (int32_t i = 0; i < l->n; i++) {
+		int32_t c = l->nodes[i];
+		int32_t v = red->orig_node[c], s = red->orig_strat[c][l->plan[i]];
+		if (v >= 0) {
+			lg->want[v] = s;
+			dt_vec_push(&lg->touched, v);
 		}
-		x[i] = best;
 	}
-	if (getenv("DT_SOLVE_DEBUG") && lg->rounds < 3) fprintf(stderr, "core %d nodes %d edges\n", c->nnodes, c->nedges);
-	struct dt_local core;
-	dt_local_init(&core, c);
-	dt_local_set(&core, x);
-	dt_local_descend(&core, stop, ud);
-	bool exact = c->nedges == 0 ||
-		     dt_lns_run(&core, getenv("LNS") ? atoi(getenv("LNS")) : 8 + c->nnodes, &lg->rng, stop, ud);
-	int64_t cost = exact ? dt_solve_add(red.offset, core.cost) : -1;
-	dt_reduction_expand(&red, core.x, out);
-	dt_local_fini(&core);
-	dt_free(x);
-	dt_reduction_fini(&red);
-	return cost;
+	dt_reduction_propagate(red, ls->x, lg->want, &lg->touched);
+	dt_wide before = ls->cost;
+	double priced = 0;
+	for (uint32_t i = 0; i < lg->touched.len; i++) {
+		int32_t v = lg->touched.data[i];
+		const int64_t *use = lg->r->nodes[v].usage;
+		lg->undo[v] = ls->x[v];
+		if (lg->want[v] != ls->x[v]) {
+			priced += node_price(lg, v) * (double)(use[lg->want[v]] - use[ls->x[v]]);
+			dt_local_move(ls, v, lg->want[v]);
+		}
+		lg->want[v] = -1;
+	}
+	priced += (double)(ls->cost - before);
+	int64_t limit = lg->r->usage_limit, peak = dt_local_peak(ls);
+	bool over = limit >= 0 && peak > limit;
+	if (over)
+		lg->weight[dt_profile_argmax(&ls->prof)] += (double)(peak - limit) / (double)limit;
+	if (over || priced > 0) {
+		for (uint32_t i = lg->touched.len; i-- > 0;) {
+			int32_t v = lg->touched.data[i];
+			if (ls->x[v] != lg->undo[v])
+				dt_local_move(ls, v, lg->undo[v]);
+		}
+		return false;
+	}
+	if (!lg->found || ls->cost < lg->best_cost) {
+		lg->found = true;
+		lg->best_cost = ls->cost;
+		memcpy(lg->best, ls->x, sizeof(int32_t) * (size_t)lg->r->nnodes);
+	}
+	return true;
 }
 
-/* Raise prices where plan usage breaks the limit, decay them elsewhere. */
+/* Take the expansion of core plan `cx` as the plan when it fits the limit
+ * and its priced cost is no more; where it breaks the limit, mark the
+ * segments for dearer prices. Returns whether it was taken. */
+static bool adopt(struct dt_lagrange *lg, const struct dt_reduction *red,
+		  const int32_t *cx)
+{
+	const struct dt_solve_problem *r = lg->r;
+	struct dt_local *ls = &lg->ls;
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)r->nnodes + 1));
+	int32_t *old = dt_malloc(sizeof(int32_t) * ((size_t)r->nnodes + 1));
+	memcpy(old, ls->x, sizeof(int32_t) * (size_t)r->nnodes);
+	dt_reduction_expand(red, cx, y);
+	bool take = dt_plan_cost(&lg->q, y) <= dt_plan_cost(&lg->q, old);
+	dt_local_set(ls, y);
+	if (lg->scale == 0)
+		lg->scale = ls->cost > 1 && ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
+	lg->over_limit = r->usage_limit >= 0 && dt_local_peak(ls) > r->usage_limit;
+	if (lg->over_limit) {
+		for (int32_t k = 0; k < ls->tl.nseg; k++) {
+			int64_t excess = dt_profile_at(&ls->prof, k) - r->usage_limit;
+			if (excess > 0)
+				lg->weight[k] += (double)excess / (double)r->usage_limit;
+		}
+		take = false;
+	} else if (!lg->found || ls->cost < lg->best_cost) {
+		lg->found = true;
+		lg->best_cost = ls->cost;
+		memcpy(lg->best, ls->x, sizeof(int32_t) * (size_t)r->nnodes);
+	}
+	if (!take)
+		dt_local_set(ls, old);
+	dt_free(y);
+	dt_free(old);
+	return take;
+}
+
+/* Bisect the scale of the prices between one whose priced plan broke the
+ * limit and one whose plan fitted, with a random nudge so threads and
+ * rounds do not repeat each other. */
 static void update_prices(struct dt_lagrange *lg)
 {
-	const struct dt_local *ls = &lg->ls;
-	int64_t limit = lg->r->usage_limit;
-	double up = 1.5 + (double)(next_random(&lg->rng) % 1000) / 2000.0;
-	for (int32_t k = 0; k < ls->tl.nseg; k++) {
-		int64_t u = dt_profile_at(&ls->prof, k);
-		if (u > limit)
-			lg->lambda[k] = lg->lambda[k] > 0 ? lg->lambda[k] * up : lg->lambda0;
-		else if (u < limit)
-			lg->lambda[k] *= 0.9;
+	if (lg->mu == 0) {
+		/* The price at which filling every segment to the limit would
+		 * cost as much as the cheapest plan, ten times. */
+		lg->mu = 10 * lg->scale /
+			 ((double)(lg->r->usage_limit > 0 ? lg->r->usage_limit : 1) *
+			  (lg->ls.tl.nseg > 0 ? lg->ls.tl.nseg : 1));
+		return;
 	}
+	if (lg->over_limit)
+		lg->mu_lo = lg->mu;
+	else
+		lg->mu_hi = lg->mu;
+	if (lg->mu_lo > 0 && lg->mu_hi > 0)
+		lg->mu = sqrt(lg->mu_lo * lg->mu_hi);
+	else
+		lg->mu = lg->over_limit ? lg->mu * 4 : lg->mu / 4;
+	if (lg->mu_hi > 0 && lg->mu_lo > 0 && lg->mu_hi < 1.05 * lg->mu_lo) {
+		lg->mu_lo /= 1.5;
+		lg->mu_hi *= 1.5;
+	}
+	lg->seed = lg->seed * 6364136223846793005ull + 1442695040888963407ull;
+	lg->mu *= 0.9 + 0.2 * (double)(lg->seed >> 40) / (double)(1ull << 24);
 }
 
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 {
 	const struct dt_solve_problem *r = lg->r;
+	dt_wide best_before = lg->found ? lg->best_cost : ((dt_wide)1 << 126);
 	lg->rounds++;
-	double limit_price = r->usage_limit >= 0 ? price(lg) : 0;
-	if (r->usage_limit < 0)
-		for (int32_t v = 0; v < r->nnodes; v++)
-			memcpy(lg->q.nodes[v].cost, r->nodes[v].cost,
-			       sizeof(int64_t) * (size_t)r->nodes[v].nstrategies);
-	int32_t *y = lg->priced_plan;
-	int64_t priced = solve_priced(lg, y, stop, ud);
-	if (lg->lambda0 == 0) {
-		/* Price per unit of usage and segment that would double the
-		 * cost of the least-cost plan if it filled every segment to the
-		 * limit, a hundredth of it to start. */
-		int64_t c = dt_solve_plan_cost(r, y, NULL);
-		double area = (double)(r->usage_limit > 0 ? r->usage_limit : 1) *
-			      (lg->ls.tl.nseg > 0 ? lg->ls.tl.nseg : 1);
-		lg->lambda0 = (c > 0 && c < (int64_t)1e15 ? (double)c : 1e15) / area / 100;
-	}
-	if (priced >= 0 && priced < DT_SOLVE_INFINITE) {
-		double bound = floor((double)priced - limit_price);
+	double limit_price = price(lg);
+	struct dt_reduction red;
+	dt_reduce(&lg->q, &red);
+	const struct dt_solve_problem *c = &red.r;
+	if (c->nedges == 0) {
+		/* The priced problem is solved by its reduction: a bound. */
+		dt_wide opt = red.offset;
+		for (int32_t i = 0; i < c->nnodes; i++) {
+			int64_t m = INT64_MAX;
+			for (int32_t s = 0; s < c->nodes[i].nstrategies; s++)
+				m = c->nodes[i].cost[s] < m ? c->nodes[i].cost[s] : m;
+			opt += m;
+		}
+		double bound = floor((double)opt - limit_price);
 		if (bound > (double)lg->lower_bound && bound < 9e18)
 			lg->lower_bound = (int64_t)bound;
 	}
-	if (getenv("DT_SOLVE_DEBUG")) { double mx=0; for (int32_t k=0;k<lg->ls.tl.nseg;k++) if (lg->lambda[k]>mx) mx=lg->lambda[k]; fprintf(stderr, "priced(y) %ld priced(prev) %ld maxlambda %g lambda0 %g\n", (long)dt_solve_plan_cost(&lg->q, y, NULL), (long)dt_solve_plan_cost(&lg->q, lg->ls.x, NULL), mx, lg->lambda0); }
-	dt_local_set(&lg->ls, y);
-	if (getenv("DT_SOLVE_DEBUG") && lg->rounds < 40) fprintf(stderr, "round %ld priced %ld cost %ld peak %ld\n", (long)lg->rounds, (long)priced, (long)lg->ls.cost, (long)dt_local_peak(&lg->ls));
-	if (r->usage_limit >= 0 && dt_local_peak(&lg->ls) > r->usage_limit) {
-		update_prices(lg);
-		if (!dt_local_repair(&lg->ls))
-			return false;
-	} else if (r->usage_limit >= 0) {
-		update_prices(lg);
+	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
+	dt_reduction_restrict(&red, lg->ls.x, x);
+	struct dt_local core;
+	dt_local_init(&core, c);
+	dt_local_set(&core, x);
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
+	dt_bp_plan(c, BP_ITERATIONS, y);
+	struct dt_local start;
+	dt_local_init(&start, c);
+	dt_local_set(&start, y);
+	dt_local_descend(&start, stop, ud);
+	if (adopt(lg, &red, start.x)) {
+		dt_local_set(&core, start.x);
+		dt_free(x);
+		x = NULL;
 	}
-	if (getenv("DT_SOLVE_DEBUG") && lg->rounds < 40) fprintf(stderr, "  repaired cost %ld peak %ld\n", (long)lg->ls.cost, (long)dt_local_peak(&lg->ls));
-	dt_local_descend(&lg->ls, stop, ud);
-	if (getenv("DT_SOLVE_DEBUG") && lg->rounds < 40) fprintf(stderr, "  descended cost %ld peak %ld\n", (long)lg->ls.cost, (long)dt_local_peak(&lg->ls));
-	if (lg->ls.cost >= lg->best_cost)
-		return false;
-	lg->best_cost = lg->ls.cost;
-	memcpy(lg->best, lg->ls.x, sizeof(int32_t) * (size_t)r->nnodes);
-	return true;
+	dt_local_fini(&start);
+	dt_free(y);
+	struct dt_lns lns;
+	dt_lns_init(&lns, &core, lg->seed + (uint64_t)lg->rounds * 7919);
+	lns.accept = accept_ball;
+	lns.accept_ud = lg;
+	lg->red = &red;
+	dt_lns_run(&lns, 32 + c->nnodes / 16, stop, ud);
+	lg->red = NULL;
+	dt_lns_fini(&lns);
+	dt_local_fini(&core);
+	dt_free(x);
+	dt_reduction_fini(&red);
+	if (r->usage_limit >= 0)
+		update_prices(lg);
+	return lg->found && lg->best_cost < best_before;
 }

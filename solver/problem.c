@@ -79,17 +79,23 @@ static void fill_usage(const struct dt_timeline *t, int32_t nnodes,
 		out[k] += out[k - 1];
 }
 
-int64_t dt_solve_plan_cost(const struct dt_solve_problem *p,
-			   const int32_t *s, int64_t *peak)
+dt_wide dt_plan_cost(const struct dt_solve_problem *p, const int32_t *s)
 {
-	int64_t cost = 0;
+	dt_wide cost = 0;
 	for (int32_t v = 0; v < p->nnodes; v++)
-		cost = dt_solve_add(cost, p->nodes[v].cost[s[v]]);
+		cost += p->nodes[v].cost[s[v]];
 	for (int32_t e = 0; e < p->nedges; e++) {
 		const struct dt_solve_edge *ed = &p->edges[e];
 		int32_t nb = p->nodes[ed->to].nstrategies;
-		cost = dt_solve_add(cost, ed->cost[(int64_t)s[ed->from] * nb + s[ed->to]]);
+		cost += ed->cost[(int64_t)s[ed->from] * nb + s[ed->to]];
 	}
+	return cost;
+}
+
+int64_t dt_solve_plan_cost(const struct dt_solve_problem *p,
+			   const int32_t *s, int64_t *peak)
+{
+	int64_t cost = dt_wide_clamp(dt_plan_cost(p, s));
 	if (peak) {
 		struct dt_timeline t;
 		dt_timeline_init(&t, p);

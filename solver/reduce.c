@@ -11,6 +11,9 @@
 
 #include <string.h>
 
+#define DOMINANCE_MAX_DEGREE 32 /* dominance is checked up to this degree */
+#define DOMINANCE_MAX_STRATEGIES 32 /* and this many strategies */
+
 enum step_kind { STEP_FIX, STEP_LEAF, STEP_SERIES };
 
 struct dt_reduce_step {
@@ -174,7 +177,8 @@ static bool dominates(const struct work *w, int32_t v, int32_t b, int32_t a)
 	return true;
 }
 
-/* Drop infinite and dominated strategies of v; returns whether any went. */
+/* Drop infinite and dominated strategies of v (dominance only where the
+ * degree keeps it cheap); returns whether any went. */
 static bool prune(struct work *w, int32_t v)
 {
 	struct wnode *nd = &w->n[v];
@@ -188,7 +192,9 @@ static bool prune(struct work *w, int32_t v)
 	if (left == 0) /* all saturated: nothing to tell them apart by */
 		for (int32_t a = 0; a < nd->ns; a++, left++)
 			keep[a] = true;
-	for (int32_t a = 0; a < nd->ns && left > 1; a++)
+	bool cheap = nd->adj.len <= DOMINANCE_MAX_DEGREE &&
+		     nd->ns <= DOMINANCE_MAX_STRATEGIES;
+	for (int32_t a = 0; a < nd->ns && left > 1 && cheap; a++)
 		for (int32_t b = 0; b < nd->ns && keep[a]; b++)
 			if (b != a && keep[b] && dominates(w, v, b, a)) {
 				keep[a] = false;
@@ -470,6 +476,46 @@ void dt_reduction_expand(const struct dt_reduction *red, const int32_t *x,
 						red->orig_nstrategies[st->w] + out[st->w]];
 			break;
 		}
+	}
+}
+
+void dt_reduction_propagate(const struct dt_reduction *red, const int32_t *cur,
+			    int32_t *want, struct dt_ids *t)
+{
+	for (int32_t i = red->nsteps - 1; i >= 0; i--) {
+		const struct dt_reduce_step *st = &red->steps[i];
+		if (st->kind == STEP_FIX || (want[st->u] < 0 && (st->kind == STEP_LEAF ||
+								 want[st->w] < 0)))
+			continue;
+		int32_t su = want[st->u] >= 0 ? want[st->u] : cur[st->u];
+		int32_t s = st->table[su];
+		if (st->kind == STEP_SERIES) {
+			int32_t sw = want[st->w] >= 0 ? want[st->w] : cur[st->w];
+			s = st->table[(int64_t)su * red->orig_nstrategies[st->w] + sw];
+		}
+		if (want[st->v] < 0)
+			dt_vec_push(t, st->v);
+		want[st->v] = s;
+	}
+}
+
+void dt_reduction_restrict(const struct dt_reduction *red, const int32_t *orig,
+			   int32_t *x)
+{
+	const struct dt_solve_problem *c = &red->r;
+	for (int32_t i = 0; i < c->nnodes; i++) {
+		const struct dt_solve_node *nd = &c->nodes[i];
+		int32_t want = red->orig_node[i] >= 0 ? orig[red->orig_node[i]] : -1;
+		int32_t best = 0;
+		for (int32_t s = 0; s < nd->nstrategies; s++) {
+			if (red->orig_strat[i][s] == want) {
+				best = s;
+				break;
+			}
+			if (nd->cost[s] < nd->cost[best])
+				best = s;
+		}
+		x[i] = best;
 	}
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* search.c: the moves every search is made of: a plan with its cost and
  * usage profile changed one node at a time (delta, fit, move), steepest
- * descent that keeps within the usage limit, a repair that brings an
- * over-limit plan under it, and an exhaustive branch and bound for small
- * problems (what makes the solver exact on them). */
+ * descent that keeps within the usage limit, and an exhaustive branch and
+ * bound for small problems (what makes the solver exact on them). */
 #include "internal.h"
 
 #include <string.h>
@@ -33,26 +32,24 @@ void dt_local_set(struct dt_local *ls, const int32_t *x)
 {
 	const struct dt_solve_problem *p = ls->p;
 	memcpy(ls->x, x, sizeof(int32_t) * (size_t)p->nnodes);
-	ls->cost = dt_solve_plan_cost(p, x, NULL);
+	ls->cost = dt_plan_cost(p, x);
 	dt_profile_clear(&ls->prof);
 	for (int32_t v = 0; v < p->nnodes; v++)
 		dt_profile_add(&ls->prof, ls->tl.lo[v], ls->tl.hi[v],
 			       p->nodes[v].usage[x[v]]);
 }
 
-int64_t dt_local_delta(const struct dt_local *ls, int32_t v, int32_t s)
+dt_wide dt_local_delta(const struct dt_local *ls, int32_t v, int32_t s)
 {
 	const struct dt_solve_problem *p = ls->p;
 	int32_t cur = ls->x[v];
-	int64_t a = p->nodes[v].cost[cur], b = p->nodes[v].cost[s];
+	dt_wide d = (dt_wide)p->nodes[v].cost[s] - p->nodes[v].cost[cur];
 	for (int32_t i = ls->adj.off[v]; i < ls->adj.off[v + 1]; i++) {
 		int32_t e = ls->adj.edge[i], u = dt_edge_other(p, e, v);
-		a = dt_solve_add(a, dt_edge_cost(p, e, v, cur, ls->x[u]));
-		b = dt_solve_add(b, dt_edge_cost(p, e, v, s, ls->x[u]));
+		d += (dt_wide)dt_edge_cost(p, e, v, s, ls->x[u]) -
+		     dt_edge_cost(p, e, v, cur, ls->x[u]);
 	}
-	/* Saturated sums compare as equal: no move out of or into infinity is
-	 * ranked by them. */
-	return a == DT_SOLVE_INFINITE && b == DT_SOLVE_INFINITE ? 0 : b - a;
+	return d;
 }
 
 bool dt_local_fits(const struct dt_local *ls, int32_t v, int32_t s)
@@ -68,8 +65,7 @@ bool dt_local_fits(const struct dt_local *ls, int32_t v, int32_t s)
 void dt_local_move(struct dt_local *ls, int32_t v, int32_t s)
 {
 	const struct dt_solve_problem *p = ls->p;
-	int64_t d = dt_local_delta(ls, v, s);
-	ls->cost = d >= 0 ? dt_solve_add(ls->cost, d) : ls->cost + d;
+	ls->cost += dt_local_delta(ls, v, s);
 	dt_profile_add(&ls->prof, ls->tl.lo[v], ls->tl.hi[v],
 		       p->nodes[v].usage[s] - p->nodes[v].usage[ls->x[v]]);
 	ls->x[v] = s;
@@ -102,11 +98,11 @@ int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud)
 		int32_t v = ls->queue.data[head++];
 		ls->queued[v] = false;
 		int32_t best = -1;
-		int64_t bd = 0;
+		dt_wide bd = 0;
 		for (int32_t s = 0; s < p->nodes[v].nstrategies; s++) {
 			if (s == ls->x[v])
 				continue;
-			int64_t d = dt_local_delta(ls, v, s);
+			dt_wide d = dt_local_delta(ls, v, s);
 			if (d < bd && dt_local_fits(ls, v, s)) {
 				bd = d;
 				best = s;
@@ -131,38 +127,6 @@ int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud)
 	return moves;
 }
 
-bool dt_local_repair(struct dt_local *ls)
-{
-	const struct dt_solve_problem *p = ls->p;
-	if (p->usage_limit < 0 || ls->tl.nseg == 0)
-		return true;
-	while (dt_local_peak(ls) > p->usage_limit) {
-		int32_t k = dt_profile_argmax(&ls->prof);
-		int32_t bv = -1, bs = -1;
-		double bscore = 0;
-		for (int32_t v = 0; v < p->nnodes; v++) {
-			if (ls->tl.lo[v] > k || ls->tl.hi[v] <= k)
-				continue;
-			const struct dt_solve_node *nd = &p->nodes[v];
-			for (int32_t s = 0; s < nd->nstrategies; s++) {
-				int64_t saved = nd->usage[ls->x[v]] - nd->usage[s];
-				if (saved <= 0 || nd->cost[s] == DT_SOLVE_INFINITE)
-					continue;
-				double score = (double)dt_local_delta(ls, v, s) / (double)saved;
-				if (bv < 0 || score < bscore) {
-					bv = v;
-					bs = s;
-					bscore = score;
-				}
-			}
-		}
-		if (bv < 0)
-			return false;
-		dt_local_move(ls, bv, bs);
-	}
-	return true;
-}
-
 /* ---- branch and bound ---- */
 
 struct bnb {
@@ -171,20 +135,22 @@ struct bnb {
 	struct dt_timeline tl;
 	int64_t *use;      /* [nseg] usage of the assigned nodes + rest at least */
 	int64_t *least;    /* [nnodes] least usage */
-	int64_t *rest;     /* [nnodes + 1] sum of least costs of nodes i.. */
+	dt_wide *rest;     /* [nnodes + 1] sum of least costs of nodes i.. */
 	int32_t *order, *pos, *x, *best;
-	int64_t best_cost, visits, max_visits;
+	dt_wide best_cost;
+	int64_t visits, max_visits;
+	bool found;
 };
 
 /* Cost of order[i] at strategy s towards the nodes assigned before it. */
-static int64_t bnb_step(const struct bnb *b, int32_t i, int32_t s)
+static dt_wide bnb_step(const struct bnb *b, int32_t i, int32_t s)
 {
 	int32_t v = b->order[i];
-	int64_t c = b->p->nodes[v].cost[s];
+	dt_wide c = b->p->nodes[v].cost[s];
 	for (int32_t j = b->adj.off[v]; j < b->adj.off[v + 1]; j++) {
 		int32_t e = b->adj.edge[j], u = dt_edge_other(b->p, e, v);
 		if (b->pos[u] < i)
-			c = dt_solve_add(c, dt_edge_cost(b->p, e, v, s, b->x[u]));
+			c += dt_edge_cost(b->p, e, v, s, b->x[u]);
 	}
 	return c;
 }
@@ -206,12 +172,13 @@ static void bnb_add(struct bnb *b, int32_t v, int64_t du)
 		b->use[k] += du;
 }
 
-static void bnb_rec(struct bnb *b, int32_t i, int64_t cost)
+static void bnb_rec(struct bnb *b, int32_t i, dt_wide cost)
 {
 	if (b->visits++ > b->max_visits)
 		return;
 	if (i == b->p->nnodes) {
-		if (cost < b->best_cost) {
+		if (!b->found || cost < b->best_cost) {
+			b->found = true;
 			b->best_cost = cost;
 			memcpy(b->best, b->x, sizeof(int32_t) * (size_t)b->p->nnodes);
 		}
@@ -220,9 +187,9 @@ static void bnb_rec(struct bnb *b, int32_t i, int64_t cost)
 	int32_t v = b->order[i];
 	const struct dt_solve_node *nd = &b->p->nodes[v];
 	for (int32_t s = 0; s < nd->nstrategies; s++) {
-		int64_t c = dt_solve_add(cost, bnb_step(b, i, s));
+		dt_wide c = cost + bnb_step(b, i, s);
 		int64_t du = nd->usage[s] - b->least[v];
-		if (dt_solve_add(c, b->rest[i + 1]) >= b->best_cost || !bnb_fits(b, v, du))
+		if ((b->found && c + b->rest[i + 1] >= b->best_cost) || !bnb_fits(b, v, du))
 			continue;
 		b->x[v] = s;
 		bnb_add(b, v, du);
@@ -231,20 +198,20 @@ static void bnb_rec(struct bnb *b, int32_t i, int64_t cost)
 	}
 }
 
-int64_t dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
-			int32_t *best)
+int dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
+		    int32_t *best, dt_wide *cost)
 {
-	struct bnb b = {.p = p, .best_cost = DT_SOLVE_INFINITE, .max_visits = max_visits};
+	struct bnb b = {.p = p, .max_visits = max_visits};
 	size_t n = (size_t)p->nnodes + 1;
 	dt_adjacency_init(&b.adj, p);
 	dt_timeline_init(&b.tl, p);
 	b.use = dt_calloc((size_t)b.tl.nseg + 1, sizeof(int64_t));
 	b.least = dt_malloc(sizeof(int64_t) * n);
-	b.rest = dt_calloc(n, sizeof(int64_t));
+	b.rest = dt_calloc(n, sizeof(dt_wide));
 	b.order = dt_malloc(sizeof(int32_t) * n);
 	b.pos = dt_malloc(sizeof(int32_t) * n);
 	b.x = dt_calloc(n, sizeof(int32_t));
-	b.best = best;
+	b.best = dt_malloc(sizeof(int32_t) * n);
 	/* Breadth-first order, so each node meets its assigned neighbours. */
 	int32_t head = 0, tail = 0;
 	for (int32_t v = 0; v < p->nnodes; v++)
@@ -267,17 +234,22 @@ int64_t dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
 	}
 	for (int32_t i = p->nnodes - 1; i >= 0; i--) {
 		const struct dt_solve_node *nd = &p->nodes[b.order[i]];
-		int64_t lc = DT_SOLVE_INFINITE, lu = INT64_MAX;
+		int64_t lc = INT64_MAX, lu = INT64_MAX;
 		for (int32_t s = 0; s < nd->nstrategies; s++) {
 			lc = nd->cost[s] < lc ? nd->cost[s] : lc;
 			lu = nd->usage[s] < lu ? nd->usage[s] : lu;
 		}
-		b.rest[i] = dt_solve_add(b.rest[i + 1], lc);
+		b.rest[i] = b.rest[i + 1] + lc;
 		b.least[b.order[i]] = lu;
 		bnb_add(&b, b.order[i], lu);
 	}
 	bnb_rec(&b, 0, 0);
-	int64_t result = b.visits > max_visits ? -1 : b.best_cost;
+	int result = b.visits > max_visits ? -1 : b.found;
+	if (result > 0) {
+		memcpy(best, b.best, sizeof(int32_t) * (size_t)p->nnodes);
+		*cost = b.best_cost;
+	}
+	dt_free(b.best);
 	dt_adjacency_fini(&b.adj);
 	dt_timeline_fini(&b.tl);
 	dt_free(b.use);

@@ -14,32 +14,44 @@
 #define EXACT_NODES 64       /* branch and bound first up to this many */
 #define EXACT_VISITS 2000000 /* nodes with a choice, within this budget */
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(id, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 struct shared {
 	const struct dt_solve_options *opt;
 	const struct dt_reduction *red;
-	double start, deadline;
+	double start, deadline;  /* wall clock */
+	double cpu_start;        /* the calling thread's CPU time at the start */
 	pthread_mutex_t lock;
-	int64_t best_cost;       /* over all threads, for progress lines */
+	dt_wide best_cost;       /* over all threads, for progress lines */
+	bool found;
 };
 
 struct worker {
 	struct shared *sh;
+	double cpu_deadline;     /* of this thread, with opt->cpu_budget */
 	struct dt_lagrange lg;
 	uint64_t seed;
 	pthread_t thread;
 };
 
+/* Whether worker `ud` is out of time: wall-clock time, or with
+ * opt->cpu_budget its own CPU time. */
 static bool past_deadline(void *ud)
 {
-	const struct shared *sh = ud;
-	return now_s() >= sh->deadline;
+	const struct worker *wk = ud;
+	if (wk->sh->opt->cpu_budget)
+		return clock_s(CLOCK_THREAD_CPUTIME_ID) >= wk->cpu_deadline;
+	return now_s() >= wk->sh->deadline;
 }
 
 static void *work(void *arg)
@@ -47,27 +59,32 @@ static void *work(void *arg)
 	struct worker *wk = arg;
 	struct shared *sh = wk->sh;
 	int64_t max_rounds = sh->opt->max_rounds;
-	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(sh)) {
+	if (wk->cpu_deadline == 0)
+		wk->cpu_deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + sh->opt->timeout_s;
+	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(wk)) {
 		bool timed = max_rounds <= 0;
-		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, sh))
+		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, wk))
 			continue;
 		pthread_mutex_lock(&sh->lock);
-		int64_t total = dt_solve_add(sh->red->offset, wk->lg.best_cost);
-		if (total < sh->best_cost) {
+		dt_wide total = sh->red->offset + wk->lg.best_cost;
+		if (!sh->found || total < sh->best_cost) {
+			sh->found = true;
 			sh->best_cost = total;
 			if (sh->opt->verbose)
 				printf("# %.2f s: cost %" PRId64 " (thread %" PRIu64
 				       ", round %" PRId64 ")\n", now_s() - sh->start,
-				       total, wk->seed - sh->opt->seed, wk->lg.rounds);
+				       dt_wide_clamp(total), wk->seed - sh->opt->seed,
+				       wk->lg.rounds);
 		}
 		pthread_mutex_unlock(&sh->lock);
 	}
 	return NULL;
 }
 
-/* Search r on opt->threads threads; the best plan goes to x[]. Returns r's
- * best cost (DT_SOLVE_INFINITE if none) and sets *lower_bound. */
-static int64_t search(struct shared *sh, int32_t *x, int64_t *lower_bound)
+/* Search r on opt->threads threads; the best plan goes to x[] and its cost
+ * in r to *cost. Returns whether a plan was found; sets *lower_bound. */
+static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
+		   int64_t *lower_bound)
 {
 	const struct dt_solve_problem *r = &sh->red->r;
 	int nthreads = sh->opt->threads > 0 ? sh->opt->threads : 1;
@@ -77,17 +94,19 @@ static int64_t search(struct shared *sh, int32_t *x, int64_t *lower_bound)
 		wk[i].seed = sh->opt->seed + (uint64_t)i;
 		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
 	}
+	wk[0].cpu_deadline = sh->cpu_start + sh->opt->timeout_s;
 	for (int i = 1; i < nthreads; i++)
 		if (pthread_create(&wk[i].thread, NULL, work, &wk[i]) != 0)
 			dt_die(__FILE__, __LINE__, "cannot start a search thread");
 	work(&wk[0]);
-	int64_t best = DT_SOLVE_INFINITE;
+	bool found = false;
 	*lower_bound = INT64_MIN;
 	for (int i = 0; i < nthreads; i++) {
 		if (i > 0)
 			pthread_join(wk[i].thread, NULL);
-		if (wk[i].lg.best_cost < best) {
-			best = wk[i].lg.best_cost;
+		if (wk[i].lg.found && (!found || wk[i].lg.best_cost < *cost)) {
+			found = true;
+			*cost = wk[i].lg.best_cost;
 			memcpy(x, wk[i].lg.best, sizeof(int32_t) * (size_t)r->nnodes);
 		}
 		if (wk[i].lg.lower_bound > *lower_bound)
@@ -96,13 +115,14 @@ static int64_t search(struct shared *sh, int32_t *x, int64_t *lower_bound)
 	for (int i = 0; i < nthreads; i++)
 		dt_lagrange_fini(&wk[i].lg);
 	dt_free(wk);
-	return best;
+	return found;
 }
 
 int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *opt,
 	     struct dt_solve_result *res)
 {
-	struct shared sh = {.opt = opt, .start = now_s(), .best_cost = DT_SOLVE_INFINITE};
+	struct shared sh = {.opt = opt, .start = now_s(),
+			    .cpu_start = clock_s(CLOCK_THREAD_CPUTIME_ID)};
 	sh.deadline = sh.start + opt->timeout_s;
 	struct dt_reduction red;
 	dt_reduce(p, &red);
@@ -120,28 +140,30 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		       red.eliminated_nodes, red.merged_edges);
 	int32_t *x = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
 	int64_t lower = INT64_MIN;
-	int64_t cost = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x) : -1;
-	bool exact = cost >= 0;
+	dt_wide cost = 0;
+	int found = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x, &cost) : -1;
+	bool exact = found >= 0;
 	if (exact) {
-		lower = cost;
+		lower = found ? dt_wide_clamp(cost) : INT64_MIN;
 		if (opt->verbose)
 			printf("# solved exactly by branch and bound\n");
 	} else {
 		pthread_mutex_init(&sh.lock, NULL);
-		cost = search(&sh, x, &lower);
+		found = search(&sh, x, &cost, &lower);
 		pthread_mutex_destroy(&sh.lock);
 	}
 	res->timed_out = !exact;
 	res->lower_bound = lower == INT64_MIN ? INT64_MIN : dt_solve_add(red.offset, lower);
 	int status = DT_OK;
-	if (cost == DT_SOLVE_INFINITE) {
+	if (!found) {
 		res->cost = DT_SOLVE_INFINITE;
 		res->peak_usage = 0;
 		status = DT_EINPUT;
 	} else {
 		dt_reduction_expand(&red, x, res->strategy);
 		res->cost = dt_solve_plan_cost(p, res->strategy, &res->peak_usage);
-		DT_REQUIRE(res->cost == dt_solve_add(red.offset, cost));
+		DT_REQUIRE(res->cost == DT_SOLVE_INFINITE ||
+			   dt_plan_cost(p, res->strategy) == red.offset + cost);
 	}
 	if (res->lower_bound != INT64_MIN && res->lower_bound >= res->cost)
 		res->timed_out = 0;

@@ -39,6 +39,9 @@ struct dt_solve_problem {
 
 struct dt_solve_options {
   double timeout_s;       /* wall-clock budget of the anytime search */
+  int cpu_budget;         /* 1: timeout_s is each search thread's CPU
+                             time instead (benchmarks on a loaded machine:
+                             what an idle one gives in timeout_s) */
   int threads;            /* worker threads (>= 1) */
   uint64_t seed;          /* deterministic search for a given seed */
   int verbose;            /* print `#` progress lines to stdout */

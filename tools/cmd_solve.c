@@ -26,6 +26,9 @@ static const char solve_help[] =
 	"      --stats            '#' lines with cost, lower bound, peak\n"
 	"                         usage and time before the plan\n"
 	"  -j, --threads N        search threads (default 2)\n"
+	"      --cpu-time         TIMEOUT_S counts each search thread's CPU\n"
+	"                         time, not wall-clock time (benchmarks on a\n"
+	"                         busy machine: what an idle one would give)\n"
 	"      --seed N           seed of the search (default 1)\n"
 	"      --rounds N         stop each thread after N rounds: the plan\n"
 	"                         then depends only on seed and threads\n"
@@ -59,6 +62,7 @@ static int parse_args(int argc, char **argv, struct solve_args *a)
 	static const struct option longopts[] = {
 		{"stats", no_argument, NULL, 's'},
 		{"threads", required_argument, NULL, 'j'},
+		{"cpu-time", no_argument, NULL, 'c'},
 		{"seed", required_argument, NULL, 'S'},
 		{"rounds", required_argument, NULL, 'r'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -81,6 +85,9 @@ static int parse_args(int argc, char **argv, struct solve_args *a)
 						       "most 256", optarg)))
 				return DT_EXIT_USAGE;
 			a->opt.threads = (int)v;
+			break;
+		case 'c':
+			a->opt.cpu_budget = 1;
 			break;
 		case 'S':
 			if (parse_count(optarg, "--seed", 0, &v) != DT_EXIT_OK)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config gcc libc6-dev libxml2-dev libxml2-utils
           libcmocka-dev libopenmpi-dev openmpi-bin graphviz python3 python3-torch
-          time)
+          time zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+/* test_solver.c: the sharding solver (solver/) against brute force: the
+ * contest's example, random small problems with and without a usage limit
+ * (the reductions must keep the optimum exactly, dt_solve must find it),
+ * the search on problems too big for branch and bound (plans within the
+ * limit, costs consistent, deterministic for a seed), and the checks of
+ * bad problems. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Route the library's allocations through cmocka so leaks fail a test
+ * (single-threaded tests only: cmocka's allocator is not thread-safe). */
+static void *cmocka_realloc(void *ud, void *ptr, size_t size)
+{
+	(void)ud;
+	if (size == 0) {
+		test_free(ptr);
+		return NULL;
+	}
+	return test_realloc(ptr, size);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	dt_set_allocator(cmocka_realloc, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	dt_set_allocator(NULL, NULL);
+	return 0;
+}
+
+/* ---- building problems ---- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static void init_problem(struct dt_solve_problem *p, int32_t nnodes, int32_t nedges)
+{
+	memset(p, 0, sizeof(*p));
+	p->nnodes = nnodes;
+	p->nedges = nedges;
+	p->nodes = dt_calloc((size_t)nnodes + 1, sizeof(*p->nodes));
+	p->edges = dt_calloc((size_t)nedges + 1, sizeof(*p->edges));
+	p->usage_limit = -1;
+}
+
+static void set_node(struct dt_solve_problem *p, int32_t v, int64_t start,
+		     int64_t end, int32_t ns, const int64_t *cost, const int64_t *usage)
+{
+	struct dt_solve_node *nd = &p->nodes[v];
+	nd->start = start;
+	nd->end = end;
+	nd->nstrategies = ns;
+	nd->cost = dt_malloc(sizeof(int64_t) * (size_t)ns);
+	nd->usage = dt_malloc(sizeof(int64_t) * (size_t)ns);
+	memcpy(nd->cost, cost, sizeof(int64_t) * (size_t)ns);
+	memcpy(nd->usage, usage, sizeof(int64_t) * (size_t)ns);
+}
+
+static void set_edge(struct dt_solve_problem *p, int32_t e, int32_t from, int32_t to,
+		     const int64_t *cost)
+{
+	size_t n = (size_t)p->nodes[from].nstrategies * p->nodes[to].nstrategies;
+	p->edges[e].from = from;
+	p->edges[e].to = to;
+	p->edges[e].cost = dt_malloc(sizeof(int64_t) * n);
+	memcpy(p->edges[e].cost, cost, sizeof(int64_t) * n);
+}
+
+/* A random problem: up to `maxn` nodes of up to `maxs` strategies, small
+ * costs (ties and dominance happen), edges on random pairs (parallel ones
+ * too), intervals in [0, 8) (empty ones too); a limit between the least
+ * and the greatest footprint when `limited`. */
+static void random_problem(struct dt_solve_problem *p, int32_t maxn, int32_t maxs,
+			   bool limited)
+{
+	int32_t n = 1 + (int32_t)rnd((uint32_t)maxn);
+	int32_t m = n > 1 ? (int32_t)rnd((uint32_t)(2 * n)) : 0;
+	init_problem(p, n, m);
+	for (int32_t v = 0; v < n; v++) {
+		int32_t ns = 1 + (int32_t)rnd((uint32_t)maxs);
+		int64_t cost[8], usage[8];
+		for (int32_t s = 0; s < ns; s++) {
+			cost[s] = rnd(20);
+			usage[s] = rnd(10);
+		}
+		int64_t a = rnd(8), b = rnd(8);
+		set_node(p, v, a < b ? a : b, a < b ? b : a, ns, cost, usage);
+	}
+	for (int32_t e = 0; e < m; e++) {
+		int32_t a = (int32_t)rnd((uint32_t)n), b = (int32_t)rnd((uint32_t)n - 1);
+		b += b >= a;
+		int64_t cost[64];
+		for (int32_t i = 0; i < p->nodes[a].nstrategies * p->nodes[b].nstrategies; i++)
+			cost[i] = rnd(4) == 0 ? 0 : rnd(30);
+		set_edge(p, e, a, b, cost);
+	}
+	if (limited) {
+		int32_t *lo = dt_calloc((size_t)n, sizeof(int32_t));
+		int32_t *hi = dt_calloc((size_t)n, sizeof(int32_t));
+		for (int32_t v = 0; v < n; v++)
+			for (int32_t s = 0; s < p->nodes[v].nstrategies; s++) {
+				lo[v] = p->nodes[v].usage[s] < p->nodes[v].usage[lo[v]] ? s : lo[v];
+				hi[v] = p->nodes[v].usage[s] > p->nodes[v].usage[hi[v]] ? s : hi[v];
+			}
+		int64_t least, most;
+		dt_solve_plan_cost(p, lo, &least);
+		dt_solve_plan_cost(p, hi, &most);
+		p->usage_limit = least + (int64_t)rnd((uint32_t)(most - least + 1));
+		dt_free(lo);
+		dt_free(hi);
+	}
+}
+
+/* The optimum by enumeration (cost DT_SOLVE_INFINITE when nothing fits);
+ * the plan goes to best[] when not NULL. */
+static int64_t brute_force(const struct dt_solve_problem *p, int32_t *best)
+{
+	int32_t *x = dt_calloc((size_t)p->nnodes + 1, sizeof(int32_t));
+	int64_t opt = DT_SOLVE_INFINITE;
+	for (;;) {
+		int64_t peak;
+		int64_t c = dt_solve_plan_cost(p, x, &peak);
+		if ((p->usage_limit < 0 || peak <= p->usage_limit) && c < opt) {
+			opt = c;
+			if (best)
+				memcpy(best, x, sizeof(int32_t) * (size_t)p->nnodes);
+		}
+		int32_t v = 0;
+		while (v < p->nnodes && ++x[v] == p->nodes[v].nstrategies)
+			x[v++] = 0;
+		if (v == p->nnodes)
+			break;
+	}
+	dt_free(x);
+	return opt;
+}
+
+/* ---- the contest's example ---- */
+
+static const char example_json[] =
+	"{\"problem\": {\"name\": \"example\",\n"
+	"  \"nodes\": {\"intervals\": [[30, 70], [40, 70], [50, 120], [110, 140], [110, 150]],\n"
+	"    \"costs\": [[15], [55, 65], [25, 45, 35], [85, 75], [95]],\n"
+	"    \"usages\": [[10], [25, 25], [15, 20, 15], [10, 10], [15]]},\n"
+	"  \"edges\": {\"nodes\": [[0, 1], [0, 2], [1, 3], [2, 4], [3, 4]],\n"
+	"    \"costs\": [[30, 40], [50, 10, 40], [90, 10, 20, 80], [60, 20, 30], [70, 60]]},\n"
+	"  \"usage_limit\": 50}}\n";
+
+/* Write `text` to a fresh temporary file; returns its name (static). */
+static const char *temp_file(const char *text)
+{
+	static char name[] = "/tmp/dtopt_solver_XXXXXX";
+	strcpy(name, "/tmp/dtopt_solver_XXXXXX");
+	int fd = mkstemp(name);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return name;
+}
+
+static void test_example(void **state)
+{
+	(void)state;
+	const char *path = temp_file(example_json);
+	struct dt_diag d;
+	dt_diag_init(&d);
+	struct dt_solve_problem p;
+	assert_int_equal(dt_solve_problem_read(path, &p, &d), DT_OK);
+	unlink(path);
+	assert_string_equal(p.name, "example");
+	assert_int_equal(p.nnodes, 5);
+	assert_int_equal(p.nedges, 5);
+	assert_int_equal(p.usage_limit, 50);
+	assert_int_equal(p.nodes[2].nstrategies, 3);
+	assert_int_equal(p.nodes[2].end, 120);
+	assert_int_equal(p.edges[2].cost[3], 80);
+	int32_t want[5];
+	int64_t opt = brute_force(&p, want);
+	assert_int_equal(opt, 445);
+	int32_t got[5];
+	struct dt_solve_options o = {.timeout_s = 10, .threads = 1, .seed = 1, .max_rounds = 2};
+	struct dt_solve_result r = {.strategy = got};
+	assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+	assert_int_equal(r.cost, 445);
+	assert_int_equal(r.lower_bound, 445);
+	assert_false(r.timed_out);
+	assert_memory_equal(got, want, sizeof(want));
+	int64_t peak;
+	assert_int_equal(dt_solve_plan_cost(&p, got, &peak), 445);
+	assert_int_equal(r.peak_usage, peak);
+	assert_true(peak <= 50);
+	dt_solve_problem_fini(&p);
+}
+
+/* ---- random problems against brute force ---- */
+
+/* Reductions keep the optimum exactly, and expand it back. */
+static void check_reduction(const struct dt_solve_problem *p, int64_t opt)
+{
+	struct dt_reduction red;
+	dt_reduce(p, &red);
+	int32_t *x = dt_calloc((size_t)red.r.nnodes + 1, sizeof(int32_t));
+	int32_t *full = dt_calloc((size_t)p->nnodes + 1, sizeof(int32_t));
+	int64_t ropt = brute_force(&red.r, x);
+	assert_int_equal(ropt == DT_SOLVE_INFINITE ? ropt : red.offset + ropt, opt);
+	if (opt < DT_SOLVE_INFINITE) {
+		dt_reduction_expand(&red, x, full);
+		int64_t peak, rpeak;
+		assert_int_equal(dt_solve_plan_cost(p, full, &peak), opt);
+		dt_solve_plan_cost(&red.r, x, &rpeak);
+		if (p->usage_limit >= 0) /* ballast keeps the usage */
+			assert_int_equal(peak, rpeak);
+	}
+	dt_free(x);
+	dt_free(full);
+	dt_reduction_fini(&red);
+}
+
+static void check_random(int count, bool limited)
+{
+	for (int i = 0; i < count; i++) {
+		struct dt_solve_problem p;
+		random_problem(&p, 10, 3, limited);
+		int64_t opt = brute_force(&p, NULL);
+		check_reduction(&p, opt);
+		int32_t *got = dt_calloc((size_t)p.nnodes + 1, sizeof(int32_t));
+		struct dt_solve_options o = {.timeout_s = 10, .threads = 1, .seed = 3, .max_rounds = 2};
+		struct dt_solve_result r = {.strategy = got};
+		int status = dt_solve(&p, &o, &r);
+		if (opt == DT_SOLVE_INFINITE) {
+			assert_int_equal(status, DT_EINPUT);
+		} else {
+			assert_int_equal(status, DT_OK);
+			assert_int_equal(r.cost, opt);
+			int64_t peak;
+			assert_int_equal(dt_solve_plan_cost(&p, got, &peak), opt);
+			assert_true(p.usage_limit < 0 || peak <= p.usage_limit);
+		}
+		dt_free(got);
+		dt_solve_problem_fini(&p);
+	}
+}
+
+static void test_random_unlimited(void **state)
+{
+	(void)state;
+	rng_state = 12345;
+	check_random(300, false);
+}
+
+static void test_random_limited(void **state)
+{
+	(void)state;
+	rng_state = 777;
+	check_random(300, true);
+}
+
+/* The cheapest plan breaks the limit: both nodes at strategy 0 (cost 0)
+ * need 20 at time 0, the limit is 15, so one node pays 7 or 9 to drop to
+ * usage 1; the optimum pays 7 (node 1). */
+static void test_limit_binds(void **state)
+{
+	(void)state;
+	struct dt_solve_problem p;
+	init_problem(&p, 2, 1);
+	set_node(&p, 0, 0, 2, 2, (int64_t[]){0, 9}, (int64_t[]){10, 1});
+	set_node(&p, 1, 0, 2, 2, (int64_t[]){0, 7}, (int64_t[]){10, 1});
+	set_edge(&p, 0, 0, 1, (int64_t[]){0, 0, 0, 0});
+	int32_t got[2];
+	struct dt_solve_options o = {.timeout_s = 10, .threads = 1, .seed = 1, .max_rounds = 1};
+	struct dt_solve_result r = {.strategy = got};
+	assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+	assert_int_equal(r.cost, 0); /* no limit: the cheapest */
+	p.usage_limit = 15;
+	assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+	assert_int_equal(r.cost, 7);
+	assert_int_equal(got[0], 0);
+	assert_int_equal(got[1], 1);
+	assert_int_equal(r.peak_usage, 11);
+	dt_solve_problem_fini(&p);
+}
+
+/* ---- the search, on problems too big for branch and bound ---- */
+
+/* A chain-and-cross-link problem of n nodes with up to 4 strategies and a
+ * limit halfway between the least and the greatest footprint. */
+static void big_problem(struct dt_solve_problem *p, int32_t n)
+{
+	init_problem(p, n, 2 * n - 2);
+	for (int32_t v = 0; v < n; v++) {
+		int32_t ns = 2 + (int32_t)rnd(3);
+		int64_t cost[4], usage[4];
+		for (int32_t s = 0; s < ns; s++) {
+			cost[s] = rnd(100);
+			usage[s] = 1 + rnd(20);
+		}
+		int64_t a = rnd(64);
+		set_node(p, v, a, a + 1 + rnd(16), ns, cost, usage);
+	}
+	for (int32_t e = 0; e < 2 * n - 2; e++) {
+		int32_t a = e < n - 1 ? e : (int32_t)rnd((uint32_t)n - 1);
+		int32_t b = e < n - 1 ? e + 1 : a + 1 + (int32_t)rnd((uint32_t)(n - 1 - a));
+		int64_t cost[16];
+		for (int32_t i = 0; i < p->nodes[a].nstrategies * p->nodes[b].nstrategies; i++)
+			cost[i] = rnd(60);
+		set_edge(p, e, a, b, cost);
+	}
+	int32_t *lo = dt_calloc((size_t)n, sizeof(int32_t));
+	for (int32_t v = 0; v < n; v++)
+		for (int32_t s = 0; s < p->nodes[v].nstrategies; s++)
+			lo[v] = p->nodes[v].usage[s] < p->nodes[v].usage[lo[v]] ? s : lo[v];
+	int64_t least;
+	dt_solve_plan_cost(p, lo, &least);
+	p->usage_limit = least + least / 4;
+	dt_free(lo);
+}
+
+static void test_search(void **state)
+{
+	(void)state;
+	rng_state = 4242;
+	for (int i = 0; i < 5; i++) {
+		struct dt_solve_problem p;
+		big_problem(&p, 150 + 50 * i);
+		int32_t *got = dt_calloc((size_t)p.nnodes + 1, sizeof(int32_t));
+		struct dt_solve_options o = {.timeout_s = 60, .threads = 1, .seed = 9, .max_rounds = 4};
+		struct dt_solve_result r = {.strategy = got};
+		assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+		assert_true(r.timed_out); /* searched, not proven */
+		int64_t peak;
+		assert_int_equal(dt_solve_plan_cost(&p, got, &peak), r.cost);
+		assert_int_equal(peak, r.peak_usage);
+		assert_true(peak <= p.usage_limit);
+		/* Better than the plan of least usage it starts from. */
+		int32_t *lo = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
+		for (int32_t v = 0; v < p.nnodes; v++)
+			for (int32_t s = 0; s < p.nodes[v].nstrategies; s++)
+				lo[v] = p.nodes[v].usage[s] < p.nodes[v].usage[lo[v]] ? s : lo[v];
+		assert_true(r.cost < dt_solve_plan_cost(&p, lo, NULL));
+		assert_true(r.lower_bound == INT64_MIN || r.lower_bound <= r.cost);
+		dt_free(lo);
+		dt_free(got);
+		dt_solve_problem_fini(&p);
+	}
+}
+
+/* Two threads, a round cap: the same plan every time (libc's allocator:
+ * cmocka's is not thread-safe). */
+static void test_deterministic(void **state)
+{
+	(void)state;
+	dt_set_allocator(NULL, NULL);
+	rng_state = 99;
+	struct dt_solve_problem p;
+	big_problem(&p, 300);
+	int32_t *a = calloc((size_t)p.nnodes, sizeof(int32_t));
+	int32_t *b = calloc((size_t)p.nnodes, sizeof(int32_t));
+	struct dt_solve_options o = {.timeout_s = 60, .threads = 2, .seed = 5, .max_rounds = 3};
+	struct dt_solve_result ra = {.strategy = a}, rb = {.strategy = b};
+	assert_int_equal(dt_solve(&p, &o, &ra), DT_OK);
+	assert_int_equal(dt_solve(&p, &o, &rb), DT_OK);
+	assert_int_equal(ra.cost, rb.cost);
+	assert_memory_equal(a, b, sizeof(int32_t) * (size_t)p.nnodes);
+	free(a);
+	free(b);
+	dt_solve_problem_fini(&p);
+	dt_set_allocator(cmocka_realloc, NULL);
+}
+
+/* ---- bad problems ---- */
+
+struct captured {
+	char text[4096];
+};
+
+static void capture(void *ud, const struct dt_diag_entry *e)
+{
+	struct captured *c = ud;
+	size_t n = strlen(c->text);
+	snprintf(c->text + n, sizeof(c->text) - n, "%s\n", e->message);
+}
+
+/* Check a hand-made problem; returns the messages. */
+static const char *check_messages(const struct dt_solve_problem *p, struct captured *c)
+{
+	struct dt_diag d;
+	dt_diag_init(&d);
+	d.emit = capture;
+	d.ud = c;
+	c->text[0] = '\0';
+	assert_int_equal(dt_solve_problem_check(p, "p.json", &d), DT_EINPUT);
+	return c->text;
+}
+
+static void test_check(void **state)
+{
+	(void)state;
+	struct captured c;
+	struct dt_solve_problem p;
+	init_problem(&p, 2, 1);
+	set_node(&p, 0, 0, 4, 2, (int64_t[]){1, 2}, (int64_t[]){5, 3});
+	set_node(&p, 1, 2, 6, 1, (int64_t[]){1}, (int64_t[]){4});
+	set_edge(&p, 0, 0, 1, (int64_t[]){0, 1});
+	p.usage_limit = 6;
+	assert_string_equal(check_messages(&p, &c),
+			    "no plan meets usage_limit 6: the smallest footprint "
+			    "is 7 at time 2 (every node at its least usage)\n");
+	p.usage_limit = 7;
+	struct dt_diag d;
+	dt_diag_init(&d);
+	assert_int_equal(dt_solve_problem_check(&p, NULL, &d), DT_OK);
+	p.nodes[1].start = 7;
+	p.nodes[0].usage[1] = -3;
+	assert_string_equal(check_messages(&p, &c),
+			    "node 0: strategy 1 has a negative usage\n"
+			    "node 1: interval [7, 6] ends before it starts\n");
+	p.nodes[1].start = 2;
+	p.nodes[0].usage[1] = 3;
+	p.edges[0].cost[1] = -1;
+	assert_string_equal(check_messages(&p, &c), "edge 0: negative cost at [1][0]\n");
+	p.edges[0].cost[1] = 1;
+	p.edges[0].to = 0;
+	assert_string_equal(check_messages(&p, &c), "edge 0: joins node 0 to itself\n");
+	p.edges[0].to = 2;
+	assert_string_equal(check_messages(&p, &c),
+			    "edge 0: node 2 out of range (2 nodes)\n");
+	p.edges[0].to = 1;
+	p.nodes[0].cost[0] = p.nodes[0].cost[1] = DT_SOLVE_INFINITE;
+	assert_string_equal(check_messages(&p, &c),
+			    "node 0: every strategy has infinite cost\n");
+	dt_solve_problem_fini(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_example, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_unlimited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_limited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limit_binds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
