@@ -71,6 +71,13 @@ void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 			const struct dt_topology *topo);
 void dt_comm_table_fini(struct dt_comm_table *t);
 
+/* The most per-rank bytes the values of `m` hold at once (liveness.c:
+ * inputs throughout, results to their last user, views sharing their
+ * base, outputs to the end; a global-view value as its <sharding>'s
+ * largest shard, replicated without one). *at: the node where the peak
+ * is reached. */
+double dt_memory_peak(const struct dt_module *m, uint32_t *at);
+
 /* "512 B", "1.5 KiB", "64.0 MiB", … (binary units, one decimal). */
 void dt_format_bytes(double bytes, char *buf, size_t size);
 

@@ -180,12 +180,15 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
 
 struct dt_shard_problem;
 /* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
- * `strategy` gets one entry per problem node. Pins contradicting each
- * other (an edge with no finite move between them) and a budget below the
- * smallest footprint are errors naming them; a solver time-out keeps the
- * best plan with a remark. Returns DT_OK or DT_EINPUT. */
+ * `strategy` gets one entry per problem node and *solved is set. Pins
+ * contradicting each other (an edge with no finite move between them), a
+ * budget below the smallest footprint and a budget no plan found meets are
+ * errors naming them; a solver time-out keeps the best plan with a
+ * remark; no plan at all without a budget is a warning, *solved false
+ * (the caller decides node by node). Returns DT_OK or DT_EINPUT. */
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
-			  const struct dt_shard_problem *pr, int32_t *strategy);
+			  const struct dt_shard_problem *pr, int32_t *strategy,
+			  bool *solved);
 
 /* Monotonic seconds, for timing. */
 double dt_now(void);

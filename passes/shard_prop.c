@@ -620,6 +620,31 @@ static int propagate_getitem(struct prop *p, uint32_t id)
 	return DT_OK;
 }
 
+/* The whole-graph plan publishes the value of node `id` (read by two
+ * inputs or more) at one placement: when that is not the one it has, one
+ * redistribution after it, which every later user reads. */
+static void publish(struct prop *p, uint32_t id)
+{
+	if (!p->plan || id >= p->problem.publish.len ||
+	    p->problem.publish.data[id] == NONE)
+		return;
+	uint32_t k = p->problem.publish.data[id];
+	const struct dt_placements *want =
+	    dt_shard_problem_pl(&p->problem, k, p->plan[k]);
+	const struct value *v = value_of(p, id, 0);
+	if (dt_placements_equal(&v->pl, want))
+		return;
+	if (p->ctx->diag->remarks) {
+		char a[128], b[128];
+		print_pl(&v->pl, a, sizeof a);
+		print_pl(want, b, sizeof b);
+		remark(p, id, "shard-prop:redistribute",
+		       "'%s' moves from %s to %s for all its users",
+		       dt_node_name(p->m, id), a, b);
+	}
+	redistribute_to_pin(p, id, v->mesh, want);
+}
+
 /* Build the whole-graph problem when asked for (--search=global,
  * --dump-problem), write it, and solve it for the global search. */
 static int plan_graph(struct prop *p)
@@ -631,13 +656,34 @@ static int plan_graph(struct prop *p)
 	int rc = dt_shard_problem_build(
 	    &p->problem, p->m, p->topology,
 	    o->memory_budget > 0 ? o->memory_budget : -1, p->ctx->diag);
-	if (rc == DT_OK && o->problem_out)
-		dt_shard_problem_write(&p->problem, o->problem_out);
-	if (rc != DT_OK || !global)
+	if (rc != DT_OK)
 		return rc;
+	if (p->problem.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
+		/* Too large to solve or write: the node-by-node search. */
+		dt_diag_report(p->ctx->diag,
+			       o->problem_out ? DT_ERROR : DT_WARNING,
+			       p->m->file, 0, "shard-prop:too-large",
+			       "the whole-graph problem would hold more than "
+			       "%.0f edge matrix entries%s",
+			       DT_SHARD_PROBLEM_MAX_ENTRIES,
+			       o->problem_out ? ": not written"
+					      : "; placements chosen node by "
+						"node (--search=pq)");
+		return o->problem_out ? DT_EINPUT : DT_OK;
+	}
+	if (o->problem_out)
+		dt_shard_problem_write(&p->problem, o->problem_out);
+	if (!global)
+		return DT_OK;
 	p->plan = dt_calloc((size_t)p->problem.solve.nnodes + 1,
 			    sizeof *p->plan);
-	return dt_shard_global_solve(p->ctx, &p->problem, p->plan);
+	bool solved;
+	rc = dt_shard_global_solve(p->ctx, &p->problem, p->plan, &solved);
+	if (!solved) {
+		dt_free(p->plan);
+		p->plan = NULL;
+	}
+	return rc;
 }
 
 void dt_shard_watch_fini(struct dt_shard_watch *w)
@@ -678,10 +724,8 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 			continue;
 		if (n->kind == DT_NODE_CONSTANT) {
 			rc = constant_value(&p, id);
-			continue;
-		}
-		if (n->kind == DT_NODE_PLACEHOLDER ||
-		    n->op == DT_OP_REDISTRIBUTE) {
+		} else if (n->kind == DT_NODE_PLACEHOLDER ||
+			   n->op == DT_OP_REDISTRIBUTE) {
 			if (!s) { /* the verifier checked placeholders */
 				dt_node_error(ctx->diag, m, n,
 					      "node '%s': dtensor.redistribute "
@@ -692,10 +736,12 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 			}
 			struct value v = {s->mesh, s->placements};
 			record(&p, id, &v, 1);
-			continue;
+		} else {
+			rc = n->op == DT_OP_GETITEM ? propagate_getitem(&p, id)
+						    : propagate(&p, id);
 		}
-		rc = n->op == DT_OP_GETITEM ? propagate_getitem(&p, id)
-					    : propagate(&p, id);
+		if (rc == DT_OK)
+			publish(&p, id);
 	}
 	dt_shard_problem_fini(&p.problem);
 	dt_free(p.plan);

@@ -9,8 +9,8 @@
  *   w @ [R]     ─┘                    its inputs; global: the least total
  *                                     of compute, moves and memory
  *
- * Time: the solver's (bounded by --solve-timeout and DT_GLOBAL_ROUNDS
- * search rounds) plus one pass over every edge matrix. */
+ * Time: the solver's (bounded by --solve-timeout) plus one pass over
+ * every edge matrix. */
 #include "passes.h"
 #include "sharding.h"
 
@@ -18,11 +18,11 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* Search rounds per solver thread: the plan depends only on the problem
- * (not on the machine's speed) unless the time-out comes first. */
-#define DT_GLOBAL_ROUNDS 2
+/* The solver's threads and default time budget. A problem it solves
+ * exactly (small ones, after its reductions) gets the same plan on every
+ * machine; a larger one the best plan found in the time. */
 #define DT_GLOBAL_THREADS 2
-#define DT_GLOBAL_TIMEOUT_S 10.0
+#define DT_GLOBAL_TIMEOUT_S 5.0
 
 static const char *node_name(const struct dt_module *m, uint32_t id)
 {
@@ -131,9 +131,11 @@ static int64_t smallest_footprint(const struct dt_solve_problem *p,
 }
 
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
-			  const struct dt_shard_problem *pr, int32_t *strategy)
+			  const struct dt_shard_problem *pr, int32_t *strategy,
+			  bool *solved)
 {
 	const struct dt_solve_problem *p = &pr->solve;
+	*solved = false;
 	if (p->nnodes == 0)
 		return DT_OK;
 	int rc = check_edges(ctx, pr);
@@ -156,19 +158,26 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
 						   : DT_GLOBAL_TIMEOUT_S,
 	    .threads = DT_GLOBAL_THREADS,
-	    .max_rounds = DT_GLOBAL_ROUNDS,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);
 	uint32_t first = pr->pnodes.data[0].node;
-	if (rc != DT_OK) {
+	if (rc != DT_OK && p->usage_limit >= 0) {
 		node_diag(ctx, DT_ERROR, first, NULL,
-			  "the whole-graph search found no plan%s in %.1f s "
-			  "(smallest per-rank footprint %" PRId64 " bytes)",
-			  p->usage_limit >= 0 ? " within --memory-budget" : "",
+			  "the whole-graph search found no plan within "
+			  "--memory-budget in %.1f s (smallest per-rank "
+			  "footprint %" PRId64 " bytes)",
 			  res.seconds, floor);
 		return DT_EINPUT;
 	}
+	if (rc != DT_OK) {
+		node_diag(ctx, DT_WARNING, first, "shard-prop:no-plan",
+			  "the whole-graph search found no plan in %.1f s; "
+			  "placements chosen node by node (--search=pq)",
+			  res.seconds);
+		return DT_OK;
+	}
+	*solved = true;
 	if (!ctx->diag->remarks)
 		return DT_OK;
 	if (res.seconds >= so.timeout_s)

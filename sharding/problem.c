@@ -7,7 +7,8 @@
  * DT_DEVICE_TFLOPS and per-rank bytes over DT_DEVICE_GBPS (a replicated
  * matmul pays its whole product), plus a pinned node's move to its pin;
  * its usage the per-rank bytes of its results, live from its position in
- * graph order to its last user's. An edge joins a producer and a
+ * graph order to its last user's (inputs throughout, as the interpreter
+ * holds them; a value several inputs read through its publisher). An edge joins a producer and a
  * consumer; its matrix holds the planner's cost of moving the value
  * between their placements (summed over the inputs reading it). Costs in
  * integer ns, DT_SOLVE_INFINITE where no redistribution exists.
@@ -50,11 +51,15 @@ struct move_cache {
 	uint32_t used;
 };
 
-/* The _S split factors a problem node's results may carry (the kinds
- * its users' placeholders are filled with, as a node's own search fills
- * them with its inputs'). */
+/* What a problem node's results may carry: the _S split factors (the
+ * kinds its users' placeholders are filled with, as a node's own search
+ * fills them with its inputs'), and the partial ops (a user's strategy
+ * reading some other partial would have it made by a local R -> P(op),
+ * never cheaper than reading R). */
 #define MAX_FACTORS 16
 struct factors {
+	uint8_t partial; /* bit per enum dt_reduce_op: the partial sums its
+			    results may be */
 	int n;
 	int32_t f[MAX_FACTORS];
 };
@@ -62,6 +67,8 @@ struct factors {
 static void factors_add(struct factors *fs, const struct dt_placements *pl)
 {
 	for (int m = 0; m < pl->ndim; m++) {
+		if (pl->p[m].kind == DT_PL_PARTIAL)
+			fs->partial |= (uint8_t)(1u << pl->p[m].reduce);
 		if (pl->p[m].kind != DT_PL_STRIDED_SHARD)
 			continue;
 		int k = 0;
@@ -203,6 +210,18 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 						  &b->space.topology,
 						  &b->rules.tensors.data[0],
 						  &pl[0], &b->node->pin);
+	for (uint32_t i = 0; i < b->rules.nin; i++) {
+		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
+		if (t->ignored)
+			continue;
+		uint8_t have =
+		    b->factors.data[b->pr->of_node.data[t->node]].partial;
+		const struct dt_placements *in = &pl[b->rules.nout + i];
+		for (int m = 0; m < in->ndim; m++)
+			if (in->p[m].kind == DT_PL_PARTIAL &&
+			    !(have & (1u << in->p[m].reduce)))
+				return;
+	}
 	if (isfinite(pin_us))
 		add_strategy(b, pl, pin_us);
 }
@@ -220,7 +239,7 @@ static void finish_node(struct builder *b)
 	struct factors fs = {0};
 	const struct dt_shard_pnode *n = b->node;
 	for (int32_t s = 0; s < sn.nstrategies; s++)
-		for (uint32_t r = 0; r < n->nout; r++)
+		for (uint32_t r = n->pinned ? 1 : 0; r < n->nout; r++)
 			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
 	if (n->pinned)
 		factors_add(&fs, &n->pin);
@@ -579,6 +598,95 @@ static void cost_input(struct builder *b, const struct input *in,
 	dt_free(fi);
 }
 
+/* The value node `holder` makes, published at one placement for all its
+ * readers: a DT_PNODE_PUBLISH node between its producer and the inputs
+ * reading it (whose edges are rewritten to start there). */
+static void add_publisher(struct builder *b, uint32_t holder)
+{
+	struct dt_shard_problem *pr = b->pr;
+	uint32_t k = pr->of_node.data[holder], r = pr->result.data[holder];
+	int32_t nk = pr->solve.nodes[k].nstrategies;
+	struct dt_placements *cand = NULL;
+	uint32_t n = 0, cap = 0;
+	for (int32_t s = 0; s < nk; s++)
+		distinct(&cand, &n, &cap, result_pl(pr, k, s, r));
+	struct input link = {0};
+	for (uint32_t j = 0; j < b->inputs.len; j++) {
+		struct input *in = &b->inputs.data[j];
+		if (in->tensor.node != holder)
+			continue;
+		const struct dt_shard_pnode *c = &pr->pnodes.data[in->consumer];
+		for (int32_t s = 0; s < pr->solve.nodes[in->consumer].nstrategies;
+		     s++)
+			distinct(&cand, &n, &cap,
+				 &dt_shard_problem_pl(pr, in->consumer,
+						      s)[c->nout + in->index]);
+		link = *in;
+	}
+	struct dt_shard_pnode v = {
+	    .node = holder,
+	    .mesh = pr->pnodes.data[k].mesh,
+	    .kind = DT_PNODE_PUBLISH,
+	    .width = 1,
+	    .first = pr->compute_us.len,
+	    .pl = pr->placements.len,
+	};
+	uint32_t at = dt_vec_push(&pr->pnodes, v);
+	pr->publish.data[holder] = at;
+	struct dt_solve_node sn = {.nstrategies = (int32_t)n};
+	sn.cost = dt_calloc(n, sizeof *sn.cost);
+	sn.usage = dt_calloc(n, sizeof *sn.usage);
+	for (uint32_t j = 0; j < n; j++)
+		sn.usage[j] = (int64_t)local_bytes(&b->m->meshes.data[v.mesh],
+						   &link.tensor, &cand[j]);
+	pr->solve.nodes[at] = sn;
+	for (uint32_t j = 0; j < n; j++) {
+		dt_vec_push(&pr->placements, cand[j]);
+		dt_vec_push(&pr->compute_us, 0.0);
+		dt_vec_push(&pr->pin_us, 0.0);
+	}
+	dt_free(cand);
+	for (uint32_t j = 0; j < b->inputs.len; j++) {
+		struct input *in = &b->inputs.data[j];
+		if (in->tensor.node == holder) {
+			in->producer = at;
+			in->result = 0;
+		}
+	}
+	link.consumer = at;
+	link.index = 0;
+	link.producer = k;
+	link.result = r;
+	dt_vec_push(&b->inputs, link);
+}
+
+/* A publisher for every value two inputs or more read, unless its
+ * producer is pinned (its users read the pin) or it is a getitem with a
+ * pin of its own. */
+static void add_publishers(struct builder *b)
+{
+	struct dt_shard_problem *pr = b->pr;
+	DT_VEC(uint32_t) readers = {0};
+	dt_vec_grow(&readers, b->m->nodes.len);
+	memset(readers.data, 0, readers.len * sizeof *readers.data);
+	uint32_t ninputs = b->inputs.len;
+	for (uint32_t j = 0; j < ninputs; j++)
+		readers.data[b->inputs.data[j].tensor.node]++;
+	for (uint32_t id = 0; id < readers.len; id++) {
+		if (readers.data[id] < 2)
+			continue;
+		const struct dt_shard_pnode *k =
+		    &pr->pnodes.data[pr->of_node.data[id]];
+		const struct dt_node *g = gnode(b, id);
+		bool pinned = k->pinned && pr->result.data[id] == 0;
+		if (pinned || (g->op == DT_OP_GETITEM &&
+			       dt_node_sharding(b->m, g)))
+			continue;
+		add_publisher(b, id);
+	}
+	dt_vec_free(&readers);
+}
+
 /* One edge per (producer, consumer) pair; inputs are grouped by
  * consumer, in order. */
 static void build_edges(struct builder *b)
@@ -618,6 +726,10 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		struct dt_solve_node *sn = &pr->solve.nodes[k];
 		sn->start = b->pos.data[pr->pnodes.data[k].node];
 		sn->end = sn->start + 1;
+		if (pr->pnodes.data[k].kind == DT_PNODE_SOURCE &&
+		    gnode(b, pr->pnodes.data[k].node)->op !=
+			DT_OP_REDISTRIBUTE) /* inputs stay throughout */
+			sn->end = npos;
 	}
 	struct dt_uses u;
 	dt_uses_fill(&u, b->m);
@@ -637,6 +749,31 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		}
 	}
 	dt_uses_fini(&u);
+	/* A published value lives on as its publisher's placements; a
+	 * producer of one result is gone after the redistribution next to it
+	 * (inputs stay). */
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		if (pr->pnodes.data[k].kind != DT_PNODE_PUBLISH)
+			continue;
+		uint32_t holder = pr->pnodes.data[k].node;
+		struct dt_solve_node *from =
+		    &pr->solve.nodes[pr->of_node.data[holder]];
+		pr->solve.nodes[k].start = b->pos.data[holder];
+		pr->solve.nodes[k].end = from->end;
+		if (pr->pnodes.data[pr->of_node.data[holder]].node == holder &&
+		    pr->pnodes.data[pr->of_node.data[holder]].kind !=
+			DT_PNODE_SOURCE &&
+		    from->end > from->start + 2)
+			from->end = from->start + 2;
+	}
+}
+
+/* The size of input k's edge matrix. */
+static double entries_of(const struct builder *b, uint32_t k)
+{
+	const struct input *in = &b->inputs.data[k];
+	return (double)b->pr->solve.nodes[in->producer].nstrategies *
+	       (double)b->pr->solve.nodes[in->consumer].nstrategies;
 }
 
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
@@ -656,9 +793,10 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		b.pos.data[id] = npos++;
 		count++;
 	}
-	pr->solve.nodes = dt_calloc(count + 1, sizeof *pr->solve.nodes);
+	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = budget;
 	int rc = DT_OK;
+	uint32_t counted = 0;
 	dt_foreach_node(m, id)
 	{
 		const struct dt_node *n = gnode(&b, id);
@@ -678,9 +816,22 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		if (rc != DT_OK)
 			break;
 		finish_node(&b);
+		/* Stop weighing strategies once the edges are too many. */
+		for (; counted < b.inputs.len; counted++)
+			pr->entries += entries_of(&b, counted);
+		if (pr->entries > DT_SHARD_PROBLEM_MAX_ENTRIES)
+			break;
+	}
+	dt_vec_grow(&pr->publish, m->nodes.len);
+	memset(pr->publish.data, 0xff, m->nodes.len * sizeof(uint32_t));
+	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
+		add_publishers(&b);
+		pr->entries = 0;
+		for (uint32_t k = 0; k < b.inputs.len; k++)
+			pr->entries += entries_of(&b, k);
 	}
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
-	if (rc == DT_OK) {
+	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		build_edges(&b);
 		build_intervals(&b, npos);
 	}
@@ -711,6 +862,7 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	dt_vec_free(&pr->pnodes);
 	dt_vec_free(&pr->of_node);
 	dt_vec_free(&pr->result);
+	dt_vec_free(&pr->publish);
 	dt_vec_free(&pr->placements);
 	dt_vec_free(&pr->compute_us);
 	dt_vec_free(&pr->pin_us);

@@ -369,7 +369,11 @@ enum dt_shard_pnode_kind {
 				its <sharding> only (width 1) */
 	DT_PNODE_RULES,      /* the op's expanded rules */
 	DT_PNODE_NO_RULE,    /* no rule for the op: runs replicated */
-	DT_PNODE_NO_STRATEGY /* rules, none applies: runs replicated */
+	DT_PNODE_NO_STRATEGY, /* rules, none applies: runs replicated */
+	DT_PNODE_PUBLISH     /* a value two inputs or more read: the one
+				placement all of them read it from (one
+				redistribution after it, shared), width 1,
+				no results; its node is the value's */
 };
 
 struct dt_shard_pnode {
@@ -396,10 +400,18 @@ struct dt_shard_problem {
 	DT_VEC(uint32_t) of_node;    /* graph node -> problem node (a
 					getitem: its producer's); NONE */
 	DT_VEC(uint8_t) result;      /* graph node -> the result it names */
+	DT_VEC(uint32_t) publish;    /* graph node -> its value's publishing
+					node, NONE */
 	DT_VEC(struct dt_placements) placements; /* dt_shard_problem_pl */
 	DT_VEC(double) compute_us;   /* per strategy: modelled compute */
 	DT_VEC(double) pin_us;       /* per strategy: the move to the pin */
+	double entries;              /* the edge matrices' sizes, summed */
 };
+
+/* Above this many edge matrix entries the problem is not built (its
+ * nodes are, its edges left empty): a mesh of 3 dims gives ops hundreds
+ * of strategies and GPT-2-size graphs billions of entries. */
+#define DT_SHARD_PROBLEM_MAX_ENTRIES 8e6
 
 /* The placements of strategy `s` of problem node `k` (width entries). */
 static inline const struct dt_placements *
@@ -412,15 +424,19 @@ dt_shard_problem_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s)
 /* Build the problem of global-view module `m` (SHAPES known) on
  * `topology`; `budget` per-rank bytes (< 0: none) becomes the usage
  * limit. Returns DT_OK, or DT_EINPUT after reporting to `diag` (inputs on
- * different meshes, a node with too many tensors). Start from a zeroed
+ * different meshes, a node with too many tensors, a pin no strategy
+ * reaches). With more than DT_SHARD_PROBLEM_MAX_ENTRIES entries, returns
+ * DT_OK with no edges (pr->entries says why). Start from a zeroed
  * problem; fini it either way. Time: per node its strategies × inputs,
  * per edge the distinct placement pairs of its ends (planner calls). */
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_topology *topology, int64_t budget,
 			   struct dt_diag *diag);
 void dt_shard_problem_fini(struct dt_shard_problem *pr);
-/* Write the problem in the IOPDDL contest's JSON (example in
- * docs/format.md §problem). */
+/* Write the problem in the IOPDDL contest's JSON, the form
+ * dt_solve_problem_read reads (solver.h): intervals, costs and usages per
+ * node, node pairs and row-major cost matrices per edge, the usage limit
+ * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
 
 /* Plan cost in µs of moving input `i` from its current placements to

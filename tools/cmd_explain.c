@@ -32,6 +32,9 @@ static const char explain_help[] =
     "                         atomically, and not on error\n"
     "      --search=pq|exhaustive  the search shard-prop runs (default pq;\n"
     "                         both give the same strategy)\n"
+    "      --search=global    the whole-graph search instead: the strategy its\n"
+    "                         plan gives the node, its compute, moves and\n"
+    "                         memory, and why a locally cheaper one lost\n"
     "      --top N            runners-up to list (default 5, at most 64)\n"
     "  -h, --help             this text\n";
 
@@ -559,15 +562,19 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 			a->json = strcmp(optarg, "json") == 0;
 			break;
 		case 'S':
-			if (strcmp(optarg, "pq") != 0 &&
-			    strcmp(optarg, "exhaustive") != 0)
+			if (strcmp(optarg, "pq") == 0 ||
+			    strcmp(optarg, "greedy") == 0)
+				a->mode = DT_SEARCH_PQ;
+			else if (strcmp(optarg, "exhaustive") == 0)
+				a->mode = DT_SEARCH_EXHAUSTIVE;
+			else if (strcmp(optarg, "global") == 0)
+				a->mode = DT_SEARCH_GLOBAL;
+			else
 				return dt_usage_error(
 				    EXPLAIN_CMD,
-				    "--search=%s: expected pq or exhaustive",
+				    "--search=%s: expected pq, greedy, "
+				    "exhaustive or global",
 				    optarg);
-			a->mode = strcmp(optarg, "pq") == 0
-				      ? DT_SEARCH_PQ
-				      : DT_SEARCH_EXHAUSTIVE;
 			break;
 		case 't':
 			a->top = (int)strtol(optarg, &end, 10);
@@ -736,6 +743,15 @@ int dt_cmd_explain(int argc, char **argv)
 		    a.node, what);
 		dt_module_destroy(e.m);
 		return dt_cli_output_commit();
+	}
+	if (a.mode == DT_SEARCH_GLOBAL) {
+		struct dt_topology topology = e.m->topology;
+		dt_cli_topology_apply(&a.topology, &topology);
+		rc = a.json ? dt_usage_error(EXPLAIN_CMD, "--search=global "
+					     "explains in text only")
+			    : dt_explain_global(e.m, e.node, &topology, &diag);
+		dt_module_destroy(e.m);
+		return a.json ? rc : dt_exit_code(rc);
 	}
 	rc = explain(&e, &a, &diag);
 	if (e.ready) {

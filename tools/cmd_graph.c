@@ -89,7 +89,8 @@ static const char opt_help[] =
 	"                        left, reason says why) or analysis (shard-prop's\n"
 	"                        decisions); node: the input's node at that line\n"
 	"      --report[=json]   print the collectives per kind and group before and\n"
-	"                        after the passes (count, bytes, modelled time) to\n"
+	"                        after the passes (count, bytes, modelled time) and\n"
+	"                        the peak per-rank memory of the live values to\n"
 	"                        stderr\n"
 	"      --create-groups   let passes declare flattened groups the graph lacks\n"
 	"                        (written with generated=\"true\")\n"
@@ -111,7 +112,7 @@ static const char opt_help_passes[] =
 	"      --memory-budget=BYTES\n"
 	"                        global: the per-rank memory the plan's live values\n"
 	"                        may use at any point\n"
-	"      --solve-timeout=S global: the solver's time budget (default 10 s);\n"
+	"      --solve-timeout=S global: the solver's time budget (default 5 s);\n"
 	"                        on time-out the best plan found, with a remark\n"
 	"      --dump-problem=FILE\n"
 	"                        write the whole-graph problem shard-prop builds (in\n"
@@ -191,18 +192,33 @@ static int optimize(const struct opt_job *job, const char *output)
 	job->popt->pass.topology = &topology;
 	struct dt_comm_table before = {0}, after = {0};
 	struct dt_module *shaped = NULL;
-	if (job->report != FORM_NONE)
+	uint32_t at_before = 0, at_after = 0;
+	double peak_before = 0;
+	if (job->report != FORM_NONE) {
 		shaped = fill_before(m, &topology, &before);
+		peak_before = dt_memory_peak(shaped ? shaped : m, &at_before);
+	}
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
 		dt_comm_table_fill(&after, m, &topology);
-		if (job->report == FORM_JSON)
+		double peak_after = dt_memory_peak(m, &at_after);
+		if (job->report == FORM_JSON) {
 			dt_comm_report_print_json(&before, &after, stderr);
-		else
+			fprintf(stderr, "{\"memory\": {\"peak_before\": %.0f, "
+					"\"peak_after\": %.0f}}\n",
+				peak_before, peak_after);
+		} else {
+			char a[32], b[32];
 			dt_comm_report_print(&before, &after, stderr);
+			dt_format_bytes(peak_before, a, sizeof a);
+			dt_format_bytes(peak_after, b, sizeof b);
+			fprintf(stderr, "peak per-rank memory (liveness estimate): "
+					"%s -> %s (at '%s')\n",
+				a, b, dt_str_get(m, dt_node_get(m, at_after)->name));
+		}
 	}
 	dt_comm_table_fini(&before);
 	dt_comm_table_fini(&after);

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/* cmd_explain_global.c: `dtopt explain --search=global GRAPH NODE`: the
+ * strategy the whole-graph search gives NODE, its modelled cost (compute,
+ * the moves of its inputs, its move to a pin, its memory) and, with the
+ * rest of the plan fixed, each strategy's cost here against what it costs
+ * its users: why a locally cheaper strategy lost. */
+#include "cli.h"
+#include "passes.h"
+#include "sharding.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOP 5
+
+static double us(int64_t ns)
+{
+	return ns == DT_SOLVE_INFINITE ? 1e300 : (double)ns / 1000;
+}
+
+static int64_t add(int64_t a, int64_t b)
+{
+	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
+}
+
+/* Node k's strategy s as "[OUT] <- [IN], [IN]" (a publisher: "[PL]"). */
+static void print_strategy(const struct dt_shard_problem *pr, uint32_t k,
+			   int32_t s, FILE *out)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
+	char buf[128];
+	for (uint32_t t = 0; t < n->width; t++) {
+		dt_placements_print(&pl[t], buf, sizeof buf);
+		fprintf(out, "%s[%s]", t == 0 ? "" : t == n->nout ? " <- " : ", ",
+			buf);
+	}
+}
+
+/* Cost of node k's strategy s with every other node at its plan's: here
+ * (node cost and the edges into it), and for its users (edges out). */
+static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
+		  uint32_t k, int32_t s, int64_t *here, int64_t *users)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	*here = p->nodes[k].cost[s];
+	*users = 0;
+	for (int32_t j = 0; j < p->nedges; j++) {
+		const struct dt_solve_edge *e = &p->edges[j];
+		int32_t nt = p->nodes[e->to].nstrategies;
+		if ((uint32_t)e->to == k)
+			*here = add(*here, e->cost[(size_t)plan[e->from] * (size_t)nt +
+						   (size_t)s]);
+		if ((uint32_t)e->from == k)
+			*users = add(*users,
+				     e->cost[(size_t)s * (size_t)nt + (size_t)plan[e->to]]);
+	}
+}
+
+/* The edges into (or out of) node k at strategy s, named. */
+static void print_edges(const struct dt_shard_problem *pr,
+			const struct dt_module *m, const int32_t *plan,
+			uint32_t k, int32_t s, bool in, FILE *out)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	int n = 0;
+	for (int32_t j = 0; j < p->nedges; j++) {
+		const struct dt_solve_edge *e = &p->edges[j];
+		uint32_t other = in ? (uint32_t)e->to : (uint32_t)e->from;
+		if (other != k)
+			continue;
+		uint32_t end = in ? (uint32_t)e->from : (uint32_t)e->to;
+		int32_t nt = p->nodes[e->to].nstrategies;
+		int64_t c = in ? e->cost[(size_t)plan[end] * (size_t)nt + (size_t)s]
+			       : e->cost[(size_t)s * (size_t)nt + (size_t)plan[end]];
+		fprintf(out, "%s'%s'%s %.2f us", n++ ? ", " : "",
+			dt_str_get(m, dt_node_get(m, pr->pnodes.data[end].node)->name),
+			pr->pnodes.data[end].kind == DT_PNODE_PUBLISH
+			    ? " (published)" : "",
+			us(c));
+	}
+	if (!n)
+		fputs("none", out);
+}
+
+struct ranked {
+	int32_t s;
+	int64_t here, users, total;
+};
+
+static int by_total(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total < y->total ? -1 : 1;
+	return x->s - y->s;
+}
+
+static void print_explanation(const struct dt_shard_problem *pr,
+			      const struct dt_module *m, const int32_t *plan,
+			      uint32_t node, FILE *out)
+{
+	uint32_t k = pr->of_node.data[node];
+	const struct dt_solve_node *sn = &pr->solve.nodes[k];
+	const struct dt_node *g = dt_node_get(m, node);
+	int32_t s = plan[k];
+	uint32_t first = pr->pnodes.data[k].first;
+	fprintf(out, "node '%s' (%s) at %s:%u; whole-graph search over %d "
+		     "nodes, %d strategies here\n",
+		dt_str_get(m, g->name), dt_str_get(m, g->target), m->file,
+		g->line, pr->solve.nnodes, sn->nstrategies);
+	int64_t here, users;
+	weigh(pr, plan, k, s, &here, &users);
+	fputs("chosen: ", out);
+	print_strategy(pr, k, s, out);
+	fprintf(out, "\n  compute %.2f us, move to its pin %.2f us, memory %" PRId64
+		     " bytes per rank\n  inputs: ",
+		pr->compute_us.data[first + (uint32_t)s],
+		pr->pin_us.data[first + (uint32_t)s], sn->usage[s]);
+	print_edges(pr, m, plan, k, s, true, out);
+	fputs("\n  users: ", out);
+	print_edges(pr, m, plan, k, s, false, out);
+	fprintf(out, "\n  here %.2f us + for its users %.2f us = %.2f us\n",
+		us(here), us(users), us(add(here, users)));
+	struct ranked *r = dt_calloc((size_t)sn->nstrategies, sizeof *r);
+	int32_t local = s;
+	for (int32_t t = 0; t < sn->nstrategies; t++) {
+		r[t].s = t;
+		weigh(pr, plan, k, t, &r[t].here, &r[t].users);
+		r[t].total = add(r[t].here, r[t].users);
+		if (r[t].here < r[local].here)
+			local = t;
+	}
+	if (local != s) {
+		fputs("locally cheapest: ", out);
+		print_strategy(pr, k, local, out);
+		fprintf(out, "\n  here %.2f us (%.2f us less), but for its users "
+			     "%.2f us (%.2f us more): ",
+			us(r[local].here), us(here) - us(r[local].here),
+			us(r[local].users), us(r[local].users) - us(users));
+		print_edges(pr, m, plan, k, local, false, out);
+		fputc('\n', out);
+	} else {
+		fputs("locally cheapest: the chosen one\n", out);
+	}
+	qsort(r, (size_t)sn->nstrategies, sizeof *r, by_total);
+	fputs("runners-up, the rest of the plan fixed:\n", out);
+	int shown = 0;
+	for (int32_t t = 0; t < sn->nstrategies && shown < TOP; t++) {
+		if (r[t].s == s)
+			continue;
+		fprintf(out, "  %d. here %.2f us + users %.2f us = %.2f us: ",
+			++shown + 1, us(r[t].here), us(r[t].users), us(r[t].total));
+		print_strategy(pr, k, r[t].s, out);
+		fputc('\n', out);
+	}
+	dt_free(r);
+}
+
+int dt_explain_global(struct dt_module *m, uint32_t node,
+		      const struct dt_topology *topology, struct dt_diag *diag)
+{
+	struct dt_pipeline pipeline;
+	struct dt_pipeline_options popt = {0};
+	DT_REQUIRE(dt_pipeline_parse(&pipeline, "verify,shape-infer", diag) ==
+		   DT_OK);
+	int rc = dt_pipeline_run(m, &pipeline, &popt, diag);
+	if (rc != DT_OK)
+		return rc;
+	struct dt_shard_problem pr = {0};
+	rc = dt_shard_problem_build(&pr, m, topology, -1, diag);
+	if (rc == DT_OK && pr.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
+		dt_diag_report(diag, DT_ERROR, m->file, 0, NULL,
+			       "the whole-graph problem would hold more than "
+			       "%.0f edge matrix entries: use --search=pq",
+			       DT_SHARD_PROBLEM_MAX_ENTRIES);
+		rc = DT_EINPUT;
+	}
+	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
+	if (rc == DT_OK) {
+		struct dt_pass_options options = {.topology = topology};
+		struct dt_arena scratch;
+		dt_arena_init(&scratch);
+		struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
+		bool solved;
+		rc = dt_shard_global_solve(&ctx, &pr, plan, &solved);
+		dt_arena_fini(&scratch);
+		if (rc == DT_OK && !solved)
+			rc = DT_EINPUT; /* the warning says why */
+	}
+	if (rc == DT_OK)
+		print_explanation(&pr, m, plan, node, stdout);
+	dt_free(plan);
+	dt_shard_problem_fini(&pr);
+	return rc;
+}
