@@ -440,7 +440,6 @@ static void test_trace(void **state)
 	assert_int_equal(access(name, F_OK), -1);
 	text = read_text(path);
 	assert_int_equal(count(text, "\"ph\":\"X\""), 2 * 2 * 4);
-	/* rank 1's events, its process name and its in-flight track's name */
 	assert_int_equal(count(text, "\"pid\":1,"), 2 * 4 + 2);
 	assert_non_null(strstr(text, "\"name\":\"rank 0\""));
 	test_free(text);
