@@ -311,56 +311,6 @@ static void destroy(struct dt_runner *c, struct dt_backend *b)
 	dt_runner_step(c, NULL);
 }
 
-/* "17179869184 bytes (16.0 GiB)" */
-static void format_bytes(size_t v, char *buf, size_t n)
-{
-	const char *unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double x = (double)v;
-	int u = -1;
-	while (x >= 1024 && u < 5) {
-		x /= 1024;
-		u++;
-	}
-	if (u < 0)
-		snprintf(buf, n, "%zu bytes", v);
-	else
-		snprintf(buf, n, "%zu bytes (%.1f %s)", v, x, unit[u]);
-}
-
-/* The memory plan: refuse (exit 3) before anything is allocated when the
- * rank's peak exceeds --memory-limit, or else the backend's memory. */
-static int check_memory(struct dt_runner *c, struct dt_module *m,
-			struct dt_backend *b)
-{
-	size_t peak;
-	uint32_t at;
-	int rc = dt_interpret_peak(m, b, &peak, &at);
-	if (rc != DT_OK)
-		return dt_exit_code(rc);
-	size_t limit = c->o.memory_limit ? c->o.memory_limit : b->memory;
-	if (!limit || peak <= limit)
-		return DT_EXIT_OK;
-	char need[64], have[64];
-	format_bytes(peak, need, sizeof(need));
-	format_bytes(limit, have, sizeof(have));
-	const char *fmt = "%srank %d needs %s of %s memory at its peak "
-			  "but %s %s (%s)";
-	const struct dt_node *n = at ? dt_node_get(m, at) : NULL;
-	const char *kind = use_nccl ? "GPU" : "host";
-	const char *from = c->o.memory_limit ? "--memory-limit is"
-					     : "its share of the free memory is";
-	const char *hint = c->o.memory_limit ? "raise --memory-limit"
-					     : "run on more ranks or with "
-					       "smaller inputs";
-	char node[256] = "";
-	if (n)
-		snprintf(node, sizeof(node), "node '%s' (%s): ",
-			 dt_str_get(m, n->name), dt_str_get(m, n->target));
-	dt_diag_report(&c->diag, DT_ERROR, m->file, n ? n->line : 0, NULL,
-		       fmt, node, c->rank, need, kind, from, have, hint);
-	return DT_EXIT_RUNTIME;
-}
-
 /* Run `m` on a fresh backend: the NCCL one (--backend nccl or its
  * default), the MPI one, or the single-process CPU one (alone, or for the
  * global reference). Backend creation and reference runs fail alike on
@@ -402,7 +352,7 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	}
 #endif
 	if (code == DT_EXIT_OK)
-		code = dt_runner_agree(c, check_memory(c, m, b));
+		code = dt_runner_agree(c, dt_runner_check_memory(c, m, b, gpu));
 	if (code != DT_EXIT_OK) {
 		destroy(c, b);
 		return code;

@@ -45,7 +45,13 @@ int dt_runner_agree(struct dt_runner *c, int code);
 /* Sum (or, with max, the maximum of) n doubles over the ranks, in place,
  * on every rank. */
 void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max);
-/* The watchdog of MPI's blocking steps (cmd_run_watchdog.c): start its
+/* The memory plan (cmd_run_guard.c): DT_EXIT_RUNTIME after reporting at
+ * the node of the peak when this rank's planned peak exceeds --memory-limit
+ * (else the backend's memory; `gpu`: the backend is the NCCL one), else
+ * DT_EXIT_OK. Not collective: agree on the result. */
+int dt_runner_check_memory(struct dt_runner *c, struct dt_module *m,
+			   struct dt_backend *b, bool gpu);
+/* The watchdog of MPI's blocking steps (cmd_run_guard.c): start its
  * thread (with --timeout > 0), then arm it around each step: past
  * --timeout in `step` the rank prints that it waited there and exits 3
  * (mpirun then ends the job). A NULL step disarms it. */

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* cmd_run_watchdog.c: `run`'s guard against a stopped or hung peer rank.
- * Waits for nonblocking requests (the CLI's agreements and gathers) poll
+/* cmd_run_guard.c: `run`'s guards. Against a stopped or hung peer rank:
+ * waits for nonblocking requests (the CLI's agreements and gathers) poll
  * under --timeout; MPI's blocking steps (MPI_Init, communicator creation
  * and release, MPI_Finalize) run under a deadline that a watchdog thread
  * enforces: past it the rank says which step it waited in and exits 3, and
- * mpirun ends the job. The interpreter's collective waits have their own
- * watchdog in the backends. */
+ * mpirun ends the job (the interpreter's collective waits have their own
+ * watchdog in the backends). Against running out of memory: the memory
+ * plan, checked before anything is allocated. */
 #include "cmd_run.h"
 
 #include <pthread.h>
@@ -90,4 +91,52 @@ void dt_runner_step(struct dt_runner *c, const char *step)
 		 "stopped or hangs; ending the job (--timeout=%g)\n", rank,
 		 timeout_s, step, timeout_s);
 	atomic_store(&deadline_ms, now_ms() + (long long)(timeout_s * 1000));
+}
+
+/* "17179869184 bytes (16.0 GiB)" */
+static void format_bytes(size_t v, char *buf, size_t n)
+{
+	const char *unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double x = (double)v;
+	int u = -1;
+	while (x >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, n, "%zu bytes", v);
+	else
+		snprintf(buf, n, "%zu bytes (%.1f %s)", v, x, unit[u]);
+}
+
+int dt_runner_check_memory(struct dt_runner *c, struct dt_module *m,
+			   struct dt_backend *b, bool gpu)
+{
+	size_t peak;
+	uint32_t at;
+	int rc = dt_interpret_peak(m, b, &peak, &at);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	size_t limit = c->o.memory_limit ? c->o.memory_limit : b->memory;
+	if (!limit || peak <= limit)
+		return DT_EXIT_OK;
+	char need[64], have[64];
+	format_bytes(peak, need, sizeof(need));
+	format_bytes(limit, have, sizeof(have));
+	const char *fmt = "%srank %d needs %s of %s memory at its peak "
+			  "but %s %s (%s)";
+	const struct dt_node *n = at ? dt_node_get(m, at) : NULL;
+	const char *kind = gpu ? "GPU" : "host";
+	const char *from = c->o.memory_limit ? "--memory-limit is"
+					     : "its share of the free memory is";
+	const char *hint = c->o.memory_limit ? "raise --memory-limit"
+					     : "run on more ranks or with "
+					       "smaller inputs";
+	char node[256] = "";
+	if (n)
+		snprintf(node, sizeof(node), "node '%s' (%s): ",
+			 dt_str_get(m, n->name), dt_str_get(m, n->target));
+	dt_diag_report(&c->diag, DT_ERROR, m->file, n ? n->line : 0, NULL,
+		       fmt, node, c->rank, need, kind, from, have, hint);
+	return DT_EXIT_RUNTIME;
 }
