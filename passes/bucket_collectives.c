@@ -44,7 +44,8 @@
  * and schedule-collectives places starts and waits. Merged nodes are named
  * after the first member (`ar_3.bucket`), carry its line and meta
  * dtopt.fused_from (every member's collective and wait); each member's
- * result takes its wait's metadata and sharding. Every collective kept
+ * result takes its wait's name, metadata and sharding (the wait, out of
+ * the graph, becomes NAME.unbucketed). Every collective kept
  * out gets a remark saying why (tag bucket-collectives:REASON); every
  * bucket a remark listing its members.
  *

@@ -92,14 +92,23 @@ static bool is_dense(const struct dt_module *m, uint32_t id)
 	return t->offset == 0;
 }
 
-/* Result node `r` stands for member wait `w`: its metadata and sharding. */
+/* Result node `r` stands for member wait `w`: its name (outputs and
+ * tables keep naming the value as before), metadata and sharding. `w`,
+ * out of the graph, is renamed NAME.unbucketed; the name index follows. */
 static void adopt(struct dt_module *m, uint32_t r, uint32_t w)
 {
-	struct dt_node *rn = dt_node_get(m, r);
-	const struct dt_node *wn = dt_node_get(m, w);
+	dt_str name = dt_node_get(m, w)->name;
+	char buf[320];
+	snprintf(buf, sizeof buf, "%s.unbucketed", dt_str_get(m, name));
+	dt_str old = dt_str_intern(m, buf);
+	struct dt_node *rn = dt_node_get(m, r), *wn = dt_node_get(m, w);
 	rn->sharding = wn->sharding;
 	rn->metas = wn->metas;
 	rn->nmetas = wn->nmetas;
+	wn->name = old;
+	rn->name = name;
+	if (name.id < m->node_by_name.len)
+		m->node_by_name.data[name.id] = r;
 }
 
 /* "ar_1 w_1 ar_2 w_2 …": what the merged nodes replace
