@@ -99,8 +99,8 @@ static double price(struct dt_lagrange *lg)
 		const struct dt_solve_node *nd = &lg->r->nodes[v];
 		double pv = node_price(lg, v);
 		for (int32_t s = 0; s < nd->nstrategies; s++) {
-			double extra = floor(pv * (double)nd->usage[s]);
-			lg->q.nodes[v].cost[s] = extra >= 9e18 ? DT_SOLVE_INFINITE
+			double extra = nd->usage[s] > 0 ? floor(pv * (double)nd->usage[s]) : 0;
+			lg->q.nodes[v].cost[s] = !(extra < 9e18) ? DT_SOLVE_INFINITE
 				: dt_solve_add(nd->cost[s], (int64_t)extra);
 		}
 	}
@@ -140,7 +140,8 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
 	int64_t limit = lg->r->usage_limit, peak = dt_local_peak(ls);
 	bool over = limit >= 0 && peak > limit;
 	if (over)
-		lg->weight[dt_profile_argmax(&ls->prof)] += (double)(peak - limit) / (double)limit;
+		lg->weight[dt_profile_argmax(&ls->prof)] +=
+			(double)(peak - limit) / (double)(limit > 0 ? limit : 1);
 	if (over || priced > 0) {
 		for (uint32_t i = lg->touched.len; i-- > 0;) {
 			int32_t v = lg->touched.data[i];
@@ -178,7 +179,8 @@ static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
 		for (int32_t k = 0; k < ls->tl.nseg; k++) {
 			int64_t excess = dt_profile_at(&ls->prof, k) - r->usage_limit;
 			if (excess > 0)
-				lg->weight[k] += (double)excess / (double)r->usage_limit;
+				lg->weight[k] += (double)excess /
+						 (double)(r->usage_limit > 0 ? r->usage_limit : 1);
 		}
 		take = false;
 	} else if (!lg->found || ls->cost < lg->best_cost) {
@@ -220,6 +222,8 @@ static void update_prices(struct dt_lagrange *lg)
 	}
 	lg->seed = lg->seed * 6364136223846793005ull + 1442695040888963407ull;
 	lg->mu *= 0.9 + 0.2 * (double)(lg->seed >> 40) / (double)(1ull << 24);
+	if (!(lg->mu > 1e-200 && lg->mu < 1e200)) /* start the bisection over */
+		lg->mu = lg->mu_lo = lg->mu_hi = 0;
 }
 
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)

@@ -34,8 +34,8 @@ for i in ${instances[*]}; do
   t=$budget
   [ "$t" = contest ] && t=${contest[$i]}
   /usr/bin/time -f '%U %S %e' -o "$tmp/time" nice "$dtopt" solve -q $cpu "$f" "$t" \
-    > "$tmp/out" 2> "$tmp/err" || true
-  read -r user sys wall < "$tmp/time"
+    > "$tmp/out" 2> "$tmp/err" || sed "s/^/$i: /" "$tmp/err" >&2
+  read -r user sys wall < <(tail -n 1 "$tmp/time")
   nodes=$(python3 -c 'import gzip,json,sys; print(len(json.load(gzip.open(sys.argv[1]))["problem"]["nodes"]["costs"]))' "$f")
   if python3 "$root/tools/iopddl_eval.py" "$f" "$tmp/out" > "$tmp/eval"; then
     feasible=yes
