@@ -3,7 +3,9 @@
  * semantics §6.6): the problem of sharding/problem.c handed to the solver
  * (solver.h), after the checks that name what makes it unsolvable: pins
  * no redistribution reconciles, a memory budget below the smallest
- * footprint. shard-prop then applies the plan node by node.
+ * footprint. The node-by-node plan in the problem's terms is the floor:
+ * the solver's is taken only when cheaper. shard-prop then applies the
+ * plan node by node.
  *
  *   x @ [S(0)] ─ mm ─ relu ─ sum      greedy: each node's cheapest from
  *   w @ [R]     ─┘                    its inputs; global: the least total
@@ -130,6 +132,50 @@ static int64_t smallest_footprint(const struct dt_solve_problem *p,
 	return peak;
 }
 
+/* The node-by-node plan in the problem's terms, the floor the solver's
+ * must beat: in an order with producers first, each node takes the
+ * strategy of least node cost plus moves from its producers' choices. */
+static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
+{
+	int32_t n = p->nnodes;
+	int32_t *indegree = dt_calloc((size_t)n + 1, sizeof *indegree);
+	int32_t *order = dt_calloc((size_t)n + 1, sizeof *order);
+	for (int32_t j = 0; j < p->nedges; j++)
+		indegree[p->edges[j].to]++;
+	int32_t head = 0, tail = 0;
+	for (int32_t k = 0; k < n; k++)
+		if (indegree[k] == 0)
+			order[tail++] = k;
+	while (head < tail) {
+		int32_t k = order[head++];
+		int64_t best = DT_SOLVE_INFINITE;
+		x[k] = 0;
+		for (int32_t s = 0; s < p->nodes[k].nstrategies; s++) {
+			int64_t c = p->nodes[k].cost[s];
+			for (int32_t j = 0; j < p->nedges; j++) {
+				const struct dt_solve_edge *e = &p->edges[j];
+				if (e->to != k)
+					continue;
+				int64_t m = e->cost[(size_t)x[e->from] *
+						    (size_t)p->nodes[k].nstrategies +
+						    (size_t)s];
+				c = c > DT_SOLVE_INFINITE - m ? DT_SOLVE_INFINITE
+							      : c + m;
+			}
+			if (c < best) {
+				best = c;
+				x[k] = s;
+			}
+		}
+		for (int32_t j = 0; j < p->nedges; j++)
+			if (p->edges[j].from == k &&
+			    --indegree[p->edges[j].to] == 0)
+				order[tail++] = p->edges[j].to;
+	}
+	dt_free(indegree);
+	dt_free(order);
+}
+
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved)
@@ -161,6 +207,20 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);
+	/* Never worse than deciding node by node. */
+	int32_t *floor_plan = dt_calloc((size_t)p->nnodes + 1, sizeof *floor_plan);
+	node_by_node(p, floor_plan);
+	int64_t floor_peak, floor_cost = dt_solve_plan_cost(p, floor_plan,
+							    &floor_peak);
+	bool fits = p->usage_limit < 0 || floor_peak <= p->usage_limit;
+	if (fits && floor_cost < DT_SOLVE_INFINITE &&
+	    (rc != DT_OK || floor_cost < res.cost)) {
+		memcpy(strategy, floor_plan, (size_t)p->nnodes * sizeof *strategy);
+		res.cost = floor_cost;
+		res.peak_usage = floor_peak;
+		rc = DT_OK;
+	}
+	dt_free(floor_plan);
 	uint32_t first = pr->pnodes.data[0].node;
 	if (rc != DT_OK && p->usage_limit >= 0) {
 		node_diag(ctx, DT_ERROR, first, NULL,

@@ -53,9 +53,10 @@ struct move_cache {
 
 /* What a problem node's results may carry: the _S split factors (the
  * kinds its users' placeholders are filled with, as a node's own search
- * fills them with its inputs'), and the partial ops (a user's strategy
- * reading some other partial would have it made by a local R -> P(op),
- * never cheaper than reading R). */
+ * fills them with its inputs'), and the partial ops. A strategy reading
+ * a P(max|min|product) its producer never gives is dropped: made by a
+ * local R -> P(op), it only defers a reduction. P(sum|avg) stays (a bias
+ * split R -> P(sum) is how a row-parallel addmm adds it once). */
 #define MAX_FACTORS 16
 struct factors {
 	uint8_t partial; /* bit per enum dt_reduce_op: the partial sums its
@@ -94,6 +95,8 @@ struct builder {
 	DT_VEC(struct factors) factors;       /* per problem node */
 	struct dt_shard_pnode *node;          /* while enumerating */
 	struct move_cache cache;
+	bool pin_only;                        /* take only strategies giving
+						 the node's pin */
 	bool matmul;
 };
 
@@ -204,7 +207,7 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	const struct dt_placements *pl = c->placements.data;
 	double pin_us = 0;
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
-		pin_us = b->node->nout != 1
+		pin_us = b->node->nout != 1 || b->pin_only
 			     ? INFINITY
 			     : dt_shard_move_cost(&b->space.mesh,
 						  &b->space.topology,
@@ -219,6 +222,8 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 		const struct dt_placements *in = &pl[b->rules.nout + i];
 		for (int m = 0; m < in->ndim; m++)
 			if (in->p[m].kind == DT_PL_PARTIAL &&
+			    in->p[m].reduce != DT_REDUCE_SUM &&
+			    in->p[m].reduce != DT_REDUCE_AVG &&
 			    !(have & (1u << in->p[m].reduce)))
 				return;
 	}
@@ -389,6 +394,9 @@ static int add_call(struct builder *b, uint32_t id)
 		n->pinned = true;
 		n->pin = pin->placements;
 	}
+	/* A pinned node: the strategies giving its pin, else every one
+	 * with its move to the pin. */
+	b->pin_only = pin != NULL;
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {
 		dt_node_error(b->diag, m, gnode(b, id),
@@ -399,6 +407,9 @@ static int add_call(struct builder *b, uint32_t id)
 				  &b->space));
 		return DT_EINPUT;
 	}
+	b->pin_only = false;
+	if (have_rules && b->cost.len == 0 && pin)
+		dt_shard_enumerate(&b->space, take_strategy, b);
 	if (have_rules && b->cost.len == 0)
 		n->kind = DT_PNODE_NO_STRATEGY;
 	if (b->cost.len == 0) {

@@ -381,8 +381,9 @@ struct dt_shard_pnode {
 	uint16_t mesh;
 	uint8_t kind;        /* enum dt_shard_pnode_kind */
 	bool pinned;         /* a <sharding> on the node: its users read
-				result 0 at the pin; strategies giving other
-				placements pay the move there */
+				result 0 at the pin; its strategies are
+				those giving the pin, or when none does,
+				every one paying the move there */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy
