@@ -17,7 +17,9 @@
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
  * zeroed first, amax / max (amin / min) of a float input filled with -inf
  * (+inf), by a dt.local_shard from its placements to themselves with that
- * fill; so do embedding's indices and embedding_dense_backward's gradient
+ * fill; so do embedding's indices (a weight padded in its columns only
+ * gives the result's columns that padding) and embedding_dense_backward's
+ * gradient
  * and indices (0: the padding looks up, and adds zeros to, row 0), and
  * nll_loss's target padded in the batch dim (its ignore_index: padded
  * rows are skipped):
@@ -403,7 +405,10 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		break;
 	case DT_OP_EMBEDDING: /* padded indices look up row 0 */
 		*fill = 0;
-		return p == 1 ? MASKED : REFUSED;
+		if (p == 1)
+			return MASKED;
+		across = 1u << 0; /* the weight's rows; a column stays one */
+		break;
 	case DT_OP_EMBEDDING_DENSE_BACKWARD: /* rows of padding add 0 to row 0 */
 		*fill = 0;
 		return (p == 0 || p == 1) && b->arg[4] && !b->arg[4]->v.b
