@@ -84,7 +84,8 @@ struct sax {
 	/* The dictionary's pointers for the names of format v1. */
 	const xmlChar *element_key[DT_RD_NELEMENTS];
 	const xmlChar *attr_key[DT_RD_NATTRS];
-	int depth; /* of the next element (0 = root) */
+	uint32_t at_depth[4]; /* the elements at each depth, a bit each */
+	int depth;	      /* of the next element (0 = root) */
 	enum dt_rd_element open[DT_READ_MAX_DEPTH + 1]; /* by depth */
 	bool saw_root;
 	/* Character data since the last markup that is not blank (an error
@@ -266,9 +267,14 @@ static enum dt_rd_element classify(struct sax *s, const xmlChar *name,
 {
 	struct dt_rd *r = s->r;
 	char buf[256];
-	int e = 0;
-	while (e < DT_RD_NELEMENTS && s->element_key[e] != name)
-		e++;
+	/* only the elements that stand at this depth are candidates */
+	int e = DT_RD_NELEMENTS;
+	for (uint32_t m = s->depth < 4 ? s->at_depth[s->depth] : 0; m;
+	     m &= m - 1)
+		if (s->element_key[__builtin_ctz(m)] == name) {
+			e = __builtin_ctz(m);
+			break;
+		}
 	if (uri) {
 		dt_rd_error(r, r->line,
 			    "<%s> is in namespace '%s' (format v1 "
@@ -288,7 +294,7 @@ static enum dt_rd_element classify(struct sax *s, const xmlChar *name,
 		return DT_RD_ROOT;
 	}
 	enum dt_rd_element parent = s->open[s->depth - 1];
-	if (e == DT_RD_NELEMENTS || element_rules[e].depth != s->depth ||
+	if (e == DT_RD_NELEMENTS ||
 	    (parent == DT_RD_KWARG ? DT_RD_ARG : parent) !=
 		element_rules[e].parent ||
 	    (e == DT_RD_ITEM && !r->node.list_arg) ||
@@ -321,11 +327,14 @@ static bool take_attributes(struct sax *s, enum dt_rd_element e, int n,
 	r->stamp++;
 	for (int i = 0; i < n; i++) {
 		const xmlChar **at = attrs + 5 * i;
-		int a = 0;
-		if (!at[1])
-			while (a < DT_RD_NATTRS && s->attr_key[a] != at[0])
-				a++;
-		if (at[1] || a == DT_RD_NATTRS || !(allowed >> a & 1)) {
+		/* only the attributes e takes are candidates */
+		int a = DT_RD_NATTRS;
+		for (uint64_t m = at[1] ? 0 : allowed; m; m &= m - 1)
+			if (s->attr_key[__builtin_ctzll(m)] == at[0]) {
+				a = __builtin_ctzll(m);
+				break;
+			}
+		if (a == DT_RD_NATTRS) {
 			char buf[256];
 			dt_rd_error(r, r->line,
 				    "<%s> has an unknown attribute '%s'",
@@ -506,9 +515,11 @@ static int parse(struct dt_rd *r, struct stream *in)
 	 * replaced (without it SAX2 hands "&#38;" on); no other entity can
 	 * exist, as the DOCTYPE is refused. */
 	xmlCtxtUseOptions(s.ctxt, parse_options | XML_PARSE_NOENT);
-	for (int e = 0; e < DT_RD_NELEMENTS; e++)
+	for (int e = 0; e < DT_RD_NELEMENTS; e++) {
+		s.at_depth[element_rules[e].depth] |= 1u << e;
 		s.element_key[e] = xmlDictLookup(
 		    s.ctxt->dict, BAD_CAST dt_rd_element_names[e], -1);
+	}
 	for (int a = 0; a < DT_RD_NATTRS; a++)
 		s.attr_key[a] = xmlDictLookup(s.ctxt->dict,
 					      BAD_CAST dt_rd_attr_names[a], -1);
