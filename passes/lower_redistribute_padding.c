@@ -7,14 +7,15 @@
  * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
  * reductions and contractions over other dims, softmax and layer norm
  * over other dims, slicing, selecting, splitting and squeezing other
- * dims, slice_backward along other dims, select_backward, cat and stack
- * of equally padded inputs along other dims, views and expands that keep
- * the padded dim whole) keeps padding in padding. A view merging a padded
- * dim into the dims before it gets dt.pack_pieces after it, one splitting
- * it dt.unpack_pieces before it, when the rank's elements line up
- * (lower_redistribute_pieces.c). A reduction over a padded dim would read
- * padding into valid results: sum and the contraction of mm / bmm / addmm
- * / baddbmm get the input's padding zeroed first, amax / max (amin / min)
+ * dims, whole slices, slice_backward along other dims, select_backward,
+ * cat and stack of equally padded inputs along other dims, views and
+ * expands that keep the padded dim whole) keeps padding in padding. A
+ * view merging a padded dim into the dims before it gets dt.pack_pieces
+ * after it, one splitting it dt.unpack_pieces before it, when the rank's
+ * elements line up (lower_redistribute_pieces.c). A reduction over a
+ * padded dim would read padding into valid results: sum and the
+ * contraction of mm / bmm / addmm / baddbmm get the input's padding
+ * zeroed first, amax / max (amin / min)
  * of a float input filled with -inf (+inf), by a dt.local_shard from its
  * placements to themselves with that fill; so do embedding's indices (a
  * weight padded in its columns only gives the result's columns that
@@ -304,6 +305,30 @@ static enum dt_pad_use nll_rows(const struct dt_module *m, enum dt_op op,
 	return DT_PAD_MASKED;
 }
 
+/* Whether aten.slice with bound args b keeps its dim whole (x[:, 0:] or
+ * make_fx's x[:, :], end 2^63 - 1): start 0, step 1 and an end at or past
+ * the input's global length. */
+static bool whole_slice(const struct dt_module *m,
+			const struct dt_bound_args *b)
+{
+	const struct dt_arg *x = b->arg[0], *st = b->arg[2], *en = b->arg[3],
+			    *sp = b->arg[4];
+	const struct dt_sharding *sh =
+		x && x->kind == DT_ARG_NODE
+			? dt_node_sharding(m, dt_node_get(m, x->v.node)) : NULL;
+	if (!sh || !sh->has_global_shape)
+		return false;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	int64_t d = b->arg[1] && b->arg[1]->kind == DT_ARG_INT ? b->arg[1]->v.i
+							       : 0;
+	d = d < 0 ? d + rank : d;
+	return d >= 0 && d < rank &&
+	       (!st || st->kind != DT_ARG_INT || st->v.i == 0) &&
+	       (!sp || sp->kind != DT_ARG_INT || sp->v.i == 1) &&
+	       (!en || en->kind != DT_ARG_INT || en->v.i >= g[d]);
+}
+
 /* How node n (op `op`, bound args b) reads the padded dims `bits` of its
  * parameter p, a tensor of local shape shape[0..rank) and dtype `dtype`;
  * for DT_PAD_MASKED, the identity in *fill. */
@@ -371,6 +396,8 @@ static enum dt_pad_use reads(const struct dt_module *m, enum dt_op op,
 		break;
 	case DT_OP_SLICE: case DT_OP_NARROW: case DT_OP_SELECT:
 	case DT_OP_UNBIND: case DT_OP_SQUEEZE_DIM:
+		if (op == DT_OP_SLICE && whole_slice(m, b))
+			return DT_PAD_CONFINED;
 		across = dim_param(b, 1, rank);
 		break;
 	case DT_OP_SPLIT: case DT_OP_SPLIT_WITH_SIZES: case DT_OP_CHUNK:
