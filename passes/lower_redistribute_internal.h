@@ -88,6 +88,41 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
 			    int rank, int dim, double fill);
+/* How an op of an SPMD program reads an input padded in some dims
+ * (lower_redistribute_padding.c, semantics §7). */
+enum dt_pad_use {
+	DT_PAD_CONFINED, /* padding stays in padding */
+	DT_PAD_MASKED,   /* reduced over a padded dim: fill the padding with
+			    the reduction's identity first */
+	DT_PAD_REFUSED,  /* would read padding into valid results */
+	DT_PAD_VIEWED,   /* a view that does not keep the padded dims whole:
+			    dt_lower_view_pieces decides */
+	DT_PAD_PACK,     /* a view leaving the rank's rows in padded pieces:
+			    dt.pack_pieces after it */
+	DT_PAD_UNPACK,   /* a view wanting them: dt.unpack_pieces before it */
+};
+/* Bit d set for each tensor dim of a value of global shape g[0..rank)
+ * under pl on mesh me that holds padding on some rank (its local size
+ * exceeds that rank's shard). */
+unsigned dt_lower_padded_bits(const struct dt_mesh *me,
+			      const struct dt_placements *pl, const int64_t *g,
+			      int rank);
+/* How view node n (view, _unsafe_view or reshape; its placements pl on
+ * mesh `mesh`, its global metadata still on it) reads its padded input x
+ * (lower_redistribute_pieces.c): DT_PAD_CONFINED, DT_PAD_REFUSED, or
+ * DT_PAD_PACK / DT_PAD_UNPACK of `*pieces` pieces of tensor dim `*dim`
+ * of its result / its input. */
+enum dt_pad_use dt_lower_view_pieces(const struct dt_module *m,
+				     const struct dt_node *n, uint32_t x,
+				     int mesh, const struct dt_placements *pl,
+				     int *dim, int64_t *pieces);
+/* dt.pack_pieces (op) or dt.unpack_pieces of x, a value of global shape
+ * g[0..rank) under pl on mesh `mesh` whose dim `dim` holds `pieces`
+ * pieces; 0 after a report. */
+uint32_t dt_lower_emit_pieces(struct dt_lower *l, enum dt_op op, int mesh,
+			      uint32_t x, const struct dt_placements *pl,
+			      const int64_t *g, int rank, int dim,
+			      int64_t pieces);
 /* In SPMD mode, make node `id` (args remapped, global metadata; its
  * placements pl on mesh `mesh`) safe on padded inputs
  * (lower_redistribute_padding.c): zero the padding of inputs an op sums
@@ -97,7 +132,7 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 		     const struct dt_placements *pl);
 /* After node `id` is lowered (local metadata, sharding set): when
- * l->pieces names it, pack its rows after it into a new node that holds
+ * l->pieces names it (lower_redistribute_pieces.c), pack its rows after it into a new node that holds
  * its local value (l->local) and sharding; `id` keeps no sharding. DT_OK
  * or DT_EINPUT after a report. */
 int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id);

@@ -7,22 +7,21 @@
  * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
  * reductions and contractions over other dims, softmax and layer norm
  * over other dims, slicing, selecting, splitting and squeezing other
- * dims, slice_backward along other dims, select_backward, cat and stack
- * of equally padded inputs along other dims, views and expands that keep
- * the padded dim whole) keeps padding in padding. A view merging a padded
- * dim into the dims before it gets dt.pack_pieces after it, one splitting
- * it dt.unpack_pieces before it, when the rank's elements line up
- * (view_pieces). A reduction over a padded dim would read padding into
- * valid results: sum and the
+ * dims, whole slices, slice_backward along other dims, select_backward,
+ * cat and stack of equally padded inputs along other dims, views and
+ * expands that keep the padded dim whole) keeps padding in padding. A
+ * view merging a padded dim into the dims before it gets dt.pack_pieces
+ * after it, one splitting it dt.unpack_pieces before it, when the rank's
+ * elements line up (lower_redistribute_pieces.c). A reduction over a
+ * padded dim would read padding into valid results: sum and the
  * contraction of mm / bmm / addmm / baddbmm get the input's padding
- * zeroed first, amax / max (amin / min) of a float input filled with -inf
- * (+inf), by a dt.local_shard from its placements to themselves with that
- * fill; so do embedding's indices (a weight padded in its columns only
- * gives the result's columns that padding) and embedding_dense_backward's
- * gradient
- * and indices (0: the padding looks up, and adds zeros to, row 0), and
- * nll_loss's target padded in the batch dim (its ignore_index: padded
- * rows are skipped):
+ * zeroed first, amax / max (amin / min)
+ * of a float input filled with -inf (+inf), by a dt.local_shard from its
+ * placements to themselves with that fill; so do embedding's indices (a
+ * weight padded in its columns only gives the result's columns that
+ * padding) and embedding_dense_backward's gradient and indices (0: the
+ * padding looks up, and adds zeros to, row 0), and nll_loss's target
+ * padded in the batch dim (its ignore_index: padded rows are skipped):
  *
  *   h = aten.mm(a, w)  (a: [4, 7]{K padded}, w: [7, 8]{K padded})
  *   →  h.local_shard = dt.local_shard(a, 'world', 'R S(1)', 'R S(1)',
@@ -33,9 +32,8 @@
  * Every other op reading across a padded dim (mean, argmax, var, softmax
  * or layer norm over it, other views that merge or split it, slicing or
  * squeezing it, cat along it, indexing, other losses, …) is refused,
- * naming the node and input, with the advice to lower per rank. O(args · mesh size)
- * per node; a view merging or splitting a padded dim O(mesh size · the
- * elements of its group), refused beyond 2^24. */
+ * naming the node and input, with the advice to lower per rank.
+ * O(args · mesh size) per node. */
 #include "lower_redistribute_internal.h"
 
 #include <math.h>
@@ -129,12 +127,9 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 	return dt_lower_emit(l, op, suffix, args, n);
 }
 
-/* Bit d set for each tensor dim of a value of global shape g[0..rank)
- * under pl that holds padding on some rank (its local size exceeds that
- * rank's shard). */
-static unsigned padded_bits(const struct dt_mesh *me,
-			    const struct dt_placements *pl, const int64_t *g,
-			    int rank)
+unsigned dt_lower_padded_bits(const struct dt_mesh *me,
+			      const struct dt_placements *pl, const int64_t *g,
+			      int rank)
 {
 	if (dt_shard_even(me, pl, g, rank))
 		return 0;
@@ -158,20 +153,9 @@ static unsigned padded_dims(const struct dt_module *m, uint32_t x)
 		return 0;
 	int rank;
 	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
-	return padded_bits(&m->meshes.data[sh->mesh], &sh->placements, g, rank);
+	return dt_lower_padded_bits(&m->meshes.data[sh->mesh], &sh->placements,
+				    g, rank);
 }
-
-enum use {
-	CONFINED, /* padding stays in padding */
-	MASKED,   /* reduced over a padded dim: fill the padding with the
-		     reduction's identity first */
-	REFUSED,  /* would read padding into valid results */
-	VIEWED,   /* a view that does not keep the padded dims whole: see
-		     view_pieces */
-	PACK,     /* a view leaving the rank's rows in padded pieces:
-		     dt.pack_pieces after it */
-	UNPACK,   /* a view wanting them: dt.unpack_pieces before it */
-};
 
 /* Bits of the dims named by int or int[] parameter p of a rank-`rank`
  * input; all dims when it is absent or none (a full reduction). */
@@ -290,11 +274,11 @@ static bool same_rows(const struct dt_module *m, uint32_t x, uint32_t y)
  * of self, target (and a per-row grad_output) feeds only row i of a
  * per-row result and is skipped when target[i] is ignore_index (no loss,
  * no weight, a zero gradient row; self is not read). So the target's
- * padding becomes ignore_index (MASKED, *fill) and the padded rows of
- * self and grad_output are CONFINED when they match the target's valid
+ * padding becomes ignore_index (DT_PAD_MASKED, *fill) and the padded rows of
+ * self and grad_output are DT_PAD_CONFINED when they match the target's valid
  * rows on every rank: the local result is then exactly the rank's own
  * (any reduction: total_weight is an input of the backward). */
-static enum use nll_rows(const struct dt_module *m, enum dt_op op,
+static enum dt_pad_use nll_rows(const struct dt_module *m, enum dt_op op,
 			 const struct dt_bound_args *b, int p, unsigned bits,
 			 double *fill)
 {
@@ -308,23 +292,47 @@ static enum use nll_rows(const struct dt_module *m, enum dt_op op,
 					      0)->shape, &rank);
 	if (bits != 1u || p > self + 1 || rank != 2 || !t ||
 	    t->kind != DT_ARG_NODE || !same_rows(m, me->v.node, t->v.node))
-		return REFUSED;
+		return DT_PAD_REFUSED;
 	if (p != self + 1)
-		return CONFINED;
+		return DT_PAD_CONFINED;
 	/* int64 holds the fill exactly when a double does */
 	const struct dt_tensor *tt =
 		dt_node_tensor(m, dt_node_get(m, t->v.node), 0);
 	if (tt->dtype != DT_INT64 || ignore < -(INT64_C(1) << 53) ||
 	    ignore > INT64_C(1) << 53)
-		return REFUSED;
+		return DT_PAD_REFUSED;
 	*fill = (double)ignore;
-	return MASKED;
+	return DT_PAD_MASKED;
+}
+
+/* Whether aten.slice with bound args b keeps its dim whole (x[:, 0:] or
+ * make_fx's x[:, :], end 2^63 - 1): start 0, step 1 and an end at or past
+ * the input's global length. */
+static bool whole_slice(const struct dt_module *m,
+			const struct dt_bound_args *b)
+{
+	const struct dt_arg *x = b->arg[0], *st = b->arg[2], *en = b->arg[3],
+			    *sp = b->arg[4];
+	const struct dt_sharding *sh =
+		x && x->kind == DT_ARG_NODE
+			? dt_node_sharding(m, dt_node_get(m, x->v.node)) : NULL;
+	if (!sh || !sh->has_global_shape)
+		return false;
+	int rank;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &rank);
+	int64_t d = b->arg[1] && b->arg[1]->kind == DT_ARG_INT ? b->arg[1]->v.i
+							       : 0;
+	d = d < 0 ? d + rank : d;
+	return d >= 0 && d < rank &&
+	       (!st || st->kind != DT_ARG_INT || st->v.i == 0) &&
+	       (!sp || sp->kind != DT_ARG_INT || sp->v.i == 1) &&
+	       (!en || en->kind != DT_ARG_INT || en->v.i >= g[d]);
 }
 
 /* How node n (op `op`, bound args b) reads the padded dims `bits` of its
  * parameter p, a tensor of local shape shape[0..rank) and dtype `dtype`;
- * for MASKED, the identity in *fill. */
-static enum use reads(const struct dt_module *m, enum dt_op op,
+ * for DT_PAD_MASKED, the identity in *fill. */
+static enum dt_pad_use reads(const struct dt_module *m, enum dt_op op,
 		      const struct dt_bound_args *b, int p, unsigned bits,
 		      const int64_t *shape, int rank, enum dt_dtype dtype,
 		      double *fill)
@@ -333,7 +341,7 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	bool sums = false, extremes = false;
 	const struct dt_arg *ns;
 	if (dt_op_has(op, DT_OPF_ELEMENTWISE))
-		return CONFINED;
+		return DT_PAD_CONFINED;
 	switch (op) {
 	case DT_OP_PERMUTE: case DT_OP_TRANSPOSE: case DT_OP_T:
 	case DT_OP_UNSQUEEZE: case DT_OP_ALIAS: case DT_OP_DETACH:
@@ -341,7 +349,7 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	case DT_OP_CONVERT_ELEMENT_TYPE: case DT_OP_TO_COPY: case DT_OP_GETITEM:
 	case DT_OP_EMPTY_LIKE: case DT_OP_ZEROS_LIKE: case DT_OP_ONES_LIKE:
 	case DT_OP_FULL_LIKE: /* read the shape only */
-		return CONFINED;
+		return DT_PAD_CONFINED;
 	case DT_OP_SUM: case DT_OP_SUM_DIM:
 		sums = true;
 		*fill = 0;
@@ -388,6 +396,8 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		break;
 	case DT_OP_SLICE: case DT_OP_NARROW: case DT_OP_SELECT:
 	case DT_OP_UNBIND: case DT_OP_SQUEEZE_DIM:
+		if (op == DT_OP_SLICE && whole_slice(m, b))
+			return DT_PAD_CONFINED;
 		across = dim_param(b, 1, rank);
 		break;
 	case DT_OP_SPLIT: case DT_OP_SPLIT_WITH_SIZES: case DT_OP_CHUNK:
@@ -395,7 +405,7 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 		across = dim_param(b, 2, rank);
 		break;
 	case DT_OP_SELECT_BACKWARD: /* grad lacks dim: every dim moves */
-		return CONFINED;
+		return DT_PAD_CONFINED;
 	case DT_OP_SQUEEZE_DIMS:
 		across = dims_param(b, m, 1, rank);
 		break;
@@ -406,205 +416,28 @@ static enum use reads(const struct dt_module *m, enum dt_op op,
 	case DT_OP_EMBEDDING: /* padded indices look up row 0 */
 		*fill = 0;
 		if (p == 1)
-			return MASKED;
+			return DT_PAD_MASKED;
 		across = 1u << 0; /* the weight's rows; a column stays one */
 		break;
 	case DT_OP_EMBEDDING_DENSE_BACKWARD: /* rows of padding add 0 to row 0 */
 		*fill = 0;
 		return (p == 0 || p == 1) && b->arg[4] && !b->arg[4]->v.b
-			       ? MASKED
-			       : REFUSED;
+			       ? DT_PAD_MASKED
+			       : DT_PAD_REFUSED;
 	case DT_OP_VIEW: case DT_OP_UNSAFE_VIEW: case DT_OP_RESHAPE:
 	case DT_OP_EXPAND:
 		if (p == 0 && keeps_padded(m, b, shape, rank, bits,
 					   op == DT_OP_EXPAND))
-			return CONFINED;
-		return p == 0 && op != DT_OP_EXPAND ? VIEWED : REFUSED;
+			return DT_PAD_CONFINED;
+		return p == 0 && op != DT_OP_EXPAND ? DT_PAD_VIEWED : DT_PAD_REFUSED;
 	case DT_OP_NLL_LOSS_FORWARD: case DT_OP_NLL_LOSS_BACKWARD:
 		return nll_rows(m, op, b, p, bits, fill);
 	default:
-		return REFUSED;
+		return DT_PAD_REFUSED;
 	}
 	if (!(across & bits))
-		return CONFINED;
-	return sums || extremes ? MASKED : REFUSED;
-}
-
-/* ------------------------------------------------------------------ */
-/* Views that merge a padded dim into the dims before it, or split one. */
-
-/* Input dims [i0, i1) of a view become output dims [o0, o1). */
-struct vgroup {
-	int i0, i1, o0, o1;
-};
-
-/* The groups of a view from global shape gi[0..ri) to go[0..ro): the
- * shortest runs of dims, taken in order, whose element counts match
- * (trailing size-1 dims a group of their own). Returns their count, or -1
- * when the counts never match (zero-size dims). */
-static int view_groups(const int64_t *gi, int ri, const int64_t *go, int ro,
-		       struct vgroup *out)
-{
-	int i = 0, o = 0, n = 0;
-	while (i < ri || o < ro) {
-		struct vgroup g = {i, i, o, o};
-		int64_t pi = i < ri ? gi[i++] : 1, po = o < ro ? go[o++] : 1;
-		while (pi != po) {
-			if (pi < po && i < ri)
-				pi *= gi[i++];
-			else if (po < pi && o < ro)
-				po *= go[o++];
-			else
-				return -1;
-		}
-		g.i1 = i;
-		g.o1 = o;
-		out[n++] = g;
-	}
-	return n;
-}
-
-/* The global indices of the elements of dims [d0, d1) of a value of
- * global shape g under pl held by the rank at coord, the dims merged into
- * one in the local row-major order, into out (capacity: the product of
- * g[d0..d1)); idx is scratch of capacity max g[d]. Returns their count. */
-static int64_t merged_indices(const struct dt_placements *pl,
-			      const struct dt_mesh *me, const int64_t *coord,
-			      const int64_t *g, int d0, int d1, int64_t *out,
-			      int64_t *idx)
-{
-	int64_t n = 1;
-	out[0] = 0;
-	for (int d = d0; d < d1; d++) {
-		int64_t k;
-		dt_shard_indices(pl, me->shape, coord, d, g[d], idx, &k);
-		for (int64_t p = n; p-- > 0;) { /* in place, from the end */
-			int64_t outer = out[p] * g[d];
-			for (int64_t j = k; j-- > 0;)
-				out[p * k + j] = outer + idx[j];
-		}
-		n *= k;
-	}
-	return n;
-}
-
-/* Indices same_indices compares at most (a refusal beyond). */
-#define VIEW_CHECK_LIMIT (INT64_C(1) << 24)
-
-/* Whether every rank holds the same global elements, in the same local
- * order, in input dims [i0, i1) of gi under pin as in output dims
- * [o0, o1) of go under pout, each side's dims merged: then the view maps
- * the rank's valid elements onto its shard of the output, in order. */
-static bool same_indices(const struct dt_mesh *me,
-			 const struct dt_placements *pin, const int64_t *gi,
-			 const struct dt_placements *pout, const int64_t *go,
-			 const struct vgroup *g)
-{
-	int64_t numel = 1, longest = 1;
-	for (int d = g->i0; d < g->i1; d++) {
-		numel *= gi[d];
-		longest = gi[d] > longest ? gi[d] : longest;
-	}
-	for (int d = g->o0; d < g->o1; d++)
-		longest = go[d] > longest ? go[d] : longest;
-	if (numel > VIEW_CHECK_LIMIT / me->size)
-		return false;
-	int64_t *a = dt_malloc((size_t)(2 * numel + longest + 1) * sizeof *a);
-	int64_t *b = a + numel, *idx = b + numel;
-	bool same = true;
-	for (int64_t pos = 0; pos < me->size && same; pos++) {
-		int64_t coord[DT_MAX_MESH_DIMS];
-		dt_mesh_coords(me, pos, coord);
-		int64_t na = merged_indices(pin, me, coord, gi, g->i0, g->i1, a,
-					    idx);
-		int64_t nb = merged_indices(pout, me, coord, go, g->o0, g->o1,
-					    b, idx);
-		same = na == nb &&
-		       memcmp(a, b, (size_t)na * sizeof *a) == 0;
-	}
-	dt_free(a);
-	return same;
-}
-
-/* The product of sizes[d0..d1). */
-static int64_t prod(const int64_t *sizes, int d0, int d1)
-{
-	int64_t p = 1;
-	for (int d = d0; d < d1; d++)
-		p *= sizes[d];
-	return p;
-}
-
-/* The first set bit of bits in [d0, d1) (or -1), and their count. */
-static int first_bit(unsigned bits, int d0, int d1, int *count)
-{
-	int first = -1;
-	*count = 0;
-	for (int d = d0; d < d1; d++)
-		if (bits & (1u << d)) {
-			first = first < 0 ? d : first;
-			++*count;
-		}
-	return first;
-}
-
-/* How view node n (view, _unsafe_view or reshape; output placements pl on
- * mesh `mesh`, global metadata still on the node) reads its padded input
- * x. The view goes group by group (view_groups); a group with padding on
- * either side must hold the same elements in the same order on every rank
- * (same_indices). A kept dim is then CONFINED. One group may merge one
- * padded dim d into the unpadded dims before it (and after it, inner):
- * the local view leaves the rank's rows in `pieces` (the product of the
- * local sizes before d) padded pieces of output dim `dim`, which
- * dt.pack_pieces packs after the view (PACK); or split padded dim `dim`
- * into unpadded dims and one padded one: dt.unpack_pieces spreads the
- * rows into pieces before it (UNPACK). Anything else is REFUSED. */
-static enum use view_pieces(const struct dt_module *m, const struct dt_node *n,
-			    uint32_t x, int mesh,
-			    const struct dt_placements *pl, int *dim,
-			    int64_t *pieces)
-{
-	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, x));
-	if (sh->mesh != mesh || n->ntensors != 1)
-		return REFUSED;
-	const struct dt_mesh *me = &m->meshes.data[mesh];
-	int ri, ro;
-	const int64_t *gi = dt_ints_get(m, sh->global_shape, &ri);
-	const int64_t *go = dt_ints_get(m, dt_node_tensor(m, n, 0)->shape, &ro);
-	unsigned bin = padded_bits(me, &sh->placements, gi, ri),
-		 bout = padded_bits(me, pl, go, ro);
-	int64_t li[DT_MAX_RANK], lo[DT_MAX_RANK];
-	dt_shard_shape(me, &sh->placements, -1, gi, ri, li);
-	dt_shard_shape(me, pl, -1, go, ro, lo);
-	struct vgroup g[2 * DT_MAX_RANK];
-	int ng = view_groups(gi, ri, go, ro, g);
-	enum use u = ng < 0 ? REFUSED : CONFINED;
-	for (int k = 0; k < ng && u != REFUSED; k++) {
-		int ci, co;
-		int di = first_bit(bin, g[k].i0, g[k].i1, &ci),
-		    dout = first_bit(bout, g[k].o0, g[k].o1, &co);
-		if (!ci && !co)
-			continue;
-		bool one_in = g[k].i1 - g[k].i0 == 1,
-		     one_out = g[k].o1 - g[k].o0 == 1;
-		if (!same_indices(me, &sh->placements, gi, pl, go, &g[k]))
-			return REFUSED;
-		if (one_in && one_out)
-			continue;
-		int64_t np = one_out && ci == 1 && co <= 1
-				     ? prod(li, g[k].i0, di)
-			     : one_in && co == 1 && ci <= 1
-				     ? prod(lo, g[k].o0, dout)
-				     : 0;
-		if (np == 1)
-			continue; /* the padded dim leads: the layout is kept */
-		if (!np || u != CONFINED)
-			return REFUSED;
-		u = one_out && ci == 1 ? PACK : UNPACK;
-		*dim = u == PACK ? g[k].o0 : g[k].i0;
-		*pieces = np;
-	}
-	return u;
+		return DT_PAD_CONFINED;
+	return sums || extremes ? DT_PAD_MASKED : DT_PAD_REFUSED;
 }
 
 /* Whether cat (along dim k) or stack of the node list `list` keeps
@@ -656,7 +489,7 @@ struct input {
 	uint32_t arg;   /* index in m->args of its node arg */
 	uint32_t node;  /* the local value */
 	unsigned bits;  /* its padded dims */
-	double fill;    /* MASKED: what its padding becomes */
+	double fill;    /* DT_PAD_MASKED: what its padding becomes */
 };
 
 static int refuse(struct dt_lower *l, uint32_t id, const char *name,
@@ -689,62 +522,6 @@ static int refuse(struct dt_lower *l, uint32_t id, const char *name,
 	return DT_EINPUT;
 }
 
-/* dt.pack_pieces (op) or dt.unpack_pieces of x, a value of global shape
- * g[0..rank) under pl on mesh `mesh` whose dim `dim` holds `pieces`
- * pieces; 0 after a report. */
-static uint32_t emit_pieces(struct dt_lower *l, enum dt_op op, int mesh,
-			    uint32_t x, const struct dt_placements *pl,
-			    const int64_t *g, int rank, int dim,
-			    int64_t pieces)
-{
-	const struct dt_mesh *me = &l->m->meshes.data[mesh];
-	char buf[320];
-	struct dt_arg args[7];
-	uint32_t n = 0;
-	args[n++] = (struct dt_arg){.kind = DT_ARG_NODE, .v.node = x};
-	args[n++] = (struct dt_arg){.kind = DT_ARG_STR, .v.s = me->name};
-	dt_placements_print(pl, buf, sizeof buf);
-	args[n++] = str_arg(l->m, buf);
-	args[n++] = (struct dt_arg){.kind = DT_ARG_INTS, .len = (uint32_t)rank,
-				    .v.ints = dt_ints_intern(l->m, g, (size_t)rank)};
-	args[n++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = dim};
-	args[n++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = pieces};
-	dt_placements_print_order(pl, me, &l->m->strings, buf, sizeof buf);
-	if (buf[0])
-		args[n++] = str_arg(l->m, buf);
-	return dt_lower_emit(l, op, op == DT_OP_PACK_PIECES ? "pack" : "unpack",
-			     args, n);
-}
-
-int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id)
-{
-	struct dt_module *m = l->m;
-	if (l->pieces.view != id)
-		return DT_OK;
-	l->pieces.view = 0;
-	struct dt_node *n = dt_node_get(m, id);
-	uint32_t s = n->sharding;
-	const struct dt_sharding sh = m->shardings.data[s];
-	int rank;
-	int64_t g[DT_MAX_RANK];
-	const int64_t *gs = dt_ints_get(m, sh.global_shape, &rank);
-	memcpy(g, gs, (size_t)rank * sizeof *g);
-	char name[256];
-	dt_lower_copy_name(m, id, name, sizeof name);
-	l->before = n->next;
-	l->base = name;
-	l->line = n->line;
-	n->sharding = DT_NO_SHARDING; /* pieces, not a padded shard */
-	uint32_t z = emit_pieces(l, DT_OP_PACK_PIECES, sh.mesh, id,
-				 &sh.placements, g, rank, l->pieces.dim,
-				 l->pieces.count);
-	if (!z)
-		return DT_EINPUT;
-	dt_node_get(m, z)->sharding = s;
-	l->local[id] = z;
-	return DT_OK;
-}
-
 int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 		     const struct dt_placements *pl)
 {
@@ -756,7 +533,7 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 	struct input in[DT_MAX_PARAMS];
 	int nin = 0, dim = -1;
 	int64_t pieces = 1;
-	enum use view = CONFINED;
+	enum dt_pad_use view = DT_PAD_CONFINED;
 	char name[256];
 	dt_lower_copy_name(m, id, name, sizeof name);
 	for (int p = 0; p < b.nparams; p++) {
@@ -785,20 +562,20 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 		const struct dt_tensor *t =
 			dt_node_tensor(m, dt_node_get(m, one.node), 0);
 		const int64_t *shape = dt_ints_get(m, t->shape, &rank);
-		enum use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, shape,
+		enum dt_pad_use u = reads(m, (enum dt_op)n->op, &b, p, one.bits, shape,
 				   rank, (enum dt_dtype)t->dtype, &one.fill);
-		if (u == VIEWED)
-			u = view = view_pieces(m, n, one.node, mesh, pl, &dim,
-					       &pieces);
-		if (u == REFUSED)
+		if (u == DT_PAD_VIEWED)
+			u = view = dt_lower_view_pieces(m, n, one.node, mesh, pl,
+						       &dim, &pieces);
+		if (u == DT_PAD_REFUSED)
 			return refuse(l, id, name, &one);
-		if (u == MASKED || u == UNPACK)
+		if (u == DT_PAD_MASKED || u == DT_PAD_UNPACK)
 			in[nin++] = one;
 	}
 	l->before = id;
 	l->base = name;
 	l->line = n->line;
-	if (view == PACK)
+	if (view == DT_PAD_PACK)
 		l->pieces = (struct dt_lower_pieces){id, dim, pieces};
 	for (int i = 0; i < nin; i++) {
 		const struct dt_sharding sh =
@@ -807,8 +584,8 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 		int64_t g[DT_MAX_RANK];
 		const int64_t *gs = dt_ints_get(m, sh.global_shape, &rank);
 		memcpy(g, gs, (size_t)rank * sizeof *g);
-		uint32_t z = view == UNPACK
-			? emit_pieces(l, DT_OP_UNPACK_PIECES, sh.mesh,
+		uint32_t z = view == DT_PAD_UNPACK
+			? dt_lower_emit_pieces(l, DT_OP_UNPACK_PIECES, sh.mesh,
 				      in[i].node, &sh.placements, g, rank, dim,
 				      pieces)
 			: dt_lower_emit_spmd(l, DT_OP_LOCAL_SHARD, sh.mesh,
@@ -817,7 +594,7 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
 					     in[i].fill);
 		if (!z)
 			return DT_EINPUT;
-		if (view != UNPACK) /* unpacked: pieces, not a padded shard */
+		if (view != DT_PAD_UNPACK) /* unpacked: pieces, not a padded shard */
 			dt_node_get(m, z)->sharding = dt_lower_add_sharding(
 				l, sh.mesh, &sh.placements, g, rank);
 		m->args.data[in[i].arg].v.node = z;
