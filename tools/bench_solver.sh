@@ -44,7 +44,7 @@ for i in ${instances[*]}; do
   fi
   cost=$(awk '$1 == "cost" { print $2 }' "$tmp/eval")
   score=$(python3 -c 'import sys; c, b, ok = sys.argv[1:]; print("%.3f" % (int(b) / int(c) if ok == "yes" and c else 0))' "${cost:-0}" "${best[$i]}" "$feasible")
-  cpu=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) + float(sys.argv[2])))' "$user" "$sys")
+  cpu_s=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) + float(sys.argv[2])))' "$user" "$sys")
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$i" "$nodes" "$t" \
-    "${cost:-none}" "${best[$i]}" "$score" "$feasible" "$cpu" "$wall"
+    "${cost:-none}" "${best[$i]}" "$score" "$feasible" "$cpu_s" "$wall"
 done
