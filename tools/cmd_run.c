@@ -7,7 +7,9 @@
  * ends in an agreement (an all-reduce of the exit code), so all ranks stop
  * together and rank 0 prints each distinct diagnostic once. A failure
  * inside a run may leave peers waiting in a collective, so the failing rank
- * prints its message and calls MPI_Abort with the exit code. The CLI's own
+ * prints its message and exits with the exit code without finalizing:
+ * mpirun then ends the job (MPI_Abort would too, but two ranks calling it
+ * at once can crash OpenMPI 4's mpirun in pmix_server_log). The CLI's own
  * MPI calls (agreements, gathers) keep MPI_COMM_WORLD's default handler:
  * an MPI failure there ends the job. --compare and --check are in
  * cmd_run_compare.c. */
@@ -156,8 +158,7 @@ static int fail_run(struct dt_runner *c, int code)
 	if (c->size > 1) {
 		fprintf(stderr, "dtopt run: rank %d of %d failed; ending the "
 			"job (exit code %d)\n", c->rank, c->size, code);
-		fflush(stderr);
-		MPI_Abort(MPI_COMM_WORLD, code);
+		dt_runner_end_job(code);
 	}
 #endif
 	return code;
@@ -722,7 +723,7 @@ static const char run_help[] =
 	"(|a-b| <= tol + tol*max(|a|,|b|), tol 1e-5 float32, 1e-2 bfloat16, 1e-3\n"
 	"float16, 1e-9 float64, 0 for integers and bool) or MISMATCH.\n"
 	"Exit codes (the same on every rank): 0 ok, 1 bad input or a mismatch,\n"
-	"2 usage, 3 runtime failure (a failing rank ends the job with MPI_Abort).\n";
+	"2 usage, 3 runtime failure (a failing rank ends the whole job).\n";
 
 /* Whether the launcher says this process is not rank 0 (so usage errors,
  * which every rank hits alike, are printed once). */

@@ -56,11 +56,16 @@ int dt_runner_check_memory(struct dt_runner *c, struct dt_module *m,
  * --timeout in `step` the rank prints that it waited there and exits 3
  * (mpirun then ends the job). A NULL step disarms it. */
 void dt_runner_watchdog_start(struct dt_runner *c);
+/* End an MPI job from this rank: flush, exit with `code` without
+ * finalizing; mpirun sees a rank fail and ends the others. Not
+ * MPI_Abort: two ranks calling it at once can crash OpenMPI 4's mpirun
+ * (pmix_server_log), as the faults suite saw. */
+_Noreturn void dt_runner_end_job(int code);
 void dt_runner_step(struct dt_runner *c, const char *step);
 #if DTOPT_HAVE_MPI
 /* Complete nonblocking MPI request *req of `what` (for the message), or,
- * past --timeout, print that a peer rank stopped and end the job with
- * MPI_Abort (exit 3). */
+ * past --timeout, print that a peer rank stopped and end the job (exit
+ * 3). */
 void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what);
 #endif
 /* Load paths[0..n) on every rank ("{rank}" in a path is this rank) and
@@ -71,7 +76,7 @@ int dt_runner_load(struct dt_runner *c, const char *const *paths, int n,
 		   struct dt_module **m, int global_ok);
 /* Run `m` on a fresh backend: the MPI one, or (reference, or --backend
  * cpu) the single-process CPU one. Returns the agreed exit code; a failure
- * inside an MPI run on several ranks ends the job with MPI_Abort. On
+ * inside an MPI run on several ranks ends the job (dt_runner_end_job). On
  * success the caller finalizes *res. */
 int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 		      const struct dt_run_options *ro, struct dt_run_result *res);
