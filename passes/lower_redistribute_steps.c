@@ -490,6 +490,7 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	case DT_REDIST_CHUNK: return step_chunk(l, &k, x, coord);
 	case DT_REDIST_PARTITION:
 		return s->divisor > 1 ? emit_div(l, x, s->divisor) : x;
+	case DT_REDIST_PERMUTE:
 	case DT_REDIST_NKINDS: break;
 	}
 	DT_REQUIRE(!"unknown step kind");
