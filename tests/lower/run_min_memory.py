@@ -12,6 +12,10 @@ mpirun per mesh; 509 redistributions in all (size-1 mesh dims and
 repeats dropped). The plans
 must use all_permute somewhere (lowered as all_to_all_single with one
 nonzero split each way, named "r.all_permute"), so the permutes are proven.
+Then the worked case alone under both modes: rank 0's measured peak
+(dtopt run --summary) must be at most 3 x 24 B with min-memory (its 6-element
+shard, the kept input, the collective's send and receive buffers) and at
+least 288 B (72 gathered elements) with DTensor's plan.
 
 usage: run_min_memory.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
 Exit 0 when every table passed, 1 otherwise."""
@@ -19,6 +23,7 @@ import argparse
 import importlib.util
 import os
 import random
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,6 +79,26 @@ def random_table(seed, mesh, dims, count):
     return {"mesh": mesh, "dims": dims, "reds": reds}
 
 
+def measured_peaks(r, dtopt):
+    """Rank 0's measured peak bytes (dtopt run --summary) of the worked
+    case alone, lowered per rank by each mode: {mode: bytes}."""
+    lower.write_table("worked", {"mesh": (2, 2, 3, 2),
+                                 "dims": ("x1", "x2", "y1", "y2"),
+                                 "reds": [WORKED]},
+                      os.path.join(r.workdir, "w.xml"))
+    peaks = {}
+    for mode in ("dtensor", "min-memory"):
+        r.run([dtopt, "opt", "-p", "lower-redistribute", "--redistribute=" + mode,
+               "w.xml", "-o", mode + ".{rank}.xml"])
+        out, _ = r.run([dtopt, "run", "--backend", "mpi", "--summary",
+                        mode + ".{rank}.xml"], np=24)
+        m = re.search(r"peak (\d+) bytes", out)
+        if not m:
+            raise lower.Failure("no peak in:\n" + out)
+        peaks[mode] = int(m.group(1))
+    return peaks
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtopt", required=True)
@@ -107,8 +132,16 @@ def main():
                 raise lower.Failure("expected %d bitwise outputs:\n%s"
                                     % (len(labels), out))
             total += len(labels)
+        peaks = measured_peaks(r, args.dtopt)
     except lower.Failure as e:
         print("FAIL (mesh %s): %s" % (mesh, e))
+        return 1
+    # The worked case holds 6 elements (24 B) per rank; the runtime's peak
+    # also counts the graph input it keeps and the collective's send and
+    # receive buffers: 3 x 24 B. DTensor's plan gathers 72 elements (288 B).
+    print("worked case, measured peak bytes of rank 0: %s" % peaks)
+    if peaks["min-memory"] > 3 * 24 or peaks["dtensor"] < 288:
+        print("FAIL: expected min-memory <= 72 B and dtensor >= 288 B")
         return 1
     print("%d redistributions bitwise equal, %d all_permute steps on rank 0"
           % (total, permutes))
