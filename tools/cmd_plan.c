@@ -460,6 +460,10 @@ static void print_modes(const struct dt_redist_plan *plans, int chosen,
 			i == chosen ? " *" : "  ", names[i],
 			dt_redist_plan_cost(&plans[i]),
 			dt_redist_plan_peak(&plans[i]), plans[i].steps.len);
+	if (plans[1].method != DT_REDIST_MIN_MEMORY)
+		fputs("  (min-memory is DTensor's plan here: partial or _S "
+		      "placements, or too many states)\n",
+		      out);
 	double peak = dt_redist_plan_peak(&plans[chosen]);
 	fprintf(out, "  peak %.0f bytes per device (%.0f elements; collective "
 		"buffers not counted)\n",
