@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
+    args.dtopt = os.path.abspath(args.dtopt)
     os.makedirs(args.workdir, exist_ok=True)
     r = lower.Runner(args, args.workdir)
     total = permutes = 0
