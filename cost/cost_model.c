@@ -83,6 +83,26 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 	return cost;
 }
 
+double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
+		       double bytes)
+{
+	struct dt_mesh_links links;
+	dt_mesh_links(t, mesh, &links);
+	double bandwidth = 0, latency = 0;
+	for (int d = 0; d < mesh->ndim; d++) {
+		if (mesh->shape[d] == 1)
+			continue;
+		if (bandwidth == 0 || links.bandwidth[d] < bandwidth)
+			bandwidth = links.bandwidth[d];
+		if (links.latency[d] > latency)
+			latency = links.latency[d];
+	}
+	if (bandwidth == 0) /* one rank: the launch only */
+		return t->base_latency;
+	return t->base_latency + latency +
+	       bytes / (double)(1 << 30) / bandwidth * 1e6;
+}
+
 static double tensor_bytes(const struct dt_module *m, const struct dt_tensor *t)
 {
 	int rank;

@@ -44,6 +44,13 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		    const uint8_t *dims, int ndims, enum dt_comm_kind kind,
 		    double bytes);
 
+/* Modelled time, µs, of an all_permute (dt.all_permute) over the whole
+ * mesh: every rank sends `bytes` to one other rank, one hop on the
+ * slowest link of the mesh: base latency + its hop latency + bytes over
+ * its bandwidth. */
+double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
+		       double bytes);
+
 /* The bytes the model charges for collective node `n` (see dt_comm_cost),
  * from its input and output tensors; 0 when they are unknown. */
 double dt_comm_bytes(const struct dt_module *m, const struct dt_node *n);

@@ -32,6 +32,9 @@ struct dt_bisect {
 /* Options a pass may read (set from the command line). */
 struct dt_pass_options {
 	bool create_groups; /* passes may declare missing flattened groups */
+	/* lower-redistribute's plans: enum dt_redist_mode (redistribute.h),
+	 * 0 = DTensor's, 1 = min-memory (--redistribute=). */
+	uint8_t redistribute;
 	bool force_fusion;  /* fuse even where the cost model says slower */
 	/* The cost model's machine: the module's <topology> (or defaults)
 	 * with command-line overrides; NULL = the module's. */

@@ -30,6 +30,16 @@ void dt_redist_step_fill(const struct dt_redist_plan *plan,
 void dt_redist_step_price(const struct dt_redist_plan *plan,
 			  struct dt_redist_step *s);
 
+/* The search's state key of placements with their shard order (8 bits a
+ * mesh dim: kind, tensor dim or reduce op, order position). */
+uint64_t dt_redist_state_key(const struct dt_placements *pl);
+
+/* The min-memory plan of plan->src -> plan->dst (redistribute/
+ * min_memory.c); appends the steps. Returns false, appending nothing, when
+ * the request is outside its reach (partial or _S placements, too many
+ * states): the caller plans DTensor's way instead. */
+bool dt_redist_min_memory(struct dt_redist_plan *plan);
+
 /* Plan->src to plan->dst (both normalized: no _S) by DTensor's min-cost
  * search; appends the steps to plan->steps. DT_OK, or DT_EINPUT with a
  * message when the search grows past its state limit. */

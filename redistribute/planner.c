@@ -24,6 +24,7 @@ static const char *const kind_names[DT_REDIST_NKINDS] = {
 	[DT_REDIST_ALL_TO_ALL] = "all_to_all",
 	[DT_REDIST_CHUNK] = "chunk",
 	[DT_REDIST_PARTITION] = "partition",
+	[DT_REDIST_PERMUTE] = "all_permute",
 };
 
 const char *dt_redist_kind_name(enum dt_redist_kind kind)
@@ -39,8 +40,20 @@ int dt_redist_kind_comm(enum dt_redist_kind kind)
 	case DT_REDIST_ALL_REDUCE: return DT_COMM_ALL_REDUCE;
 	case DT_REDIST_REDUCE_SCATTER: return DT_COMM_REDUCE_SCATTER;
 	case DT_REDIST_ALL_TO_ALL: return DT_COMM_ALL_TO_ALL;
+	case DT_REDIST_PERMUTE: return DT_COMM_ALL_TO_ALL;
 	default: return -1;
 	}
+}
+
+bool dt_redist_mode_parse(const char *text, enum dt_redist_mode *mode)
+{
+	if (!strcmp(text, "dtensor"))
+		*mode = DT_REDIST_MODE_DTENSOR;
+	else if (!strcmp(text, "min-memory"))
+		*mode = DT_REDIST_MODE_MIN_MEMORY;
+	else
+		return false;
+	return true;
 }
 
 bool dt_redist_is_shard(const struct dt_placement *p)
@@ -163,8 +176,12 @@ void dt_redist_step_price(const struct dt_redist_plan *plan,
 		       (double)shard_count(&plan->mesh, &s->before);
 	s->bytes = comm == DT_COMM_ALL_GATHER ? local * (double)s->group_size
 					      : local;
-	s->cost_us = dt_comm_cost(&plan->topology, &plan->mesh, s->dims,
-				  s->ndims, (enum dt_comm_kind)comm, s->bytes);
+	s->cost_us = s->kind == DT_REDIST_PERMUTE
+			     ? dt_permute_cost(&plan->topology, &plan->mesh,
+					       s->bytes)
+			     : dt_comm_cost(&plan->topology, &plan->mesh,
+					    s->dims, s->ndims,
+					    (enum dt_comm_kind)comm, s->bytes);
 }
 
 void dt_redist_step_fill(const struct dt_redist_plan *plan,
@@ -396,6 +413,11 @@ int dt_redist_plan_init(struct dt_redist_plan *plan,
 	plan->src = req->src;
 	plan->dst = req->dst;
 
+	if (req->mode == DT_REDIST_MODE_MIN_MEMORY &&
+	    dt_redist_min_memory(plan)) {
+		plan->method = DT_REDIST_MIN_MEMORY;
+		return DT_OK;
+	}
 	bool strided = has_strided(&req->src) || has_strided(&req->dst);
 	if (!strided && dt_placements_has_default_order(&req->src) &&
 	    dt_placements_has_default_order(&req->dst)) {
@@ -419,6 +441,30 @@ int dt_redist_plan_init(struct dt_redist_plan *plan,
 void dt_redist_plan_fini(struct dt_redist_plan *plan)
 {
 	dt_vec_free(&plan->steps);
+}
+
+double dt_redist_local_bytes(const struct dt_redist_plan *plan,
+			     const struct dt_placements *pl)
+{
+	int64_t coord[DT_MAX_MESH_DIMS], shape[DT_MAX_RANK], most = 0;
+	for (int64_t pos = 0; pos < plan->mesh.size; pos++) {
+		dt_mesh_coords(&plan->mesh, pos, coord);
+		dt_redist_local_shape(plan, pl, coord, shape);
+		int64_t n = dt_numel(shape, plan->rank);
+		most = n > most ? n : most;
+	}
+	return (double)most * dt_dtype_size(plan->dtype);
+}
+
+double dt_redist_plan_peak(const struct dt_redist_plan *plan)
+{
+	double peak = dt_redist_local_bytes(plan, &plan->src);
+	for (uint32_t i = 0; i < plan->steps.len; i++) {
+		double b = dt_redist_local_bytes(plan,
+						 &plan->steps.data[i].after);
+		peak = b > peak ? b : peak;
+	}
+	return peak;
 }
 
 double dt_redist_plan_cost(const struct dt_redist_plan *plan)

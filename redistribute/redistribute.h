@@ -39,11 +39,19 @@ enum dt_redist_kind {
 	DT_REDIST_ALL_TO_ALL,     /* S(a)->S(b). Uneven: pad as all_gather */
 	DT_REDIST_CHUNK,          /* R->S(d), local: chunk dim d, keep own piece */
 	DT_REDIST_PARTITION,      /* R->P(op), local: divide by `divisor` */
+	DT_REDIST_PERMUTE,        /* dt.all_permute over the whole mesh (ndims
+				     = all mesh dims, group -1): every rank
+				     sends its whole shard under `before` to
+				     the rank that holds the same global block
+				     under `after` (dt_redist_permute_map);
+				     equal local shapes. Priced as an
+				     all_to_all of the local bytes over the
+				     mesh (the model has no point-to-point) */
 	DT_REDIST_NKINDS
 };
 
 /* "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk",
- * "partition". */
+ * "partition", "all_permute". */
 const char *dt_redist_kind_name(enum dt_redist_kind kind);
 /* The collective of a step kind (enum dt_comm_kind), or -1 for local work. */
 int dt_redist_kind_comm(enum dt_redist_kind kind);
@@ -85,7 +93,27 @@ struct dt_redist_step {
 enum dt_redist_method {
 	DT_REDIST_GREEDY,   /* DTensor's default plan (default shard orders) */
 	DT_REDIST_MIN_COST, /* Dijkstra over (placements, shard order) */
+	DT_REDIST_MIN_MEMORY, /* the normal form (--redistribute=min-memory) */
 };
+
+/* Which plans the planner makes (--redistribute=MODE). */
+enum dt_redist_mode {
+	DT_REDIST_MODE_DTENSOR,    /* "dtensor": DTensor's plans (default) */
+	DT_REDIST_MODE_MIN_MEMORY, /* "min-memory": the plan whose largest
+				      shard on any rank between steps is
+				      smallest (slice early, gather late,
+				      all_to_all and at most
+				      DT_REDIST_MAX_PERMUTES all_permutes),
+				      cheapest among those; DTensor's plan
+				      for partial or _S placements */
+};
+/* At most this many all_permute steps in a min-memory plan. The paper's
+ * normal form (arXiv 2112.01075) needs one, its all-to-all moving any
+ * mesh axis; dtopt's all_to_all moves the last mesh dim of a shard order
+ * only, and the worked transpose of semantics §3 then needs two. */
+#define DT_REDIST_MAX_PERMUTES 2
+/* "dtensor" or "min-memory" into *mode; false for any other text. */
+bool dt_redist_mode_parse(const char *text, enum dt_redist_mode *mode);
 
 /* What to plan. `src` and `dst` carry their shard orders (default order if
  * built by dt_placements_parse without one). */
@@ -96,6 +124,7 @@ struct dt_redist_request {
 	int rank;                           /* tensor rank, 0 .. DT_MAX_RANK */
 	int64_t shape[DT_MAX_RANK];         /* global shape */
 	struct dt_placements src, dst;
+	enum dt_redist_mode mode;           /* zero: dtensor */
 };
 
 struct dt_redist_plan {
@@ -123,6 +152,21 @@ int dt_redist_plan_init(struct dt_redist_plan *plan,
 			const struct dt_redist_request *req, char *err,
 			size_t errlen);
 void dt_redist_plan_fini(struct dt_redist_plan *plan);
+
+/* Peak bytes per device: the largest shard any rank holds under src or
+ * after any step (uneven: the largest rank's), times the element size.
+ * Buffers a collective uses while it runs (its input and output both
+ * live, pads) are not counted. */
+double dt_redist_plan_peak(const struct dt_redist_plan *plan);
+/* Largest bytes any rank holds under placements `pl` of the plan's mesh. */
+double dt_redist_local_bytes(const struct dt_redist_plan *plan,
+			     const struct dt_placements *pl);
+/* Where a DT_REDIST_PERMUTE step sends each shard: dest[p] is the mesh
+ * position (row-major) that receives what position p holds, for the
+ * plan's mesh->size positions. Ranks holding the same block (replicas)
+ * pair in mesh order. */
+void dt_redist_permute_map(const struct dt_redist_plan *plan,
+			   const struct dt_redist_step *s, int64_t *dest);
 
 /* Sum of the steps' modelled times, µs. */
 double dt_redist_plan_cost(const struct dt_redist_plan *plan);

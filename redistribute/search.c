@@ -37,7 +37,7 @@
 
 /* A state packed into 8 bits per mesh dim: kind (2 bits), tensor dim or
  * reduce op (3 bits), order position (3 bits). */
-static uint64_t encode(const struct dt_placements *pl)
+uint64_t dt_redist_state_key(const struct dt_placements *pl)
 {
 	uint64_t key = 0;
 	for (int m = 0; m < pl->ndim; m++) {
@@ -181,7 +181,7 @@ static void offer(struct search *s, uint32_t from, int m,
 		  const struct dt_placements *next, int comm, double bytes)
 {
 	bool added;
-	uint32_t to = state_of(s, encode(next), &added);
+	uint32_t to = state_of(s, dt_redist_state_key(next), &added);
 	if (s->states.data[to].visited)
 		return;
 	s->counter++;
@@ -340,9 +340,9 @@ int dt_redist_search(struct dt_redist_plan *plan,
 {
 	struct search s = {.plan = plan};
 	collect_ops(&s, src, dst);
-	uint64_t goal = encode(dst);
+	uint64_t goal = dt_redist_state_key(dst);
 	bool added;
-	uint32_t start = state_of(&s, encode(src), &added);
+	uint32_t start = state_of(&s, dt_redist_state_key(src), &added);
 	heap_push(&s, (struct entry){0, 0, start});
 	int status = DT_OK;
 	for (;;) {

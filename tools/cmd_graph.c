@@ -6,6 +6,7 @@
 #include "frontend.h"
 #include "opt_output.h"
 #include "passes.h"
+#include "redistribute.h"
 #include "sharding.h"
 
 #include <errno.h>
@@ -94,6 +95,9 @@ static const char opt_help[] =
 	"                        stderr\n"
 	"      --create-groups   let passes declare flattened groups the graph lacks\n"
 	"                        (written with generated=\"true\")\n"
+	"      --redistribute=MODE  lower-redistribute's plans: dtensor (DTensor's,\n"
+	"                        default) or min-memory (smallest shards, with\n"
+	"                        all_permute steps; per-rank lowering only)\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
 	"                        fused one is slower\n";
 /* The pass options' part of the help (one string would pass C's 4095). */
@@ -282,6 +286,7 @@ int dt_cmd_opt(int argc, char **argv)
 		{"remarks", optional_argument, NULL, 'R'},
 		{"report", optional_argument, NULL, 'r'},
 		{"create-groups", no_argument, NULL, 'G'},
+		{"redistribute", required_argument, NULL, 'W'},
 		{"force-fusion", no_argument, NULL, 'F'},
 		{"search", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'K'},
@@ -342,6 +347,17 @@ int dt_cmd_opt(int argc, char **argv)
 						      "text or json", optarg);
 			break;
 		case 'G': popt.pass.create_groups = true; break;
+		case 'W': {
+			enum dt_redist_mode mode;
+			if (!dt_redist_mode_parse(optarg, &mode))
+				return dt_usage_error("opt",
+						      "unknown --redistribute "
+						      "'%s' (dtensor or "
+						      "min-memory)",
+						      optarg);
+			popt.pass.redistribute = (uint8_t)mode;
+			break;
+		}
 		case 'F': popt.pass.force_fusion = true; break;
 		case 'S':
 			if (strcmp(optarg, "pq") == 0 || strcmp(optarg, "greedy") == 0)

@@ -37,6 +37,10 @@ static const char plan_help_head[] =
 	"                         this rank order (repeatable); merging uses it\n"
 	"  --create-groups        declare the groups merging needs, and merge\n"
 	"  --no-merge             print the per-dim steps as planned\n"
+	"  --redistribute=MODE    dtensor (DTensor's plans, default) or min-memory\n"
+	"                         (smallest shards: slice early, gather late,\n"
+	"                         all_to_all and all_permute); both plans' modelled\n"
+	"                         time and peak bytes per device are printed\n"
 	"  -f, --format=FMT       text (default) or json\n"
 	"  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
 	"                         atomically, and not on error\n"
@@ -52,6 +56,7 @@ struct plan_args {
 	const char *groups[MAX_GROUPS];
 	int ngroups;
 	bool create_groups, no_merge;
+	enum dt_redist_mode mode;
 	struct dt_cli_topology topology;
 };
 
@@ -298,7 +303,10 @@ static void fill_row(const struct dt_module *m, const struct dt_redist_step *s,
 	dims_text(m, s, cells[COL_DIMS], CELL);
 	placement_text(&s->src, a, sizeof a);
 	placement_text(&s->dst, b, sizeof b);
-	snprintf(cells[COL_CHANGE], CELL, "%s -> %s", a, b);
+	if (s->kind == DT_REDIST_PERMUTE) /* ranks trade whole shards */
+		snprintf(cells[COL_CHANGE], CELL, "ranks");
+	else
+		snprintf(cells[COL_CHANGE], CELL, "%s -> %s", a, b);
 	op_text(s, cells[COL_OP], CELL);
 	group_text(m, s, cells[COL_GROUP], CELL);
 	if (dt_redist_kind_comm(s->kind) >= 0) {
@@ -358,10 +366,16 @@ static void print_header(const struct dt_module *m,
 			dt_str_get(m, mesh->dims[d]), mesh->shape[d]);
 	state_text(m, &plan->src, src, sizeof src);
 	state_text(m, &plan->dst, dst, sizeof dst);
+	static const char *const methods[] = {
+		[DT_REDIST_GREEDY] =
+			"greedy (DTensor's default, for default shard orders)",
+		[DT_REDIST_MIN_COST] =
+			"min-cost (Dijkstra over placements and shard orders)",
+		[DT_REDIST_MIN_MEMORY] =
+			"min-memory (smallest shards, then cheapest)",
+	};
 	fprintf(out, ")\n  from %s\n  to   %s\n  plan %s\n", src, dst,
-		plan->method == DT_REDIST_GREEDY
-			? "greedy (DTensor's default, for default shard orders)"
-			: "min-cost (Dijkstra over placements and shard orders)");
+		methods[plan->method]);
 }
 
 /* Columns a UTF-8 string takes (every character one column). */
@@ -424,6 +438,36 @@ static void print_text(const struct dt_module *m,
 		dt_redist_plan_cost(plan));
 	print_uneven_lengths(plan, "src", &plan->src, out);
 	print_uneven_lengths(plan, "dst", &plan->dst, out);
+}
+
+static const char *method_key(enum dt_redist_method method)
+{
+	return method == DT_REDIST_GREEDY	? "greedy"
+	       : method == DT_REDIST_MIN_COST ? "min_cost"
+					      : "min_memory";
+}
+
+/* Both modes' modelled time and peak bytes per device, side by side, the
+ * printed plan's marked. */
+static void print_modes(const struct dt_redist_plan *plans, int chosen,
+			FILE *out)
+{
+	static const char *const names[] = {"dtensor", "min-memory"};
+	fprintf(out, "  %-12s %12s %14s %s\n", "mode", "modelled µs",
+		"peak B/device", "steps");
+	for (int i = 0; i < 2; i++)
+		fprintf(out, "%s %-12s %12.2f %14.0f %u\n",
+			i == chosen ? " *" : "  ", names[i],
+			dt_redist_plan_cost(&plans[i]),
+			dt_redist_plan_peak(&plans[i]), plans[i].steps.len);
+	if (plans[1].method != DT_REDIST_MIN_MEMORY)
+		fputs("  (min-memory is DTensor's plan here: partial or _S "
+		      "placements, or too many states)\n",
+		      out);
+	double peak = dt_redist_plan_peak(&plans[chosen]);
+	fprintf(out, "  peak %.0f bytes per device (%.0f elements; collective "
+		"buffers not counted)\n",
+		peak, peak / dt_dtype_size(plans[chosen].dtype));
 }
 
 static void json_double(FILE *out, double v)
@@ -507,7 +551,7 @@ static void print_json(const struct dt_module *m,
 	fputs(",\"dst\":", out);
 	json_state(m, &plan->dst, out);
 	fprintf(out, ",\"method\":\"%s\",\"steps\":[",
-		plan->method == DT_REDIST_GREEDY ? "greedy" : "min_cost");
+		method_key(plan->method));
 	for (uint32_t i = 0; i < plan->steps.len; i++) {
 		if (i)
 			fputc(',', out);
@@ -516,6 +560,8 @@ static void print_json(const struct dt_module *m,
 	fprintf(out, "],\"collectives\":%d,\"time_us\":",
 		dt_redist_plan_collectives(plan));
 	json_double(out, dt_redist_plan_cost(plan));
+	fputs(",\"peak_bytes\":", out);
+	json_double(out, dt_redist_plan_peak(plan));
 	fputs("}\n", out);
 }
 
@@ -525,7 +571,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 		      const char **src, const char **dst)
 {
 	enum { OPT_MESH = 1, OPT_SHAPE, OPT_DTYPE, OPT_SRC_ORDER, OPT_DST_ORDER,
-	       OPT_GROUP, OPT_CREATE_GROUPS, OPT_NO_MERGE };
+	       OPT_GROUP, OPT_CREATE_GROUPS, OPT_NO_MERGE,
+	       OPT_REDISTRIBUTE };
 	static const struct option longopts[] = {
 		{"mesh", required_argument, NULL, OPT_MESH},
 		{"shape", required_argument, NULL, OPT_SHAPE},
@@ -535,6 +582,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 		{"group", required_argument, NULL, OPT_GROUP},
 		{"create-groups", no_argument, NULL, OPT_CREATE_GROUPS},
 		{"no-merge", no_argument, NULL, OPT_NO_MERGE},
+		{"redistribute", required_argument, NULL, OPT_REDISTRIBUTE},
 		{"format", required_argument, NULL, 'f'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -566,6 +614,14 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 			break;
 		case OPT_CREATE_GROUPS: a->create_groups = true; break;
 		case OPT_NO_MERGE: a->no_merge = true; break;
+		case OPT_REDISTRIBUTE:
+			if (!dt_redist_mode_parse(optarg, &a->mode))
+				return dt_usage_error(PLAN_CMD,
+						      "unknown --redistribute "
+						      "'%s' (dtensor or "
+						      "min-memory)",
+						      optarg);
+			break;
 		case 'f': a->format = optarg; break;
 		case 'o': a->output = optarg; break;
 		case 'h':
@@ -626,11 +682,20 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 	if (rc != DT_EXIT_OK)
 		return rc;
 
-	struct dt_redist_plan plan;
+	/* plans[mode]: both modes, for the comparison; the chosen one is
+	 * merged and printed. */
+	struct dt_redist_plan plans[2];
 	char err[512];
-	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK) {
-		return dt_cli_error(PLAN_CMD, "%s", err);
+	for (int i = 0; i < 2; i++) {
+		req.mode = (enum dt_redist_mode)i;
+		if (dt_redist_plan_init(&plans[i], &req, err, sizeof err) !=
+		    DT_OK) {
+			if (i)
+				dt_redist_plan_fini(&plans[0]);
+			return dt_cli_error(PLAN_CMD, "%s", err);
+		}
 	}
+	struct dt_redist_plan plan = plans[a->mode];
 	if (!a->no_merge) {
 		struct dt_diag diag;
 		dt_cli_diag_init(&diag);
@@ -651,9 +716,12 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 			print_json(m, &plan, stdout);
 		else
 			print_text(m, &plan, stdout);
+		if (strcmp(a->format, "json") != 0)
+			print_modes(plans, a->mode, stdout);
 		rc = dt_cli_output_commit();
 	}
 	dt_redist_plan_fini(&plan);
+	dt_redist_plan_fini(&plans[!a->mode]);
 	return rc;
 }
 
