@@ -28,10 +28,10 @@
  * collective whose only user is its wait joins the open bucket of its key
  * unless its input depends on that bucket's result (reachability over the
  * SSA graph with the buckets contracted, so the merged collective never
- * waits for itself) or the merged buffer would exceed --bucket-bytes (the bytes the
- * cost model charges: the gathered size for all_gather, the input size
- * otherwise) or hold more than 4096 members (two levels of 64-input
- * cats). Reading a closed, earlier bucket of the key is no obstacle: the
+ * waits for itself) or the merged buffer would exceed --bucket-bytes
+ * (the bytes the cost model charges: the gathered size for all_gather,
+ * the input size otherwise) or hold more than 4096 members (two levels of
+ * 64-input cats). Reading a closed, earlier bucket of the key is no obstacle: the
  * open bucket's merged collective goes after its members' inputs, so
  * after that bucket's wait (DP's gradients all read the all-reduced loss
  * and still bucket together). The dependence test: per node and key, 1 +
@@ -501,7 +501,8 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 						 : DEFAULT_BUCKET_BYTES;
 	uint32_t count = m->nodes.len;
 	dt_uses_fill(&b.uses, m);
-	b.reads = dt_arena_alloc(ctx->scratch, (size_t)count * MAX_KEYS * sizeof(uint32_t));
+	b.reads = dt_arena_alloc(ctx->scratch,
+				 (size_t)count * MAX_KEYS * sizeof(uint32_t));
 	b.phase = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
 	b.bucket_of_wait = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
 	form_buckets(&b);
