@@ -26,14 +26,22 @@
  *
  * Membership (greedy, in graph order, one open bucket per key): a
  * collective whose only user is its wait joins the open bucket of its key
- * unless its input depends on the result of a collective of that key
- * (reachability over the SSA graph with the buckets contracted, so the
- * merged collective never waits for itself: a bitmask per node of the
- * keys whose results it depends on, closed over what each key's buckets
- * read) or the merged buffer would exceed --bucket-bytes (the bytes the
- * cost model charges: the gathered size for all_gather, the input size
- * otherwise) or hold more than 4096 members (two levels of 64-input
- * cats). The extra memory a bucket keeps alive is its flat buffer
+ * unless its input depends on that bucket's result (reachability over the
+ * SSA graph with the buckets contracted, so the merged collective never
+ * waits for itself) or the merged buffer would exceed --bucket-bytes
+ * (the bytes the cost model charges: the gathered size for all_gather,
+ * the input size otherwise) or hold more than 4096 members (two levels of
+ * 64-input cats). Reading a closed, earlier bucket of the key is no obstacle: the
+ * open bucket's merged collective goes after its members' inputs, so
+ * after that bucket's wait (DP's gradients all read the all-reduced loss
+ * and still bucket together). The dependence test: per node and key, 1 +
+ * the highest bucket of that key whose result it reads (0: none); per
+ * bucket the same row for what its members read, starting from the row of
+ * its key's previous bucket (reading bucket j stands for reading every
+ * bucket of its key up to j, a safe over-approximation); a row is closed
+ * over the buckets it names, and a collective may join open bucket b of
+ * its key iff its closed row's entry for that key is at most b.
+ * The extra memory a bucket keeps alive is its flat buffer
  * plus the inputs held until the bucket starts, at most twice the bucket.
  * Decisions depend only on the graph's structure and on the sizes of the
  * key's own collectives, so every rank of a group buckets alike.
@@ -49,8 +57,8 @@
  * out gets a remark saying why (tag bucket-collectives:REASON); every
  * bucket a remark listing its members.
  *
- * Requires: VERIFIED, SHAPES. Preserves: both. O(nodes + uses) plus
- * O(64) bit operations per collective.
+ * Requires: VERIFIED, SHAPES. Preserves: both. O(keys * (nodes + uses))
+ * plus O(keys^3) per collective (the closure), keys <= 64 at once.
  */
 #include "bucket_internal.h"
 #include "cost_model.h"
@@ -58,7 +66,7 @@
 #include <string.h>
 
 #define DEFAULT_BUCKET_BYTES (25 << 20) /* DDP's bucket_cap_mb */
-#define MAX_KEYS 64 /* keys tracked at once (one bit each) */
+#define MAX_KEYS 64 /* keys tracked at once (one row entry each) */
 /* Two levels of cats. */
 #define MAX_MEMBERS (DT_BUCKET_CAT_FANIN * DT_BUCKET_CAT_FANIN)
 
@@ -77,6 +85,10 @@ struct bucket {
 	uint32_t head;         /* its first collective */
 	uint32_t blocker;      /* START_DEPENDENT/FULL: the open bucket's
 				  first collective */
+	uint32_t phase;
+	int slot;              /* its key */
+	/* Per key: 1 + the highest bucket whose result a member reads. */
+	uint32_t reads[MAX_KEYS];
 };
 
 /* A (kind, group, dtype, reduce op) seen in this phase. */
@@ -92,18 +104,18 @@ struct bucketing {
 	struct dt_module *m;
 	double limit;
 	struct dt_uses uses;
-	/* Per node: the keys (bits of this phase) whose results it reads,
-	 * directly or through other nodes. */
-	uint64_t *bits;
+	/* Per node, MAX_KEYS entries: for each key (slot of this phase), 1 +
+	 * the highest bucket whose result it reads, directly or through other
+	 * nodes; 0 if none. */
+	uint32_t *reads;
 	uint32_t *phase;
-	uint8_t *slot_of_wait; /* member wait -> its key's slot + 1 */
+	uint32_t *bucket_of_wait; /* member wait -> its bucket + 1 */
 	uint32_t cur_phase;
 	struct key keys[MAX_KEYS];
-	uint64_t dep[MAX_KEYS]; /* bits the key's buckets read */
 	int nkeys;
 	DT_VEC(struct dt_bucket_member) members;
 	DT_VEC(struct bucket) buckets;
-	uint64_t gather;        /* scratch for collect_bits */
+	uint32_t gather[MAX_KEYS]; /* scratch for collect_reads */
 };
 
 static const char *name_of(const struct dt_module *m, uint32_t id)
@@ -191,23 +203,36 @@ static const char *kind_name(const struct dt_module *m, uint32_t coll)
 /* ------------------------------------------------------------------ */
 /* Dependences: which keys' results a node reads. */
 
-static void collect_bits(void *ud, uint32_t input)
+/* row `to` |= row `from` (entrywise max); whether `to` grew. */
+static bool merge_row(uint32_t *to, const uint32_t *from, int nkeys)
+{
+	bool grew = false;
+	for (int k = 0; k < nkeys; k++)
+		if (from[k] > to[k]) {
+			to[k] = from[k];
+			grew = true;
+		}
+	return grew;
+}
+
+static void collect_reads(void *ud, uint32_t input)
 {
 	struct bucketing *b = ud;
 	if (b->phase[input] == b->cur_phase)
-		b->gather |= b->bits[input];
+		merge_row(b->gather, &b->reads[(size_t)input * MAX_KEYS], b->nkeys);
 }
 
-/* `bits` with every key's own dependences added, to a fixpoint. */
-static uint64_t closure(const struct bucketing *b, uint64_t bits)
+/* Row `row` with what the buckets it names read added, to a fixpoint. */
+static void closure(const struct bucketing *b, uint32_t *row)
 {
-	uint64_t prev;
+	bool grew;
 	do {
-		prev = bits;
-		for (uint64_t rest = prev; rest; rest &= rest - 1)
-			bits |= b->dep[__builtin_ctzll(rest)];
-	} while (bits != prev);
-	return bits;
+		grew = false;
+		for (int k = 0; k < b->nkeys; k++)
+			if (row[k])
+				grew |= merge_row(row, b->buckets.data[row[k] - 1].reads,
+						  b->nkeys);
+	} while (grew);
 }
 
 /* The key of a collective, added when new; -1 after starting a new phase
@@ -228,22 +253,28 @@ static int key_index(struct bucketing *b, const struct key *k)
 	}
 	b->keys[b->nkeys] = *k;
 	b->keys[b->nkeys].open = -1;
-	b->dep[b->nkeys] = 0;
 	return b->nkeys++;
 }
 
-static void open_bucket(struct bucketing *b, struct key *k, uint32_t head,
+static void open_bucket(struct bucketing *b, int slot, uint32_t head,
 			enum start why)
 {
-	uint32_t blocker = k->open >= 0 ? b->buckets.data[k->open].head : 0;
-	struct bucket nb = {.why = why, .head = head, .blocker = blocker};
+	struct key *k = &b->keys[slot];
+	struct bucket nb = {.why = why, .head = head, .phase = b->cur_phase,
+			    .slot = slot};
+	if (k->open >= 0) {
+		const struct bucket *prev = &b->buckets.data[k->open];
+		nb.blocker = prev->head;
+		memcpy(nb.reads, prev->reads, sizeof nb.reads);
+	}
 	k->open = (int32_t)dt_vec_push(&b->buckets, nb);
 }
 
 static void find_move(struct bucketing *b, struct dt_bucket_member *mb, int64_t size);
 
-/* Decide where collective `id` goes. `reads` are the keys its input reads. */
-static void place(struct bucketing *b, uint32_t id, uint64_t reads)
+/* Decide where collective `id` goes. `reads` is the row of its input
+ * (closed here). */
+static void place(struct bucketing *b, uint32_t id, uint32_t *reads)
 {
 	struct dt_module *m = b->m;
 	uint32_t wait = wait_of(b, id), x = input_of(m, id);
@@ -272,48 +303,53 @@ static void place(struct bucketing *b, uint32_t id, uint64_t reads)
 			   .reduce = (uint8_t)a.reduce};
 	int slot = key_index(b, &want);
 	if (slot < 0) {
-		reads = 0;
+		memset(reads, 0, MAX_KEYS * sizeof *reads);
 		slot = key_index(b, &want);
 	}
 	struct key *k = &b->keys[slot];
-	uint64_t deps = closure(b, reads);
+	closure(b, reads);
 	if (k->open < 0)
-		open_bucket(b, k, id, START_FIRST);
-	else if (deps & (1ull << slot))
-		open_bucket(b, k, id, START_DEPENDENT);
+		open_bucket(b, slot, id, START_FIRST);
+	else if (reads[slot] > (uint32_t)k->open)
+		open_bucket(b, slot, id, START_DEPENDENT);
 	else if (b->buckets.data[k->open].bytes + bytes > b->limit)
-		open_bucket(b, k, id, START_FULL);
+		open_bucket(b, slot, id, START_FULL);
 	else if (b->buckets.data[k->open].count == MAX_MEMBERS)
-		open_bucket(b, k, id, START_COUNT);
+		open_bucket(b, slot, id, START_COUNT);
 	struct bucket *bk = &b->buckets.data[k->open];
 	bk->count++;
 	bk->bytes += bytes;
-	b->dep[slot] |= deps;
+	merge_row(bk->reads, reads, b->nkeys);
 	struct dt_bucket_member mb = {.coll = id, .wait = wait, .input = x,
 			    .bucket = (uint32_t)k->open,
 			    .numel = numel_of(m, x), .bytes = bytes};
 	if (want.op == DT_OP_ALL_GATHER)
 		find_move(b, &mb, a.size);
 	dt_vec_push(&b->members, mb);
-	b->slot_of_wait[wait] = (uint8_t)(slot + 1);
+	b->bucket_of_wait[wait] = (uint32_t)k->open + 1;
 }
 
-/* One walk in graph order: the keys every node reads, and the buckets. */
+/* One walk in graph order: the buckets every node reads, and the
+ * buckets. */
 static void form_buckets(struct bucketing *b)
 {
 	struct dt_module *m = b->m;
 	dt_foreach_node(m, id) {
-		b->gather = 0;
-		dt_node_for_each_input(m, dt_node_get(m, id), collect_bits, b);
+		memset(b->gather, 0, sizeof b->gather);
+		dt_node_for_each_input(m, dt_node_get(m, id), collect_reads, b);
 		int kind = dt_comm_kind_of_op(dt_node_get(m, id)->op);
 		uint32_t phase = b->cur_phase;
 		if (kind >= 0 && kind != DT_COMM_ALL_TO_ALL)
 			place(b, id, b->gather);
 		if (phase != b->cur_phase)
-			b->gather = 0;
-		if (b->slot_of_wait[id])
-			b->gather |= 1ull << (b->slot_of_wait[id] - 1);
-		b->bits[id] = b->gather;
+			memset(b->gather, 0, sizeof b->gather);
+		uint32_t waited = b->bucket_of_wait[id];
+		if (waited && b->buckets.data[waited - 1].phase == b->cur_phase) {
+			int slot = b->buckets.data[waited - 1].slot;
+			if (waited > b->gather[slot])
+				b->gather[slot] = waited;
+		}
+		memcpy(&b->reads[(size_t)id * MAX_KEYS], b->gather, sizeof b->gather);
 		b->phase[id] = b->cur_phase;
 	}
 	/* Group the members by bucket, each in graph order. */
@@ -465,9 +501,10 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 						 : DEFAULT_BUCKET_BYTES;
 	uint32_t count = m->nodes.len;
 	dt_uses_fill(&b.uses, m);
-	b.bits = dt_arena_alloc(ctx->scratch, count * sizeof(uint64_t));
+	b.reads = dt_arena_alloc(ctx->scratch,
+				 (size_t)count * MAX_KEYS * sizeof(uint32_t));
 	b.phase = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
-	b.slot_of_wait = dt_arena_alloc(ctx->scratch, count);
+	b.bucket_of_wait = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
 	form_buckets(&b);
 	dt_uses_fini(&b.uses);
 	/* member wait (or moved cat) -> the node standing for it */

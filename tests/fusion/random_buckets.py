@@ -18,7 +18,10 @@ dependence: bucketing it with that one would make the merged collective
 wait for itself), and its wait comes at once or a few nodes later; compute
 nodes read results in between. Every graph also holds a set of 2 to 9
 all_reduce max collectives of int32 on placeholders (a key of their own),
-whose bucket count the greedy rule fixes.
+whose bucket count the greedy rule fixes; in half the graphs they all read
+the result of a scalar all_reduce max of int32 before them (DP's gradients
+reading the all-reduced loss): its bucket is closed once they come, so it
+stays alone and they still bucket greedily.
 
 Each graph goes through `dtopt opt -p bucket-collectives,
 schedule-collectives,cancel-views,dce --remarks` with a random
@@ -162,15 +165,23 @@ def make_graph(index, seed):
     for c0, dt0, out0 in pending:
         w = g.node("w", WAIT, c0)
         g.outputs.append(w)
-    # The int32 set: independent all_reduce max on one group.
+    # The int32 set: independent all_reduce max on one group, perhaps all
+    # reading a scalar all_reduce max of the same key.
     group = rng.choice(sorted(groups))
-    sizes = []
+    sizes, head = [], None
+    if rng.random() < 0.5:
+        c = g.node("arh", AR, g.placeholder("int32", []), "=max", "=" + group)
+        head = g.node("wh", WAIT, c)
+        g.outputs.append(head)
     for _ in range(rng.randint(2, 9)):
         shp = [rng.randint(1, 6), rng.randint(1, 6)]
-        c = g.node("ari", AR, g.placeholder("int32", shp), "=max", "=" + group)
+        x = g.placeholder("int32", shp)
+        if head:
+            x = g.node("h", "aten.add.Tensor", x, head)
+        c = g.node("ari", AR, x, "=max", "=" + group)
         g.outputs.append(g.node("wi", WAIT, c))
         sizes.append(shp[0] * shp[1] * 4)
-    want_int = greedy_buckets(sizes, bucket or 25 << 20)
+    want_int = greedy_buckets(sizes, bucket or 25 << 20) + (1 if head else 0)
     group_xml = "".join('  <group name="%s" mesh="world" dims="%s"/>\n' % kv
                         for kv in sorted(groups.items()))
     text = ('<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -186,7 +197,7 @@ def make_graph(index, seed):
         flags += ["--bucket-bytes", str(bucket)]
     if overlap:
         flags += ["--overlap-bytes", str(overlap)]
-    return text, shape, flags, ncoll + len(sizes), want_int
+    return text, shape, flags, ncoll + len(sizes) + (1 if head else 0), want_int
 
 
 def int_collectives(path):
