@@ -7,7 +7,8 @@
  * ends in an agreement (an all-reduce of the exit code), so all ranks stop
  * together and rank 0 prints each distinct diagnostic once. A failure
  * inside a run may leave peers waiting in a collective, so the failing rank
- * prints its message and calls MPI_Abort with the exit code. The CLI's own
+ * prints its message and exits with the exit code, which ends the job
+ * (fail_run). The CLI's own
  * MPI calls (agreements, gathers) keep MPI_COMM_WORLD's default handler:
  * an MPI failure there ends the job. --compare and --check are in
  * cmd_run_compare.c. */
@@ -156,8 +157,13 @@ static int fail_run(struct dt_runner *c, int code)
 	if (c->size > 1) {
 		fprintf(stderr, "dtopt run: rank %d of %d failed; ending the "
 			"job (exit code %d)\n", c->rank, c->size, code);
+		fflush(stdout);
 		fflush(stderr);
-		MPI_Abort(MPI_COMM_WORLD, code);
+		/* not MPI_Abort: when several ranks abort at once (a timeout
+		 * fires on every peer of a stopped rank) Open MPI 4.1's mpirun
+		 * crashes (SIGSEGV in pmix_server_log_fn); a rank that exits
+		 * without MPI_Finalize ends the job with its exit code too */
+		_exit(code);
 	}
 #endif
 	return code;
@@ -722,7 +728,7 @@ static const char run_help[] =
 	"(|a-b| <= tol + tol*max(|a|,|b|), tol 1e-5 float32, 1e-2 bfloat16, 1e-3\n"
 	"float16, 1e-9 float64, 0 for integers and bool) or MISMATCH.\n"
 	"Exit codes (the same on every rank): 0 ok, 1 bad input or a mismatch,\n"
-	"2 usage, 3 runtime failure (a failing rank ends the job with MPI_Abort).\n";
+	"2 usage, 3 runtime failure (a failing rank ends the job).\n";
 
 /* Whether the launcher says this process is not rank 0 (so usage errors,
  * which every rank hits alike, are printed once). */
