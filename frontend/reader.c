@@ -90,7 +90,7 @@ struct sax {
 	bool saw_root;
 	/* Character data since the last markup that is not blank (an error
 	 * reported at the next markup): its first bytes and the line of its
-	 * last non-blank character. */
+	 * first non-blank character, where the quoted bytes start. */
 	bool text;
 	char preview[64];
 	size_t preview_len;
@@ -193,16 +193,18 @@ static void on_characters(void *ud, const xmlChar *ch, int len)
 		last--;
 	if (!last)
 		return; /* blanks (between elements, or after text) */
-	/* the parser is at the end of the chunk */
-	uint32_t line = parser_line(s);
-	for (size_t i = last; i < n; i++)
-		line -= t[i] == '\n' && line > 1;
-	s->text_line = line;
 	if (!s->text) {
 		s->text = true;
 		s->preview_len = 0;
 		while (is_blank(*t))
 			t++, n--;
+		/* the parser is at the end of the chunk (a CDATA section's
+		 * too): back up over the newlines after the first non-blank
+		 * character */
+		uint32_t line = parser_line(s);
+		for (size_t i = 0; i < n; i++)
+			line -= t[i] == '\n' && line > 1;
+		s->text_line = line;
 	}
 	size_t room = sizeof s->preview - s->preview_len;
 	memcpy(s->preview + s->preview_len, t, n < room ? n : room);

@@ -6,13 +6,18 @@
  * wait_tensor. The world communicator is bootstrapped over MPI when the
  * caller initialised it (else the process is a world of one), and every
  * declared group gets its communicator from ncclCommSplit with
- * backend_mpi.c's rules. */
+ * backend_mpi.c's rules. With a timeout, a watchdog thread watches the
+ * collectives waited for (see watchdog below). */
 #include "cuda_internal.h"
 #include "dtopt_config.h"
 
 #include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #if DTOPT_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -32,6 +37,7 @@ struct dt_pending {
 	enum dt_collective_kind kind;
 	int group;
 	void *stage[2]; /* int16 reductions: int32 in, out */
+	double deadline; /* watched: CLOCK_MONOTONIC seconds */
 };
 
 struct nccl_backend {
@@ -44,6 +50,17 @@ struct nccl_backend {
 	uint32_t ngroups;
 	struct dt_pending *live, *spare; /* in flight; reusable */
 	bool failed;			 /* a collective may be stuck */
+	int device;
+	/* The watchdog thread (started at the first wait with a timeout):
+	 * collectives waited for that it has not seen complete, and those
+	 * it has, for the main thread to reuse; under `lock`. The main
+	 * thread holds `issue` while it calls NCCL, so the watchdog never
+	 * aborts a communicator in use. */
+	pthread_t watchdog;
+	bool watching;
+	atomic_bool stop;
+	pthread_mutex_t lock, issue;
+	struct dt_pending *watched, *finished;
 #if DTOPT_HAVE_MPI
 	MPI_Comm mpi; /* dup of MPI_COMM_WORLD, or NULL */
 #endif
@@ -420,6 +437,7 @@ static int nccl_collective(struct dt_backend *base,
 		esize = size;
 	int64_t nin = dt_rt_numel(c->input);
 	int rc = DT_OK;
+	pthread_mutex_lock(&b->issue);
 	if (c->kind == DT_COLL_ALL_REDUCE ||
 	    c->kind == DT_COLL_REDUCE_SCATTER) {
 		rc = start_reduction(b, g->comm, c, p);
@@ -443,6 +461,7 @@ static int nccl_collective(struct dt_backend *base,
 	if (rc == DT_OK)
 		rc = cuda_check(b, c->node, "cudaEventRecord",
 				cudaEventRecord(p->done, b->comm_stream));
+	pthread_mutex_unlock(&b->issue);
 	if (rc != DT_OK) {
 		pending_put(b, p);
 		return rc;
@@ -453,45 +472,98 @@ static int nccl_collective(struct dt_backend *base,
 	return DT_OK;
 }
 
-struct watch_ctx {
-	cudaEvent_t done;
-	ncclComm_t comm;
-	cudaError_t state;
-	ncclResult_t async;
-};
-
-static bool test_done(void *ud)
+static double now_s(void)
 {
-	struct watch_ctx *w = ud;
-	w->state = cudaEventQuery(w->done);
-	if (w->state != cudaErrorNotReady)
-		return true;
-	return ncclCommGetAsyncError(w->comm, &w->async) != ncclSuccess ||
-	       (w->async != ncclSuccess && w->async != ncclInProgress);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The watchdog (b->base.timeout > 0): the host waits for the collective's
- * completion event, checking its communicator's asynchronous error, as
- * PyTorch's NCCL watchdog does; past the timeout the wait fails and the
- * backend is marked failed, so destroy aborts the communicators
- * (ncclCommAbort) instead of draining them. Without a timeout the wait
- * stays stream-ordered (the host does not block). */
-static int watch(struct nccl_backend *b, struct dt_pending *p)
+/* On the watchdog thread: p's collective failed (`e`, `async`) or is past
+ * its deadline. Report it at p's node, abort every communicator (NCCL's
+ * kernels stop waiting for peers), and end the process with exit code 3,
+ * dtopt's runtime error, as the CLI's watchdog of MPI's blocking steps
+ * does; mpirun then ends the job. Nothing is returned to the main thread,
+ * which may be blocked in CUDA. When the main thread does not leave NCCL
+ * within a second the communicators are left to the process exit. */
+static _Noreturn void expire(struct nccl_backend *b, struct dt_pending *p,
+			     cudaError_t e, ncclResult_t async)
 {
-	if (b->base.timeout <= 0)
-		return DT_OK;
 	ncclComm_t comm = b->groups[p->group].comm;
-	struct watch_ctx w = {p->done, comm, cudaSuccess, ncclSuccess};
-	if (!dt_rt_poll(test_done, &w, b->base.timeout)) {
-		b->failed = true;
-		return dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind,
-					  p->group);
+	if (e != cudaSuccess && e != cudaErrorNotReady)
+		cuda_check(b, p->node, "cudaEventQuery", e);
+	else if (async != ncclSuccess && async != ncclInProgress)
+		nccl_check(b, p->node, "a collective", async, comm);
+	else
+		dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind, p->group);
+	fflush(stderr);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	if (pthread_mutex_timedlock(&b->issue, &until) == 0) {
+		for (uint32_t i = 0; i < b->ngroups; i++)
+			if (b->groups[i].comm)
+				ncclCommAbort(b->groups[i].comm);
+		if (b->world)
+			ncclCommAbort(b->world);
 	}
-	if (w.async != ncclSuccess && w.async != ncclInProgress)
-		return nccl_check(b, p->node, "a collective", w.async, comm);
-	return cuda_check(b, p->node, "cudaEventQuery", w.state);
+	_exit(3);
 }
 
+/* The watchdog (b->base.timeout > 0), as PyTorch's ProcessGroupNCCL
+ * watchdog: every 100 ms it queries each watched collective's completion
+ * event and its communicator's asynchronous error; a completed one goes
+ * to `finished`, a failed or overdue one ends the process (expire). The
+ * deadline counts from the host's wait, so it includes GPU work queued
+ * before the collective. */
+static void *watchdog(void *ud)
+{
+	struct nccl_backend *b = ud;
+	cudaSetDevice(b->device);
+	while (!atomic_load(&b->stop)) {
+		struct timespec tick = {0, 100 * 1000000};
+		nanosleep(&tick, NULL);
+		pthread_mutex_lock(&b->lock);
+		for (struct dt_pending **q = &b->watched; *q;) {
+			struct dt_pending *p = *q;
+			cudaError_t e = cudaEventQuery(p->done);
+			if (e == cudaSuccess) {
+				*q = p->next;
+				p->next = b->finished;
+				b->finished = p;
+				continue;
+			}
+			ncclResult_t async = ncclSuccess;
+			if (e != cudaErrorNotReady ||
+			    ncclCommGetAsyncError(b->groups[p->group].comm,
+						  &async) != ncclSuccess ||
+			    (async != ncclSuccess && async != ncclInProgress) ||
+			    now_s() > p->deadline)
+				expire(b, p, e, async);
+			q = &p->next;
+		}
+		pthread_mutex_unlock(&b->lock);
+	}
+	return NULL;
+}
+
+/* Collectives the watchdog saw complete go back to the spare list. */
+static void reclaim(struct nccl_backend *b)
+{
+	pthread_mutex_lock(&b->lock);
+	struct dt_pending *p = b->finished;
+	b->finished = NULL;
+	pthread_mutex_unlock(&b->lock);
+	while (p) {
+		struct dt_pending *next = p->next;
+		pending_put(b, p);
+		p = next;
+	}
+}
+
+/* The wait is stream-ordered: the compute stream waits for the
+ * collective's completion event and the host goes on. With a timeout the
+ * collective is handed to the watchdog, which gives it back once done. */
 static int nccl_wait(struct dt_backend *base, struct dt_pending *p)
 {
 	struct nccl_backend *b = (struct nccl_backend *)base;
@@ -500,12 +572,25 @@ static int nccl_wait(struct dt_backend *base, struct dt_pending *p)
 		q = &(*q)->next;
 	DT_REQUIRE(*q == p);
 	*q = p->next;
-	int rc = watch(b, p);
-	if (rc == DT_OK)
-		rc = cuda_check(b, p->node, "cudaStreamWaitEvent",
-				cudaStreamWaitEvent(b->cu.stream, p->done, 0));
-	pending_put(b, p);
-	return rc;
+	int rc = cuda_check(b, p->node, "cudaStreamWaitEvent",
+			    cudaStreamWaitEvent(b->cu.stream, p->done, 0));
+	if (rc == DT_OK && b->base.timeout > 0 && !b->watching) {
+		if (pthread_create(&b->watchdog, NULL, watchdog, b) != 0)
+			rc = dt_rt_fail(base, b->m, p->node,
+					"cannot start the watchdog thread");
+		b->watching = rc == DT_OK;
+	}
+	if (rc != DT_OK || b->base.timeout <= 0) {
+		pending_put(b, p);
+		return rc;
+	}
+	reclaim(b);
+	p->deadline = now_s() + b->base.timeout;
+	pthread_mutex_lock(&b->lock);
+	p->next = b->watched;
+	b->watched = p;
+	pthread_mutex_unlock(&b->lock);
+	return DT_OK;
 }
 
 /* Both streams drained; deferred kernel errors and NCCL's asynchronous
@@ -517,6 +602,7 @@ static int nccl_synchronize(struct dt_backend *base)
 			    cudaStreamSynchronize(b->comm_stream));
 	if (dt_cuda_sync(&b->cu) != DT_OK)
 		rc = DT_ERUNTIME;
+	pthread_mutex_lock(&b->issue);
 	for (uint32_t i = 0; i < b->ngroups && rc == DT_OK; i++) {
 		ncclResult_t async = ncclSuccess;
 		if (!b->groups[i].comm)
@@ -529,6 +615,7 @@ static int nccl_synchronize(struct dt_backend *base)
 			rc = nccl_check(b, NULL, "a collective", async,
 					b->groups[i].comm);
 	}
+	pthread_mutex_unlock(&b->issue);
 	return rc;
 }
 
@@ -549,7 +636,17 @@ static void nccl_destroy(struct dt_backend *base)
 	struct nccl_backend *b = (struct nccl_backend *)base;
 	bool abort = b->failed || b->live;
 	if (!abort && b->cu.stream)
-		cudaStreamSynchronize(b->comm_stream);
+		cudaStreamSynchronize(b->comm_stream); /* watched still */
+	if (b->watching) {
+		atomic_store(&b->stop, true);
+		pthread_join(b->watchdog, NULL);
+	}
+	reclaim(b);
+	while (b->watched) {
+		struct dt_pending *p = b->watched;
+		b->watched = p->next;
+		pending_put(b, p);
+	}
 	for (uint32_t i = 0; i < b->ngroups; i++)
 		comm_close(b->groups[i].comm, abort);
 	comm_close(b->world, abort);
@@ -580,6 +677,8 @@ static void nccl_destroy(struct dt_backend *base)
 	if (b->mpi != MPI_COMM_NULL)
 		MPI_Comm_free(&b->mpi);
 #endif
+	pthread_mutex_destroy(&b->lock);
+	pthread_mutex_destroy(&b->issue);
 	dt_free(b->groups);
 	dt_free(b);
 }
@@ -711,6 +810,7 @@ static int setup_device(struct nccl_backend *b, int local, int local_size)
 					? cudaGetErrorString(e)
 					: "no CUDA device is visible");
 	int dev = local % count;
+	b->device = dev;
 	cudaMemPool_t pool;
 	uint64_t keep = UINT64_MAX;
 	rc = cuda_check(b, NULL, "cudaSetDevice", cudaSetDevice(dev));
@@ -813,6 +913,9 @@ struct dt_backend *dt_backend_nccl_create(const struct dt_module *m,
 	b->cu.m = m;
 	b->ngroups = m->groups.len;
 	b->groups = dt_calloc(b->ngroups ? b->ngroups : 1, sizeof(*b->groups));
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_mutex_init(&b->issue, NULL);
+	atomic_init(&b->stop, false);
 #if DTOPT_HAVE_MPI
 	b->mpi = MPI_COMM_NULL;
 #endif

@@ -8,7 +8,8 @@
 
 /* arange: start + i * step in double (int64 results on the truncated
  * numbers, as ATen computes them). */
-static void arange(const struct dt_kernel_call *c, struct dt_rt_tensor *out)
+static int arange(struct dt_backend *b, const struct dt_kernel_call *c,
+		  struct dt_rt_tensor *out)
 {
 	double start = 0, end = 0, step = 1;
 	if (c->op == DT_OP_ARANGE) {
@@ -24,16 +25,18 @@ static void arange(const struct dt_kernel_call *c, struct dt_rt_tensor *out)
 		step = trunc(step);
 	}
 	int64_t n = dt_rt_numel(out);
-	double *v = dt_cpu_scratch(n);
+	double *v = dt_cpu_scratch(b, c, n);
+	if (!v)
+		return DT_ERUNTIME;
 	for (int64_t i = 0; i < n; i++)
 		v[i] = start + (double)i * step;
 	dt_cpu_write(out, v);
-	dt_free(v);
+	dt_cpu_release(b, v);
+	return DT_OK;
 }
 
 int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c)
 {
-	(void)b;
 	struct dt_rt_tensor *out = &c->outputs[0];
 	double v = 0;
 	switch (c->op) {
@@ -54,8 +57,7 @@ int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_cpu_number(c, 0, &v);
 		break;
 	case DT_OP_ARANGE: case DT_OP_ARANGE_START: case DT_OP_ARANGE_START_STEP:
-		arange(c, out);
-		return DT_OK;
+		return arange(b, c, out);
 	default:
 		dt_die(__FILE__, __LINE__, "no creation kernel for %s",
 		       dt_op_get(c->op)->target);

@@ -10,14 +10,16 @@
 
 #include <string.h>
 
-static int triangle(const struct dt_kernel_call *c)
+static int triangle(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	int64_t k = 0;
 	dt_cpu_int(c, 1, &k);
 	int64_t n = dt_rt_numel(x), rows = x->shape[x->rank - 2],
 		cols = x->shape[x->rank - 1];
-	double *v = dt_cpu_scratch(n);
+	double *v = dt_cpu_scratch(b, c, n);
+	if (!v)
+		return DT_ERUNTIME;
 	dt_cpu_read(x, v);
 	bool lower = c->op == DT_OP_TRIL;
 	for (int64_t e = 0; e < n; e++) {
@@ -26,7 +28,7 @@ static int triangle(const struct dt_kernel_call *c)
 			v[e] = 0;
 	}
 	dt_cpu_write(&c->outputs[0], v);
-	dt_free(v);
+	dt_cpu_release(b, v);
 	return DT_OK;
 }
 
@@ -36,20 +38,24 @@ static int64_t *read_index(struct dt_backend *b, const struct dt_kernel_call *c,
 			   const struct dt_rt_tensor *idx, int64_t n)
 {
 	int64_t count = dt_rt_numel(idx);
-	double *v = dt_cpu_scratch(count);
-	int64_t *ix = dt_malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
+	double *v = dt_cpu_scratch(b, c, count);
+	int64_t *ix = v ? dt_cpu_alloc(b, c, (size_t)count * sizeof(int64_t)) : NULL;
+	if (!ix) {
+		dt_cpu_release(b, v);
+		return NULL;
+	}
 	dt_cpu_read(idx, v);
 	for (int64_t i = 0; i < count; i++) {
 		ix[i] = (int64_t)v[i];
 		if (ix[i] < 0 || ix[i] >= n) {
 			dt_cpu_fail(b, c, "index %lld is out of range for a dim of size %lld",
 				    (long long)ix[i], (long long)n);
-			dt_free(v);
-			dt_free(ix);
+			dt_cpu_release(b, v);
+			dt_cpu_release(b, ix);
 			return NULL;
 		}
 	}
-	dt_free(v);
+	dt_cpu_release(b, v);
 	return ix;
 }
 
@@ -76,16 +82,22 @@ static int index_select(struct dt_backend *b, const struct dt_kernel_call *c)
 	int64_t *ix = read_index(b, c, idx, s.size);
 	if (!ix)
 		return DT_ERUNTIME;
-	double *v = dt_cpu_scratch(dt_rt_numel(x)), *out = dt_cpu_scratch(s.outer * n * s.inner);
+	double *v = dt_cpu_scratch(b, c, dt_rt_numel(x));
+	double *out = v ? dt_cpu_scratch(b, c, s.outer * n * s.inner) : NULL;
+	if (!out) {
+		dt_cpu_release(b, ix);
+		dt_cpu_release(b, v);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, v);
 	for (int64_t o = 0; o < s.outer; o++)
 		for (int64_t i = 0; i < n; i++)
 			memcpy(out + (o * n + i) * s.inner, v + (o * s.size + ix[i]) * s.inner,
 			       (size_t)s.inner * sizeof(double));
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(ix);
-	dt_free(v);
-	dt_free(out);
+	dt_cpu_release(b, ix);
+	dt_cpu_release(b, v);
+	dt_cpu_release(b, out);
 	return DT_OK;
 }
 
@@ -103,7 +115,13 @@ static int index_add(struct dt_backend *b, const struct dt_kernel_call *c)
 	int64_t *ix = read_index(b, c, idx, s.size);
 	if (!ix)
 		return DT_ERUNTIME;
-	double *out = dt_cpu_scratch(dt_rt_numel(x)), *sv = dt_cpu_scratch(dt_rt_numel(src));
+	double *out = dt_cpu_scratch(b, c, dt_rt_numel(x));
+	double *sv = out ? dt_cpu_scratch(b, c, dt_rt_numel(src)) : NULL;
+	if (!sv) {
+		dt_cpu_release(b, ix);
+		dt_cpu_release(b, out);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, out);
 	dt_cpu_read(src, sv);
 	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
@@ -116,9 +134,9 @@ static int index_add(struct dt_backend *b, const struct dt_kernel_call *c)
 				dst[j] = dt_round_to(t, dst[j] + alpha * from[j]);
 		}
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(ix);
-	dt_free(out);
-	dt_free(sv);
+	dt_cpu_release(b, ix);
+	dt_cpu_release(b, out);
+	dt_cpu_release(b, sv);
 	return DT_OK;
 }
 
@@ -126,32 +144,38 @@ static int repeat_interleave(struct dt_backend *b, const struct dt_kernel_call *
 {
 	const struct dt_rt_tensor *r = dt_kernel_input(c, 0);
 	int64_t n = dt_rt_numel(r), len = c->outputs[0].shape[0], total = 0;
-	double *rv = dt_cpu_scratch(n);
+	double *rv = dt_cpu_scratch(b, c, n);
+	if (!rv)
+		return DT_ERUNTIME;
 	dt_cpu_read(r, rv);
 	for (int64_t i = 0; i < n; i++) {
 		if (rv[i] < 0) {
-			dt_free(rv);
+			dt_cpu_release(b, rv);
 			return dt_cpu_fail(b, c, "repeats can not be negative");
 		}
 		if (rv[i] > (double)(len - total)) {
-			dt_free(rv);
+			dt_cpu_release(b, rv);
 			return dt_cpu_fail(b, c, "the repeats sum to more than the result's %lld elements",
 					   (long long)len);
 		}
 		total += (int64_t)rv[i];
 	}
 	if (total != len) {
-		dt_free(rv);
+		dt_cpu_release(b, rv);
 		return dt_cpu_fail(b, c, "the repeats sum to %lld but the result has %lld elements",
 				   (long long)total, (long long)len);
 	}
-	double *out = dt_cpu_scratch(len);
+	double *out = dt_cpu_scratch(b, c, len);
+	if (!out) {
+		dt_cpu_release(b, rv);
+		return DT_ERUNTIME;
+	}
 	for (int64_t i = 0, at = 0; i < n; i++)
 		for (int64_t k = 0; k < (int64_t)rv[i]; k++)
 			out[at++] = (double)i;
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(rv);
-	dt_free(out);
+	dt_cpu_release(b, rv);
+	dt_cpu_release(b, out);
 	return DT_OK;
 }
 
@@ -188,9 +212,18 @@ static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
 	dt_rt_wrap_dim(&dim, x->rank);
 	int rank = idx->rank;
 	int64_t n = dt_rt_numel(idx), size = x->rank ? x->shape[dim] : 1;
-	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *iv = dt_cpu_scratch(n);
-	double *sv = scatter && src ? dt_cpu_scratch(dt_rt_numel(src)) : NULL;
-	double *out = scatter ? xv : dt_cpu_scratch(n), value = 0;
+	double *xv = dt_cpu_scratch(b, c, dt_rt_numel(x));
+	double *iv = xv ? dt_cpu_scratch(b, c, n) : NULL;
+	double *sv = iv && scatter && src ? dt_cpu_scratch(b, c, dt_rt_numel(src)) : NULL;
+	double *out = scatter ? xv : iv ? dt_cpu_scratch(b, c, n) : NULL, value = 0;
+	if (!iv || (scatter && src && !sv) || !out) {
+		if (!scatter)
+			dt_cpu_release(b, out);
+		dt_cpu_release(b, xv);
+		dt_cpu_release(b, iv);
+		dt_cpu_release(b, sv);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, xv);
 	dt_cpu_read(idx, iv);
 	if (sv)
@@ -221,20 +254,25 @@ static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
 	if (rc == DT_OK)
 		dt_cpu_write(&c->outputs[0], out);
 	if (!scatter)
-		dt_free(out);
-	dt_free(xv);
-	dt_free(iv);
-	dt_free(sv);
+		dt_cpu_release(b, out);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, iv);
+	dt_cpu_release(b, sv);
 	return rc;
 }
 
 /* repeat: out[at] = self[at mod self's shape] (self right-aligned). */
-static int repeat(const struct dt_kernel_call *c)
+static int repeat(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	struct dt_rt_tensor *y = &c->outputs[0];
 	int64_t n = dt_rt_numel(y), lead = y->rank - x->rank;
-	double *xv = dt_cpu_scratch(dt_rt_numel(x)), *out = dt_cpu_scratch(n);
+	double *xv = dt_cpu_scratch(b, c, dt_rt_numel(x));
+	double *out = xv ? dt_cpu_scratch(b, c, n) : NULL;
+	if (!out) {
+		dt_cpu_release(b, xv);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, xv);
 	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK] = {0};
 	for (int64_t e = 0; e < n; e++, step(at, y->shape, y->rank)) {
@@ -243,13 +281,13 @@ static int repeat(const struct dt_kernel_call *c)
 		out[e] = xv[offset_in(from, x->shape, x->rank)];
 	}
 	dt_cpu_write(y, out);
-	dt_free(xv);
-	dt_free(out);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, out);
 	return DT_OK;
 }
 
 /* flip: out[at] = self[at with the flipped dims reversed]. */
-static int flip(const struct dt_kernel_call *c)
+static int flip(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	int64_t dims[DT_MAX_RANK];
@@ -259,7 +297,12 @@ static int flip(const struct dt_kernel_call *c)
 		if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
 			flipped[dims[i]] = true;
 	int64_t n = dt_rt_numel(x);
-	double *xv = dt_cpu_scratch(n), *out = dt_cpu_scratch(n);
+	double *xv = dt_cpu_scratch(b, c, n);
+	double *out = xv ? dt_cpu_scratch(b, c, n) : NULL;
+	if (!out) {
+		dt_cpu_release(b, xv);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, xv);
 	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
 	for (int64_t e = 0; e < n; e++, step(at, x->shape, x->rank)) {
@@ -268,12 +311,12 @@ static int flip(const struct dt_kernel_call *c)
 		out[e] = xv[offset_in(from, x->shape, x->rank)];
 	}
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(xv);
-	dt_free(out);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, out);
 	return DT_OK;
 }
 
-static int cumsum(const struct dt_kernel_call *c)
+static int cumsum(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
@@ -281,7 +324,9 @@ static int cumsum(const struct dt_kernel_call *c)
 	dt_cpu_int(c, 1, &dim);
 	dt_rt_wrap_dim(&dim, x->rank);
 	dt_rt_around(x, dim, &outer, &size, &inner);
-	double *v = dt_cpu_scratch(dt_rt_numel(x));
+	double *v = dt_cpu_scratch(b, c, dt_rt_numel(x));
+	if (!v)
+		return DT_ERUNTIME;
 	dt_cpu_read(x, v);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < inner; j++) {
@@ -293,7 +338,7 @@ static int cumsum(const struct dt_kernel_call *c)
 			}
 		}
 	dt_cpu_write(&c->outputs[0], v);
-	dt_free(v);
+	dt_cpu_release(b, v);
 	return DT_OK;
 }
 
@@ -302,7 +347,7 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 	switch (c->op) {
 	case DT_OP_TRIL:
 	case DT_OP_TRIU:
-		return triangle(c);
+		return triangle(b, c);
 	case DT_OP_INDEX_SELECT:
 		return index_select(b, c);
 	case DT_OP_INDEX_ADD:
@@ -315,11 +360,11 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 	case DT_OP_SCATTER_VALUE:
 		return gather(b, c);
 	case DT_OP_REPEAT:
-		return repeat(c);
+		return repeat(b, c);
 	case DT_OP_FLIP:
-		return flip(c);
+		return flip(b, c);
 	case DT_OP_CUMSUM:
-		return cumsum(c);
+		return cumsum(b, c);
 	default:
 		dt_die(__FILE__, __LINE__, "no index kernel for %s", dt_op_get(c->op)->target);
 	}

@@ -684,7 +684,28 @@ void dt_cpu_split_dims(const struct dt_rt_tensor *t, const bool *mask,
 	}
 }
 
-double *dt_cpu_scratch(int64_t n)
+void *dt_cpu_alloc(struct dt_backend *b, const struct dt_kernel_call *c,
+		   size_t bytes)
 {
-	return dt_malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+	void *p = b->ops->alloc(b, bytes ? bytes : 1);
+	if (!p)
+		dt_cpu_fail(b, c, "cannot allocate %zu bytes of scratch", bytes);
+	return p;
+}
+
+double *dt_cpu_scratch(struct dt_backend *b, const struct dt_kernel_call *c,
+		       int64_t n)
+{
+	if (n > 0 && (uint64_t)n > SIZE_MAX / sizeof(double)) {
+		dt_cpu_fail(b, c, "cannot allocate %lld doubles of scratch",
+			    (long long)n);
+		return NULL;
+	}
+	return dt_cpu_alloc(b, c, (size_t)(n > 0 ? n : 0) * sizeof(double));
+}
+
+void dt_cpu_release(struct dt_backend *b, void *p)
+{
+	if (p)
+		b->ops->release(b, p);
 }

@@ -14,17 +14,19 @@ static int read_indices(struct dt_backend *b, const struct dt_kernel_call *c,
 			int64_t *out)
 {
 	int64_t count = dt_rt_numel(t);
-	double *v = dt_cpu_scratch(count);
+	double *v = dt_cpu_scratch(b, c, count);
+	if (!v)
+		return DT_ERUNTIME;
 	dt_cpu_read(t, v);
 	for (int64_t i = 0; i < count; i++) {
 		out[i] = (int64_t)v[i];
 		if ((out[i] < 0 || out[i] >= n) && out[i] != allowed) {
-			dt_free(v);
+			dt_cpu_release(b, v);
 			return dt_cpu_fail(b, c, "index %lld is out of bounds for size %lld",
 					   (long long)out[i], (long long)n);
 		}
 	}
-	dt_free(v);
+	dt_cpu_release(b, v);
 	return DT_OK;
 }
 
@@ -32,19 +34,25 @@ static int embedding(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *w = dt_kernel_input(c, 0), *idx = dt_kernel_input(c, 1);
 	int64_t rows = w->shape[0], dim = w->shape[1], n = dt_rt_numel(idx);
-	int64_t *ix = dt_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-	if (read_indices(b, c, idx, rows, INT64_MIN, ix) != DT_OK) {
-		dt_free(ix);
+	int64_t *ix = dt_cpu_alloc(b, c, (size_t)n * sizeof(int64_t));
+	if (!ix || read_indices(b, c, idx, rows, INT64_MIN, ix) != DT_OK) {
+		dt_cpu_release(b, ix);
 		return DT_ERUNTIME;
 	}
-	double *wv = dt_cpu_scratch(rows * dim), *out = dt_cpu_scratch(n * dim);
+	double *wv = dt_cpu_scratch(b, c, rows * dim);
+	double *out = wv ? dt_cpu_scratch(b, c, n * dim) : NULL;
+	if (!out) {
+		dt_cpu_release(b, ix);
+		dt_cpu_release(b, wv);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(w, wv);
 	for (int64_t i = 0; i < n; i++)
 		memcpy(out + i * dim, wv + ix[i] * dim, (size_t)dim * sizeof(double));
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(ix);
-	dt_free(wv);
-	dt_free(out);
+	dt_cpu_release(b, ix);
+	dt_cpu_release(b, wv);
+	dt_cpu_release(b, out);
 	return DT_OK;
 }
 
@@ -61,13 +69,20 @@ static int embedding_backward(struct dt_backend *b, const struct dt_kernel_call 
 	int64_t dim = g->shape[g->rank - 1], n = dt_rt_numel(idx);
 	if (dt_rt_numel(g) != n * dim)
 		return dt_cpu_fail(b, c, "grad_output does not have one row per index");
-	int64_t *ix = dt_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-	if (read_indices(b, c, idx, rows, pad >= 0 ? pad : INT64_MIN, ix) != DT_OK) {
-		dt_free(ix);
+	int64_t *ix = dt_cpu_alloc(b, c, (size_t)n * sizeof(int64_t));
+	if (!ix || read_indices(b, c, idx, rows, pad >= 0 ? pad : INT64_MIN, ix) != DT_OK) {
+		dt_cpu_release(b, ix);
 		return DT_ERUNTIME;
 	}
-	double *gv = dt_cpu_scratch(n * dim), *out = dt_cpu_scratch(rows * dim);
-	double *count = dt_cpu_scratch(rows);
+	double *gv = dt_cpu_scratch(b, c, n * dim);
+	double *out = gv ? dt_cpu_scratch(b, c, rows * dim) : NULL;
+	double *count = out ? dt_cpu_scratch(b, c, rows) : NULL;
+	if (!count) {
+		dt_cpu_release(b, ix);
+		dt_cpu_release(b, gv);
+		dt_cpu_release(b, out);
+		return DT_ERUNTIME;
+	}
 	memset(out, 0, (size_t)(rows * dim) * sizeof(double));
 	memset(count, 0, (size_t)rows * sizeof(double));
 	dt_cpu_read(g, gv);
@@ -82,10 +97,10 @@ static int embedding_backward(struct dt_backend *b, const struct dt_kernel_call 
 			out[ix[i] * dim + j] += gv[i * dim + j] * scale;
 	}
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(ix);
-	dt_free(gv);
-	dt_free(out);
-	dt_free(count);
+	dt_cpu_release(b, ix);
+	dt_cpu_release(b, gv);
+	dt_cpu_release(b, out);
+	dt_cpu_release(b, count);
 	return DT_OK;
 }
 
@@ -124,11 +139,11 @@ static int nll_read(struct dt_backend *b, const struct dt_kernel_call *c,
 		return dt_cpu_fail(b, c, "unknown reduction %lld", (long long)s->reduction);
 	if (dt_rt_numel(t) != s->n)
 		return dt_cpu_fail(b, c, "target does not have one class per row");
-	s->target = dt_malloc((size_t)s->n * sizeof(int64_t));
-	s->weight = dt_cpu_scratch(s->classes);
-	if (read_indices(b, c, t, s->classes, s->ignore, s->target) != DT_OK) {
-		dt_free(s->target);
-		dt_free(s->weight);
+	s->target = dt_cpu_alloc(b, c, (size_t)s->n * sizeof(int64_t));
+	s->weight = s->target ? dt_cpu_scratch(b, c, s->classes) : NULL;
+	if (!s->weight || read_indices(b, c, t, s->classes, s->ignore, s->target) != DT_OK) {
+		dt_cpu_release(b, s->target);
+		dt_cpu_release(b, s->weight);
 		return DT_ERUNTIME;
 	}
 	const struct dt_rt_tensor *w = dt_kernel_input(c, px + 2);
@@ -149,7 +164,14 @@ static int nll_forward(struct dt_backend *b, const struct dt_kernel_call *c)
 	if (nll_read(b, c, 0, &s) != DT_OK)
 		return DT_ERUNTIME;
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
-	double *xv = dt_cpu_scratch(s.n * s.classes), *loss = dt_cpu_scratch(s.n);
+	double *xv = dt_cpu_scratch(b, c, s.n * s.classes);
+	double *loss = xv ? dt_cpu_scratch(b, c, s.n) : NULL;
+	if (!loss) {
+		dt_cpu_release(b, xv);
+		dt_cpu_release(b, s.target);
+		dt_cpu_release(b, s.weight);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, xv);
 	double total = 0, sum = 0;
 	for (int64_t i = 0; i < s.n; i++) {
@@ -168,10 +190,10 @@ static int nll_forward(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_cpu_fill(&c->outputs[0], v);
 	}
 	dt_cpu_fill(&c->outputs[1], total);
-	dt_free(xv);
-	dt_free(loss);
-	dt_free(s.target);
-	dt_free(s.weight);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, loss);
+	dt_cpu_release(b, s.target);
+	dt_cpu_release(b, s.weight);
 	return DT_OK;
 }
 
@@ -186,12 +208,18 @@ static int nll_backward(struct dt_backend *b, const struct dt_kernel_call *c)
 	bool per_row = s.reduction == NLL_NONE && dt_kernel_input(c, 1)->rank == 2;
 	int64_t ng = dt_rt_numel(go);
 	if (ng != (per_row ? s.n : 1)) {
-		dt_free(s.target);
-		dt_free(s.weight);
+		dt_cpu_release(b, s.target);
+		dt_cpu_release(b, s.weight);
 		return dt_cpu_fail(b, c, "grad_output has %lld elements", (long long)ng);
 	}
-	double *gv = dt_cpu_scratch(ng), tw = 0;
-	double *out = dt_cpu_scratch(s.n * s.classes);
+	double *gv = dt_cpu_scratch(b, c, ng), tw = 0;
+	double *out = gv ? dt_cpu_scratch(b, c, s.n * s.classes) : NULL;
+	if (!out) {
+		dt_cpu_release(b, gv);
+		dt_cpu_release(b, s.target);
+		dt_cpu_release(b, s.weight);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(go, gv);
 	dt_cpu_read(dt_kernel_input(c, 6), &tw);
 	memset(out, 0, (size_t)(s.n * s.classes) * sizeof(double));
@@ -205,10 +233,10 @@ static int nll_backward(struct dt_backend *b, const struct dt_kernel_call *c)
 		out[i * s.classes + t] = -s.weight[t] * g;
 	}
 	dt_cpu_write(&c->outputs[0], out);
-	dt_free(gv);
-	dt_free(out);
-	dt_free(s.target);
-	dt_free(s.weight);
+	dt_cpu_release(b, gv);
+	dt_cpu_release(b, out);
+	dt_cpu_release(b, s.target);
+	dt_cpu_release(b, s.weight);
 	return DT_OK;
 }
 
@@ -234,7 +262,12 @@ int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c)
 	int64_t shape[DT_MAX_RANK];
 	int rank = dt_rt_broadcast(x, y, shape);
 	int64_t n = dt_numel(shape, rank);
-	double *xv = dt_cpu_scratch(n), *yv = dt_cpu_scratch(n), sum = 0;
+	double *xv = dt_cpu_scratch(b, c, n), sum = 0;
+	double *yv = xv ? dt_cpu_scratch(b, c, n) : NULL;
+	if (!yv) {
+		dt_cpu_release(b, xv);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read_as(x, shape, rank, xv);
 	dt_cpu_read_as(y, shape, rank, yv);
 	enum dt_dtype t = (enum dt_dtype)c->outputs[0].dtype;
@@ -243,7 +276,7 @@ int dt_cpu_mse_loss(struct dt_backend *b, const struct dt_kernel_call *c)
 		sum += dt_round_to(t, d * d);
 	}
 	dt_cpu_fill(&c->outputs[0], reduction == 1 ? sum / (double)n : sum);
-	dt_free(xv);
-	dt_free(yv);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, yv);
 	return DT_OK;
 }

@@ -94,26 +94,33 @@ int dt_cpu_matmul(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_cpu_number(c, 3, &beta);
 		dt_cpu_number(c, 4, &alpha);
 	}
-	double *a = dt_cpu_scratch(nb * m * k), *bm = dt_cpu_scratch(nb * k * n);
-	double *r = dt_cpu_scratch(nb * m * n);
+	int64_t total = nb * m * n;
+	double *a = dt_cpu_scratch(b, c, nb * m * k);
+	double *bm = a ? dt_cpu_scratch(b, c, nb * k * n) : NULL;
+	double *r = bm ? dt_cpu_scratch(b, c, total) : NULL;
+	double *s = r && add && beta != 0 ? dt_cpu_scratch(b, c, total) : NULL;
+	if (!r || (add && beta != 0 && !s)) {
+		dt_cpu_release(b, a);
+		dt_cpu_release(b, bm);
+		dt_cpu_release(b, r);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, a);
 	dt_cpu_read(y, bm);
 	for (int64_t i = 0; i < nb; i++)
 		gemm(a + i * m * k, bm + i * k * n, r + i * m * n, m, k, n);
-	int64_t total = nb * m * n;
 	if (alpha != 1)
 		for (int64_t i = 0; i < total; i++)
 			r[i] *= alpha;
-	if (add && beta != 0) {
-		double *s = dt_cpu_scratch(total);
+	if (s) {
 		dt_cpu_read_as(dt_kernel_input(c, 0), out->shape, out->rank, s);
 		for (int64_t i = 0; i < total; i++)
 			r[i] += beta * s[i];
-		dt_free(s);
+		dt_cpu_release(b, s);
 	}
 	dt_cpu_write(out, r);
-	dt_free(a);
-	dt_free(bm);
-	dt_free(r);
+	dt_cpu_release(b, a);
+	dt_cpu_release(b, bm);
+	dt_cpu_release(b, r);
 	return DT_OK;
 }

@@ -79,7 +79,12 @@ int dt_cpu_softmax(struct dt_backend *b, const struct dt_kernel_call *c)
 		return DT_ERUNTIME;
 	struct rows r;
 	rows_init(&r, t, backward ? 3 : 2, mask);
-	double *g = dt_cpu_scratch(r.len), *y = dt_cpu_scratch(r.len);
+	double *g = dt_cpu_scratch(b, c, r.len);
+	double *y = g ? dt_cpu_scratch(b, c, r.len) : NULL;
+	if (!y) {
+		dt_cpu_release(b, g);
+		return DT_ERUNTIME;
+	}
 	for (int64_t i = 0; i < r.count; i++, dt_cpu_iter_next(&r.it)) {
 		rows_at(&r);
 		dt_cpu_read(&r.inner[1], g);
@@ -96,8 +101,8 @@ int dt_cpu_softmax(struct dt_backend *b, const struct dt_kernel_call *c)
 		}
 		dt_cpu_write(&r.inner[0], g);
 	}
-	dt_free(g);
-	dt_free(y);
+	dt_cpu_release(b, g);
+	dt_cpu_release(b, y);
 	return DT_OK;
 }
 
@@ -120,11 +125,14 @@ static int norm_geometry(struct dt_backend *b, const struct dt_kernel_call *c,
 	return DT_OK;
 }
 
-/* Parameter p (an optional tensor of `len` elements) or `dflt` everywhere. */
-static double *optional_param(const struct dt_kernel_call *c, int p,
-			      int64_t len, double dflt)
+/* Parameter p (an optional tensor of `len` elements) or `dflt` everywhere,
+ * in scratch (NULL after reporting when none is left). */
+static double *optional_param(struct dt_backend *b, const struct dt_kernel_call *c,
+			      int p, int64_t len, double dflt)
 {
-	double *v = dt_cpu_scratch(len);
+	double *v = dt_cpu_scratch(b, c, len);
+	if (!v)
+		return NULL;
 	const struct dt_rt_tensor *t = dt_kernel_input(c, p);
 	if (t)
 		dt_cpu_read(t, v);
@@ -142,9 +150,17 @@ static int layer_norm(struct dt_backend *b, const struct dt_kernel_call *c)
 		return DT_ERUNTIME;
 	double eps = 1e-5;
 	dt_cpu_number(c, 4, &eps);
-	double *v = dt_cpu_scratch(rows * len), *mean = dt_cpu_scratch(rows);
-	double *rstd = dt_cpu_scratch(rows);
-	double *w = optional_param(c, 2, len, 1), *bias = optional_param(c, 3, len, 0);
+	double *v = dt_cpu_scratch(b, c, rows * len);
+	double *mean = v ? dt_cpu_scratch(b, c, rows) : NULL;
+	double *rstd = mean ? dt_cpu_scratch(b, c, rows) : NULL;
+	double *w = rstd ? optional_param(b, c, 2, len, 1) : NULL;
+	double *bias = w ? optional_param(b, c, 3, len, 0) : NULL;
+	if (!bias) {
+		double *all[] = {v, mean, rstd, w};
+		for (int i = 0; i < 4; i++)
+			dt_cpu_release(b, all[i]);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(x, v);
 	for (int64_t i = 0; i < rows; i++) {
 		double *row = v + i * len, s = 0, ss = 0;
@@ -160,11 +176,11 @@ static int layer_norm(struct dt_backend *b, const struct dt_kernel_call *c)
 	dt_cpu_write(&c->outputs[0], v);
 	dt_cpu_write(&c->outputs[1], mean);
 	dt_cpu_write(&c->outputs[2], rstd);
-	dt_free(v);
-	dt_free(mean);
-	dt_free(rstd);
-	dt_free(w);
-	dt_free(bias);
+	dt_cpu_release(b, v);
+	dt_cpu_release(b, mean);
+	dt_cpu_release(b, rstd);
+	dt_cpu_release(b, w);
+	dt_cpu_release(b, bias);
 	return DT_OK;
 }
 
@@ -184,10 +200,19 @@ static int layer_norm_backward(struct dt_backend *b, const struct dt_kernel_call
 		return dt_cpu_fail(b, c, "mean and rstd must have one element per row");
 	int64_t flags[3] = {1, 1, 1};
 	dt_cpu_ints(c, 7, flags, 3);
-	double *g = dt_cpu_scratch(rows * len), *xv = dt_cpu_scratch(rows * len);
-	double *mean = dt_cpu_scratch(rows), *rstd = dt_cpu_scratch(rows);
-	double *w = optional_param(c, 5, len, 1);
-	double *dw = dt_cpu_scratch(len), *db = dt_cpu_scratch(len);
+	double *g = dt_cpu_scratch(b, c, rows * len);
+	double *xv = g ? dt_cpu_scratch(b, c, rows * len) : NULL;
+	double *mean = xv ? dt_cpu_scratch(b, c, rows) : NULL;
+	double *rstd = mean ? dt_cpu_scratch(b, c, rows) : NULL;
+	double *w = rstd ? optional_param(b, c, 5, len, 1) : NULL;
+	double *dw = w ? dt_cpu_scratch(b, c, len) : NULL;
+	double *db = dw ? dt_cpu_scratch(b, c, len) : NULL;
+	if (!db) {
+		double *all[] = {g, xv, mean, rstd, w, dw};
+		for (int i = 0; i < 6; i++)
+			dt_cpu_release(b, all[i]);
+		return DT_ERUNTIME;
+	}
 	dt_cpu_read(dt_kernel_input(c, 0), g);
 	dt_cpu_read(x, xv);
 	dt_cpu_read(dt_kernel_input(c, 3), mean);
@@ -215,13 +240,13 @@ static int layer_norm_backward(struct dt_backend *b, const struct dt_kernel_call
 		else
 			dt_cpu_fill(&c->outputs[k], 0);
 	}
-	dt_free(g);
-	dt_free(xv);
-	dt_free(mean);
-	dt_free(rstd);
-	dt_free(w);
-	dt_free(dw);
-	dt_free(db);
+	dt_cpu_release(b, g);
+	dt_cpu_release(b, xv);
+	dt_cpu_release(b, mean);
+	dt_cpu_release(b, rstd);
+	dt_cpu_release(b, w);
+	dt_cpu_release(b, dw);
+	dt_cpu_release(b, db);
 	return DT_OK;
 }
 

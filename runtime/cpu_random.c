@@ -21,7 +21,9 @@ int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c)
 	struct dt_rt_tensor *out = &c->outputs[0];
 	int64_t n = dt_rt_numel(out);
 	uint64_t name = dt_rt_fnv1a(dt_str_get(c->m, c->node->name));
-	double *v = dt_cpu_scratch(n);
+	double *v = dt_cpu_scratch(b, c, n);
+	if (!v)
+		return DT_ERUNTIME;
 	double *mask = NULL;
 	double p = 0.5;
 	bool train = true;
@@ -31,11 +33,15 @@ int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_cpu_number(c, 1, &p);
 		dt_cpu_bool(c, 2, &train);
 		if (train && (p < 0 || p > 1)) {
-			dt_free(v);
+			dt_cpu_release(b, v);
 			return dt_cpu_fail(b, c, "dropout probability has to be between 0 and 1, but got %g",
 					   p);
 		}
-		mask = dt_cpu_scratch(n);
+		mask = dt_cpu_scratch(b, c, n);
+		if (!mask) {
+			dt_cpu_release(b, v);
+			return DT_ERUNTIME;
+		}
 		dt_cpu_read(self, v);
 		for (int64_t i = 0; i < n; i++) {
 			mask[i] = !train || uniform(c->seed, name, i, 0) < 1 - p;
@@ -43,13 +49,13 @@ int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c)
 				v[i] *= mask[i] * (p < 1 ? 1 / (1 - p) : 0);
 		}
 		dt_cpu_write(&c->outputs[1], mask);
-		dt_free(mask);
+		dt_cpu_release(b, mask);
 		break;
 	case DT_OP_BERNOULLI:
 		dt_cpu_read(self, v);
 		for (int64_t i = 0; i < n; i++) {
 			if (!(v[i] >= 0 && v[i] <= 1)) {
-				dt_free(v);
+				dt_cpu_release(b, v);
 				return dt_cpu_fail(b, c, "bernoulli expects 0 <= p <= 1");
 			}
 			v[i] = uniform(c->seed, name, i, 0) < v[i];
@@ -58,7 +64,7 @@ int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c)
 	case DT_OP_BERNOULLI_P:
 		dt_cpu_number(c, 1, &p);
 		if (!(p >= 0 && p <= 1)) {
-			dt_free(v);
+			dt_cpu_release(b, v);
 			return dt_cpu_fail(b, c, "bernoulli expects 0 <= p <= 1, but got p=%g", p);
 		}
 		for (int64_t i = 0; i < n; i++)
@@ -80,6 +86,6 @@ int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c)
 		       dt_op_get(c->op)->target);
 	}
 	dt_cpu_write(out, v);
-	dt_free(v);
+	dt_cpu_release(b, v);
 	return DT_OK;
 }

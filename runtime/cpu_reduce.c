@@ -143,7 +143,9 @@ int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 	if (k == 0 && def.kind != DT_RED_SUM && def.kind != DT_RED_MEAN && def.kind != DT_RED_VAR &&
 	    rows > 0)
 		return dt_cpu_fail(b, c, "cannot reduce over a zero-size dimension");
-	double *row = dt_cpu_scratch(k);
+	double *row = dt_cpu_scratch(b, c, k);
+	if (!row)
+		return DT_ERUNTIME;
 	const struct dt_rt_tensor *ts[3] = {&xo, &outs[0], nout > 1 ? &outs[1] : &outs[0]};
 	struct dt_cpu_iter it;
 	dt_cpu_iter_init(&it, xo.shape, xo.rank, ts, 3);
@@ -159,6 +161,6 @@ int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c)
 			dt_store_element((enum dt_dtype)outs[o].dtype,
 					 dt_rt_at(&outs[o], it.off[o + 1]), r[o]);
 	}
-	dt_free(row);
+	dt_cpu_release(b, row);
 	return DT_OK;
 }

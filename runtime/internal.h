@@ -108,8 +108,17 @@ void dt_cpu_fill(struct dt_rt_tensor *t, double v);
  * kept) and the others (outer); both share t's buffer and offset. */
 void dt_cpu_split_dims(const struct dt_rt_tensor *t, const bool *mask,
 		       struct dt_rt_tensor *outer, struct dt_rt_tensor *inner);
-/* Scratch doubles (dt_malloc; n may be 0). */
-double *dt_cpu_scratch(int64_t n);
+/* Scratch of one kernel call c: `bytes` (may be 0), or n doubles, from the
+ * backend's allocator, so running out is an error at c's node ("cannot
+ * allocate N bytes of scratch", reported before NULL is returned), never an
+ * abort. Scratch lives within the call and is not in the memory plan
+ * (dt_interpret_peak): it is a few copies of the call's operands as
+ * doubles. Give it back with dt_cpu_release (NULL is fine). */
+void *dt_cpu_alloc(struct dt_backend *b, const struct dt_kernel_call *c,
+		   size_t bytes);
+double *dt_cpu_scratch(struct dt_backend *b, const struct dt_kernel_call *c,
+		       int64_t n);
+void dt_cpu_release(struct dt_backend *b, void *p);
 
 /* ------------------------------------------------------------------ */
 /* Arguments of a kernel call (cpu_kernel.c). Parameters are schema

@@ -39,4 +39,17 @@ done
 	done
 	sed -n 's/^DT_OP([A-Z0-9_]*, "\([^"]*\)".*/"\1"/p' ir/ops.def
 } >"$out/reader.dict"
+# the solver's JSON problems: the contest's example (in seeds/), the bad problems
+mkdir -p "$out/solver-corpus"
+for f in tests/bad/solver/*.json \
+	 tests/bad/solver/*.json.gz tests/fuzz/seeds/fuzz_solver/*; do
+	[ -f "$f" ] || continue
+	cp "$f" "$out/solver-corpus/$(basename "$f")"
+done
+for w in '{' '}' '[' ']' ',' ':' '"problem"' '"name"' '"nodes"' '"edges"' \
+	 '"intervals"' '"costs"' '"usages"' '"usage_limit"' '[[' ']]' '[]' \
+	 '-1' '0' '9223372036854775807' '-9223372036854775808' '1e3' '1.5' \
+	 'true' 'null' '\u0041' '\"'; do
+	printf '"%s"\n' "$(printf '%s' "$w" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+done >"$out/solver.dict"
 echo "$(ls "$out/corpus" | wc -l) seeds in $out/corpus, dictionary $out/reader.dict"

@@ -7,7 +7,7 @@
 # is replayed: each must run clean. Then each target fuzzes from its seeds
 # (make_corpus.sh: the example, golden and bad-input graphs, a dictionary;
 # the parsers and CLI targets start from tests/fuzz/seeds/TARGET):
-#   --smoke         20 s per target (the 'fuzz' suite in CI, ~60 s)
+#   --smoke         20 s per target (the 'fuzz' suite in CI, ~80 s)
 #   --long [S]      S seconds per target (default 3600), corpus kept in
 #                   BUILD/fuzz/TARGET-corpus, findings in BUILD/fuzz/artifacts;
 #                   run it niced in the background, e.g.
@@ -30,7 +30,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1
         -artifact_prefix="$work/artifacts/")
-for target in fuzz_reader fuzz_parsers fuzz_cli; do
+for target in fuzz_reader fuzz_parsers fuzz_cli fuzz_solver; do
   regress=$src/tests/fuzz/regress/$target
   if [ -d "$regress" ] && [ -n "$(ls -A "$regress")" ]; then
     "$bin/$target" "${common[@]}" -close_fd_mask=3 "$regress"/* \
@@ -42,6 +42,7 @@ for target in fuzz_reader fuzz_parsers fuzz_cli; do
   mkdir -p "$corpus"
   case $target in
     fuzz_reader) seeds=("$work/corpus"); extra=(-dict="$work/reader.dict" -max_len=65536) ;;
+    fuzz_solver) seeds=("$work/solver-corpus"); extra=(-dict="$work/solver.dict" -max_len=4096) ;;
     *) seeds=("$src/tests/fuzz/seeds/$target"); extra=(-max_len=512) ;;
   esac
   echo "== $target: $seconds s"

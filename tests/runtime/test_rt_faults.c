@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_rt_faults.c: what the runtime checks before running: the memory
  * plan (dt_interpret_peak) is the peak a run reaches, allocating nothing;
- * every failed allocation is a reported error; the collective sequence the
+ * every failed allocation (buffers, kernel scratch) is a reported error; the collective sequence the
  * ranks agree on tells apart what would mismatch (group, reduce op, order;
  * counts within a group instance) and nothing else (names). */
 #include "rt_test.h"
@@ -66,33 +66,50 @@ static void test_peak_plan(void **state)
 	}
 }
 
-/* Fail the 1st, 2nd, ... allocation of a run in turn: each is an error at
- * its node, never an abort, and every buffer goes back. */
+/* Kernels with scratch: mm (x, y, the product), softmax (2 rows) and
+ * cumsum (1): 6 scratch allocations besides the buffers. */
+static const char scratch[] = LOCAL(PH("x", "3 2", "2 1") PH("y", "2 4", "4 1")
+	CALL("p", "aten.mm.default", "<arg node=\"x\"/><arg node=\"y\"/>")
+	CALL("s", "aten._softmax.default",
+	     "<arg node=\"p\"/><arg int=\"1\"/><arg bool=\"false\"/>")
+	CALL("c", "aten.cumsum.default", "<arg node=\"s\"/><arg int=\"0\"/>")
+	OUT("c"));
+
+/* Fail the 1st, 2nd, ... allocation of a run in turn (buffers and kernel
+ * scratch alike): each is an error at its node, never an abort, and every
+ * buffer and scratch array goes back. */
 static void test_allocation_failures(void **state)
 {
 	(void)state;
-	for (long k = 1;; k++) {
-		struct rt_diag r;
-		rt_diag_init(&r);
-		struct dt_module *m = rt_load(&r, staged);
-		struct dt_backend *b = rt_backend(&r);
-		rt_counting_of(b)->fail_at = k;
-		struct dt_run_options opt = {.iters = 1};
-		struct dt_run_result res;
-		int rc = dt_interpret(m, b, &opt, &res);
-		long total = rt_counting_of(b)->total;
-		if (rc == DT_OK) {
-			assert_true(k > total); /* no allocation failed */
-			assert_true(k > 4);
-			dt_run_result_fini(&res);
-		} else {
-			assert_int_equal(rc, DT_ERUNTIME);
-			assert_non_null(strstr(r.last, "cannot allocate"));
+	const char *graphs[] = {staged, scratch};
+	const long least[] = {4, 5 + 6}, scratch_failures[] = {0, 6};
+	for (size_t g = 0; g < sizeof(graphs) / sizeof(graphs[0]); g++) {
+		long in_scratch = 0;
+		for (long k = 1;; k++) {
+			struct rt_diag r;
+			rt_diag_init(&r);
+			struct dt_module *m = rt_load(&r, graphs[g]);
+			struct dt_backend *b = rt_backend(&r);
+			rt_counting_of(b)->fail_at = k;
+			struct dt_run_options opt = {.iters = 1};
+			struct dt_run_result res;
+			int rc = dt_interpret(m, b, &opt, &res);
+			long total = rt_counting_of(b)->total;
+			if (rc == DT_OK) {
+				assert_true(k > total); /* no allocation failed */
+				assert_true(k > least[g]);
+				dt_run_result_fini(&res);
+			} else {
+				assert_int_equal(rc, DT_ERUNTIME);
+				assert_non_null(strstr(r.last, "cannot allocate"));
+				in_scratch += strstr(r.last, "of scratch") != NULL;
+			}
+			b->ops->destroy(b); /* asserts nothing is held */
+			dt_module_destroy(m);
+			if (rc == DT_OK)
+				break;
 		}
-		b->ops->destroy(b);
-		dt_module_destroy(m);
-		if (rc == DT_OK)
-			break;
+		assert_int_equal(in_scratch, scratch_failures[g]);
 	}
 }
 
