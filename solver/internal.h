@@ -104,8 +104,9 @@ void dt_solve_reduction_restrict(const struct dt_solve_reduction *red, const int
 /* Plan changes through the eliminations: given want[v] >= 0 for nodes of
  * red->r's original that are re-chosen (plan cur[] elsewhere), set want[]
  * to the best choice of every eliminated node that hangs off them (the
- * eliminations replayed backwards) and append each to `touched`, which also
- * lists the nodes given on entry. */
+ * eliminations replayed backwards; one whose neighbours are at strategies
+ * the reduction had dropped keeps its own) and append each to `touched`,
+ * which also lists the nodes given on entry. */
 void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *touched);
 

@@ -231,6 +231,16 @@ static void fix_node(struct work *w, int32_t v)
 	record(w, STEP_FIX, v, -1, -1, nd->map[0], NULL);
 }
 
+/* A choice table of n entries, all -1: neighbour strategies dropped before
+ * the elimination have no entry. */
+static int32_t *unset_table(size_t n)
+{
+	int32_t *t = dt_malloc(sizeof(int32_t) * (n + 1));
+	for (size_t i = 0; i < n; i++)
+		t[i] = -1;
+	return t;
+}
+
 /* Degree 0 or 1, usage fixed: v's best choice per choice of its neighbour. */
 static void eliminate_leaf(struct work *w, int32_t v)
 {
@@ -246,7 +256,7 @@ static void eliminate_leaf(struct work *w, int32_t v)
 	}
 	int32_t e = nd->adj.data[0], u = other(w, e, v);
 	struct wnode *nu = &w->n[u];
-	int32_t *table = dt_malloc(sizeof(int32_t) * (size_t)w->p->nodes[u].nstrategies);
+	int32_t *table = unset_table((size_t)w->p->nodes[u].nstrategies);
 	for (int32_t su = 0; su < nu->ns; su++) {
 		int32_t best = 0;
 		int64_t bc = DT_SOLVE_INFINITE;
@@ -273,7 +283,7 @@ static void eliminate_series(struct work *w, int32_t v)
 	int32_t u = other(w, e1, v), x = other(w, e2, v);
 	int32_t nu = w->n[u].ns, nx = w->n[x].ns;
 	int32_t onx = w->p->nodes[x].nstrategies;
-	int32_t *table = dt_malloc(sizeof(int32_t) * (size_t)w->p->nodes[u].nstrategies * onx);
+	int32_t *table = unset_table((size_t)w->p->nodes[u].nstrategies * onx);
 	int64_t *m = dt_malloc(sizeof(int64_t) * ((size_t)nu * nx + 1));
 	for (int32_t su = 0; su < nu; su++)
 		for (int32_t sx = 0; sx < nx; sx++) {
@@ -493,6 +503,8 @@ void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const in
 			int32_t sw = want[st->w] >= 0 ? want[st->w] : cur[st->w];
 			s = st->table[(int64_t)su * red->orig_nstrategies[st->w] + sw];
 		}
+		if (s < 0) /* a neighbour choice the reduction had dropped */
+			s = cur[st->v];
 		if (want[st->v] < 0)
 			dt_vec_push(t, st->v);
 		want[st->v] = s;
