@@ -31,14 +31,12 @@
  *   _reshape_alias / as_strided whose strides are view()'s become
  *   aten.reshape first, and a view the local layout cannot serve becomes
  *   a reshape (semantics §6.1): both reshape values, whatever the layout.
- *   Creation ops whose values depend on the element's position (arange,
- *   rand_like, randn_like, bernoulli, native_dropout) are refused unless
- *   replicated. Before anything is lowered, each compute node's pin and
- *   its inputs' placements must be a strategy of its op's sharding rules
- *   (relu on S(1) of S(1), mm of S(1) by S(0) giving P(sum); an op without
- *   rules only replicated), else it is refused (lower_redistribute_rules.c):
- *   a pin no rule allows would lower to a program computing something
- *   else.
+ *   Before anything is lowered, each compute node's pin and its inputs'
+ *   placements must be a strategy of its op's sharding rules (relu on S(1)
+ *   of S(1), mm of S(1) by S(0) giving P(sum); an op without rules, such as
+ *   arange or rand_like whose values depend on the element's position,
+ *   only replicated), else it is refused (lower_redistribute_rules.c): a
+ *   pin no rule allows would lower to a program computing something else.
  * - Every lowered value carries <sharding mesh placements [order]
  *   global-shape>, so fuse-collectives can check evenness and `dtopt run
  *   --check` can compare it with the global reference.
@@ -384,21 +382,6 @@ static void scan_input(void *ud, uint32_t input)
 		in->sharded = input;
 }
 
-/* Ops whose values depend on the element's position or on random state:
- * a shard of them is not the shard of the global value. */
-static bool position_dependent(enum dt_op op)
-{
-	switch (op) {
-	case DT_OP_ARANGE: case DT_OP_ARANGE_START:
-	case DT_OP_ARANGE_START_STEP: case DT_OP_RAND_LIKE:
-	case DT_OP_RANDN_LIKE: case DT_OP_BERNOULLI: case DT_OP_BERNOULLI_P:
-	case DT_OP_NATIVE_DROPOUT:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* The placements of node `id` (old id, args not yet remapped): its pin,
  * a getitem's source's, or replicated when all inputs are. */
 static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
@@ -703,17 +686,6 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		return DT_EINPUT;
 	}
 	bool repl = replicated(me, &pl);
-	if (!repl && position_dependent((enum dt_op)n->op)) {
-		char p[160];
-		dt_placements_print(&pl, p, sizeof p);
-		dt_node_error(l->ctx->diag, m, n,
-			      "cannot lower %s locally: %s makes values that "
-			      "depend on the element's position or on random "
-			      "state, so a rank cannot make its %s shard alone; "
-			      "pin it replicated and redistribute the result",
-			      name, dt_op_get((enum dt_op)n->op)->name, p);
-		return DT_EINPUT;
-	}
 	int64_t coord[DT_MAX_MESH_DIMS];
 	if (!dt_lower_coords(l, n, mesh, coord))
 		return DT_EINPUT;
