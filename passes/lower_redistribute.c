@@ -31,11 +31,12 @@
  *   _reshape_alias / as_strided whose strides are view()'s become
  *   aten.reshape first, and a view the local layout cannot serve becomes
  *   a reshape (semantics §6.1): both reshape values, whatever the layout.
- *   Creation ops whose values depend on the element's position (arange,
- *   rand_like, randn_like, bernoulli, native_dropout) are refused unless
- *   replicated. Pins are otherwise trusted: whether an op may run locally
- *   on those placements (relu on S(1), mm of S(1) by S(0) giving P(sum))
- *   is for shard-prop's rules, which come later.
+ *   Before anything is lowered, each compute node's pin and its inputs'
+ *   placements must be a strategy of its op's sharding rules (relu on S(1)
+ *   of S(1), mm of S(1) by S(0) giving P(sum); an op without rules, such as
+ *   arange or rand_like whose values depend on the element's position,
+ *   only replicated), else it is refused (lower_redistribute_rules.c): a
+ *   pin no rule allows would lower to a program computing something else.
  * - Every lowered value carries <sharding mesh placements [order]
  *   global-shape>, so fuse-collectives can check evenness and `dtopt run
  *   --check` can compare it with the global reference.
@@ -381,21 +382,6 @@ static void scan_input(void *ud, uint32_t input)
 		in->sharded = input;
 }
 
-/* Ops whose values depend on the element's position or on random state:
- * a shard of them is not the shard of the global value. */
-static bool position_dependent(enum dt_op op)
-{
-	switch (op) {
-	case DT_OP_ARANGE: case DT_OP_ARANGE_START:
-	case DT_OP_ARANGE_START_STEP: case DT_OP_RAND_LIKE:
-	case DT_OP_RANDN_LIKE: case DT_OP_BERNOULLI: case DT_OP_BERNOULLI_P:
-	case DT_OP_NATIVE_DROPOUT:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* The placements of node `id` (old id, args not yet remapped): its pin,
  * a getitem's source's, or replicated when all inputs are. */
 static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
@@ -426,9 +412,9 @@ static int node_placements(struct dt_lower *l, uint32_t id, int *mesh,
 		return DT_EINPUT;
 	}
 	if (n->op == DT_OP_GETITEM) {
-		/* Result k's placements: the getitem's pin (the node it selects
-		 * from was checked against it, result_placements), else the
-		 * source's. */
+		/* Result k's placements: the getitem's pin (checked against
+		 * the rules of the node it selects from, dt_lower_check_rules),
+		 * else the source's. */
 		const struct dt_sharding *src = &m->shardings.data[
 			l->shard[dt_node_arg(m, n, 0)->v.node]];
 		if (pin && pin->mesh != src->mesh) {
@@ -658,12 +644,9 @@ static void capture_emit(void *ud, const struct dt_diag_entry *e)
 		snprintf(c->text, sizeof c->text, "%s", e->message);
 }
 
-/* The placements of each result of node `id`: result 0's are `pl` (the
- * node's own), result k's those of a pinned getitem selecting k, else
- * `pl`. selected[k]: result k is read (result 0 always counts as read). */
-static void result_placements(const struct dt_lower *l, uint32_t id,
-			      const struct dt_placements *pl, uint32_t nres,
-			      struct dt_placements *out, bool *selected)
+void dt_lower_result_placements(const struct dt_lower *l, uint32_t id,
+				const struct dt_placements *pl, uint32_t nres,
+				struct dt_placements *out, bool *selected)
 {
 	const struct dt_module *m = l->m;
 	for (uint32_t k = 0; k < nres; k++) {
@@ -703,24 +686,13 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 		return DT_EINPUT;
 	}
 	bool repl = replicated(me, &pl);
-	if (!repl && position_dependent((enum dt_op)n->op)) {
-		char p[160];
-		dt_placements_print(&pl, p, sizeof p);
-		dt_node_error(l->ctx->diag, m, n,
-			      "cannot lower %s locally: %s makes values that "
-			      "depend on the element's position or on random "
-			      "state, so a rank cannot make its %s shard alone; "
-			      "pin it replicated and redistribute the result",
-			      name, dt_op_get((enum dt_op)n->op)->name, p);
-		return DT_EINPUT;
-	}
 	int64_t coord[DT_MAX_MESH_DIMS];
 	if (!dt_lower_coords(l, n, mesh, coord))
 		return DT_EINPUT;
 	/* The global results and this rank's shards of them. */
 	struct dt_placements result_pl[DT_MAX_RESULTS];
 	bool selected[DT_MAX_RESULTS];
-	result_placements(l, id, &pl, nres, result_pl, selected);
+	dt_lower_result_placements(l, id, &pl, nres, result_pl, selected);
 	int64_t g[DT_MAX_RESULTS][DT_MAX_RANK], want[DT_MAX_RESULTS][DT_MAX_RANK];
 	int rank[DT_MAX_RESULTS];
 	uint8_t dtype[DT_MAX_RESULTS];
@@ -855,7 +827,7 @@ static int run_lower(struct dt_pass_ctx *ctx)
 		l.next_getitem[id] = l.first_getitem[src];
 		l.first_getitem[src] = id;
 	}
-	int rc = DT_OK;
+	int rc = dt_lower_check_rules(&l);
 	uint32_t next;
 	for (uint32_t id = m->first; id && rc == DT_OK; id = next) {
 		next = dt_node_get(m, id)->next;

@@ -142,4 +142,20 @@ int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id);
  * sharding, and unlink it. DT_OK or DT_EINPUT after a report. */
 int dt_lower_redistribute(struct dt_lower *l, uint32_t id);
 
+/* The placements of each result of node `id`: result 0's are `pl` (the
+ * node's own), result k's those of a pinned getitem selecting k, else
+ * `pl`. selected[k]: result k is read (result 0 always counts as read). */
+void dt_lower_result_placements(const struct dt_lower *l, uint32_t id,
+				const struct dt_placements *pl, uint32_t nres,
+				struct dt_placements *out, bool *selected);
+
+/* Before anything is lowered (lower_redistribute_rules.c): check that each
+ * call node computes its pinned placements from its inputs' placements by
+ * a strategy of its op's rules (semantics §6; an op without rules only
+ * replicated), so that a pin no rule allows (softmax over its sharded dim,
+ * a mean over an uneven shard pinned P(avg)) is refused, not lowered into
+ * a program that computes something else. Reports the first such node and
+ * returns DT_EINPUT. */
+int dt_lower_check_rules(struct dt_lower *l);
+
 #endif
