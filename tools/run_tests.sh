@@ -14,6 +14,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --suite unit --suite golden --suite bad
 if command -v clang >/dev/null; then
   tools/setup.sh --fuzz
-  ninja -C build-fuzz tests/fuzz/fuzz_reader tests/fuzz/fuzz_parsers tests/fuzz/fuzz_cli
+  ninja -C build-fuzz tests/fuzz/fuzz_reader tests/fuzz/fuzz_parsers tests/fuzz/fuzz_cli \
+    tests/fuzz/fuzz_solver
   meson test -C build-fuzz --no-rebuild --print-errorlogs --suite fuzz
 fi
