@@ -218,17 +218,6 @@ static void state_text(const struct dt_module *m,
 		snprintf(buf + len, size - (size_t)len, " order %s", order);
 }
 
-static void dims_text(const struct dt_module *m, const struct dt_redist_step *s,
-		      char *buf, size_t size)
-{
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int i = 0; i < s->ndims && at < size; i++)
-		at += (size_t)snprintf(
-			buf + at, size - at, "%s%s", i ? " " : "",
-			dt_str_get(m, m->meshes.data[0].dims[s->dims[i]]));
-}
-
 static void op_text(const struct dt_redist_step *s, char *buf, size_t size)
 {
 	const char *kind = dt_redist_kind_name(s->kind);
@@ -244,7 +233,7 @@ static void group_text(const struct dt_module *m,
 		       const struct dt_redist_step *s, char *buf, size_t size)
 {
 	if (s->group < 0) {
-		dims_text(m, s, buf, size);
+		dt_mesh_dims_join(m, 0, s->dims, s->ndims, " ", buf, size);
 		return;
 	}
 	const struct dt_group *g = &m->groups.data[s->group];
@@ -300,7 +289,7 @@ static void fill_row(const struct dt_module *m, const struct dt_redist_step *s,
 {
 	char a[32], b[32];
 	snprintf(cells[COL_STEP], CELL, "%d", index);
-	dims_text(m, s, cells[COL_DIMS], CELL);
+	dt_mesh_dims_join(m, 0, s->dims, s->ndims, " ", cells[COL_DIMS], CELL);
 	placement_text(&s->src, a, sizeof a);
 	placement_text(&s->dst, b, sizeof b);
 	if (s->kind == DT_REDIST_PERMUTE) /* ranks trade whole shards */
