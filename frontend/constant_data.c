@@ -226,10 +226,9 @@ int dt_side_file_write(const char *dir, const char *name,
 		       const unsigned char *p, uint64_t size, char *err,
 		       size_t errlen)
 {
-	size_t len = strlen(dir) + strlen(name) + 16;
-	char *path = dt_malloc(len), *tmp = dt_malloc(len);
+	size_t len = strlen(dir) + strlen(name) + 2;
+	char *path = dt_malloc(len), *tmp = NULL;
 	snprintf(path, len, "%s/%s", dir, name);
-	snprintf(tmp, len, "%s.tmp.XXXXXX", path);
 	int rc = 0;
 	struct stat st;
 	if (lstat(path, &st) == 0) {
@@ -239,13 +238,12 @@ int dt_side_file_write(const char *dir, const char *name,
 					     "overwritten", path);
 		goto done;
 	}
-	int fd = mkstemp(tmp);
+	int fd = dt_temp_beside(path, 0644, &tmp);
 	if (fd < 0) {
 		rc = dt_fail_message(err, errlen, "cannot create a temporary "
 				     "file for '%s': %s", path, strerror(errno));
 		goto done;
 	}
-	fchmod(fd, 0644);
 	for (uint64_t at = 0; at < size && !rc;) {
 		ssize_t put = write(fd, p + at, size - at > (1u << 30)
 							 ? (1u << 30)

@@ -541,15 +541,13 @@ int dt_write_file(const struct dt_module *m, const char *path,
 	dt_path_dir(path, dir, sizeof dir);
 	if (write_side_files(m, path, dir, d) != DT_OK)
 		return DT_EIO;
-	size_t n = strlen(path);
-	char *tmp = dt_malloc(n + 16);
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
+	char *tmp;
+	int fd = dt_temp_beside(path, exists ? (st.st_mode & 07777) : 0644,
+				&tmp);
 	if (fd < 0) {
 		dt_diag_report(d, DT_ERROR, path, 0, NULL,
 			       "cannot create a temporary file beside it: %s",
 			       strerror(errno));
-		dt_free(tmp);
 		return DT_EIO;
 	}
 	FILE *out = fdopen(fd, "w");
@@ -559,7 +557,6 @@ int dt_write_file(const struct dt_module *m, const char *path,
 		dt_free(tmp);
 		return DT_EIO;
 	}
-	fchmod(fd, exists ? (st.st_mode & 07777) : 0644);
 	char *buf = dt_malloc(1 << 16);
 	setvbuf(out, buf, _IOFBF, 1 << 16);
 	int rc = write_xml(m, out, dir);

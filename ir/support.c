@@ -3,9 +3,12 @@
  * and dtype facts shared by every part of dtopt. */
 #include "ir.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 _Noreturn void dt_die(const char *file, int line, const char *fmt, ...)
 {
@@ -62,6 +65,23 @@ void dt_free(void *ptr)
 {
 	if (ptr)
 		alloc_fn(alloc_ud, ptr, 0);
+}
+
+int dt_temp_beside(const char *path, unsigned mode, char **tmp)
+{
+	size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+	*tmp = dt_malloc(n);
+	snprintf(*tmp, n, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(*tmp);
+	if (fd < 0) {
+		int saved = errno;
+		dt_free(*tmp);
+		*tmp = NULL;
+		errno = saved;
+		return -1;
+	}
+	fchmod(fd, (mode_t)mode); /* mkstemp's 0600 is for the temporary only */
+	return fd;
 }
 
 char *dt_strdup(const char *s)

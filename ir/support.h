@@ -46,6 +46,11 @@ void *dt_malloc(size_t size);
 void *dt_calloc(size_t n, size_t size);
 void dt_free(void *ptr);
 char *dt_strdup(const char *s);
+/* Open a new temporary file beside `path` (PATH.tmp.XXXXXX, permissions
+ * `mode`), for writing `path` atomically: the caller renames *tmp over
+ * `path` when everything is written and unlinks it otherwise, then
+ * dt_frees *tmp. Returns the descriptor, or -1 with errno set (*tmp NULL). */
+int dt_temp_beside(const char *path, unsigned mode, char **tmp);
 
 /* Growable array of T on the heap: `DT_VEC(int) v = {0};`. */
 #define DT_VEC(T)                                                          \

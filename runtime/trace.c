@@ -52,15 +52,11 @@ int dt_trace_rank_path(const char *path, int rank, int world_size, char *buf,
 static int write_atomic(const char *path, struct dt_diag *d,
 			int (*fill)(FILE *f, void *ud), void *ud)
 {
-	size_t len = strlen(path);
-	char *tmp = dt_malloc(len + 16);
-	snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
+	char *tmp;
+	int fd = dt_temp_beside(path, 0644, &tmp);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (fd >= 0 && !f)
 		close(fd);
-	if (f)
-		fchmod(fd, 0644); /* mkstemp's 0600 is for the temporary only */
 	int rc = f ? fill(f, ud) : DT_OK;
 	bool written = f && !ferror(f);
 	if (f && fclose(f) != 0)

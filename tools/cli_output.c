@@ -135,22 +135,16 @@ int dt_cli_output_begin(const char *cmd, const char *path)
 {
 	if (!path || strcmp(path, "-") == 0)
 		return DT_EXIT_OK;
-	size_t n = strlen(path);
-	char *tmp = malloc(n + sizeof ".tmpXXXXXX");
-	DT_REQUIRE(tmp);
-	memcpy(tmp, path, n);
-	memcpy(tmp + n, ".tmpXXXXXX", sizeof ".tmpXXXXXX");
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		free(tmp);
+	char *tmp;
+	int fd = dt_temp_beside(path, 0644, &tmp);
+	if (fd < 0)
 		return dt_io_error(cmd, path);
-	}
 	fflush(stdout);
 	output.saved = dup(STDOUT_FILENO);
 	if (output.saved < 0 || dup2(fd, STDOUT_FILENO) < 0) {
 		close(fd);
 		unlink(tmp);
-		free(tmp);
+		dt_free(tmp);
 		return dt_io_error(cmd, path);
 	}
 	close(fd);
@@ -179,7 +173,7 @@ int dt_cli_output_commit(void)
 	if (!ok)
 		unlink(output.tmp);
 	free(output.path);
-	free(output.tmp);
+	dt_free(output.tmp);
 	output.path = output.tmp = NULL;
 	return rc;
 }
@@ -191,7 +185,7 @@ void dt_cli_output_discard(void)
 	restore();
 	unlink(output.tmp);
 	free(output.path);
-	free(output.tmp);
+	dt_free(output.tmp);
 	output.path = output.tmp = NULL;
 }
 

@@ -6,7 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir.h"
 
@@ -138,6 +143,39 @@ static void test_diag(void **state)
 	assert_int_equal(d.nremarks, 2);
 }
 
+/* The temporary of an atomic write lies beside its target, named after it,
+ * with the permissions asked for (not mkstemp's 0600). */
+static void test_temp_beside(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/dt_temp_beside.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[64], *tmp;
+	snprintf(path, sizeof path, "%s/out.xml", dir);
+	int fd = dt_temp_beside(path, 0644, &tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(strncmp(tmp, path, strlen(path)), 0);
+	assert_int_equal(strncmp(tmp + strlen(path), ".tmp.", 5), 0);
+	assert_int_equal(strlen(tmp), strlen(path) + strlen(".tmp.XXXXXX"));
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	close(fd);
+	assert_int_equal(unlink(tmp), 0);
+	dt_free(tmp);
+	fd = dt_temp_beside(path, 0600, &tmp);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	close(fd);
+	unlink(tmp);
+	dt_free(tmp);
+	rmdir(dir);
+	/* no directory: -1, errno set, nothing to free */
+	assert_int_equal(dt_temp_beside("/nonexistent-dir/x.xml", 0644, &tmp), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_null(tmp);
+}
+
 static void test_format_double(void **state)
 {
 	(void)state;
@@ -159,6 +197,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_arena, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intern, setup, teardown),
 		cmocka_unit_test(test_diag),
+		cmocka_unit_test_setup_teardown(test_temp_beside, setup, teardown),
 		cmocka_unit_test(test_format_double),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
