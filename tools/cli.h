@@ -116,7 +116,8 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);
-/* Print "dtopt CMD: error: MSG" to stderr and return DT_EXIT_USAGE. */
+/* Print "dtopt CMD: error: MSG (see 'dtopt CMD --help')" (JSON under
+ * --format=json) to stderr and return DT_EXIT_USAGE (cli_output.c). */
 int dt_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -711,10 +711,9 @@ int dt_cmd_explain(int argc, char **argv)
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	if (e.m->view != DT_VIEW_GLOBAL) {
-		fprintf(stderr,
-			"%s: error: explain needs a global-view graph (this "
-			"one is local)\n",
-			e.m->file);
+		dt_diag_report(&diag, DT_ERROR, e.m->file, 0, NULL,
+			       "explain needs a global-view graph (this one is "
+			       "local)");
 		dt_module_destroy(e.m);
 		return DT_EXIT_INPUT;
 	}
