@@ -583,8 +583,15 @@ int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
  * library stays loaded). */
 void dt_cuda_blas_close(struct dt_cuda_ctx *ctx);
 
-/* Families in cuda_ops.c and cuda_nn.c (same contract as
- * dt_cuda_kernel). */
+/* The elementwise ops of cuda_elementwise.c's table (what
+ * dt_cuda_elementwise runs; not mse_loss, which reduces). */
+bool dt_cuda_is_elementwise(uint32_t op);
+/* Families in cuda_elementwise.c, cuda_ops.c and cuda_nn.c (same contract
+ * as dt_cuda_kernel). */
+int dt_cuda_elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_random(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_create(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_copy_op(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
