@@ -361,6 +361,23 @@ static void cast_chunk(enum dt_dtype t, double *v, int64_t n)
 		v[i] = dt_round_to(t, v[i]);
 }
 
+int dt_cpu_ew_operands(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const int8_t *params, int n, bool compare,
+		       struct dt_cpu_operand *ops, enum dt_dtype *compute)
+{
+	const struct dt_cpu_operand *opp[3];
+	DT_REQUIRE(n <= 3);
+	for (int k = 0; k < n; k++) {
+		if (!dt_cpu_operand(c, params[k], &ops[k]))
+			return dt_cpu_fail(b, c, "argument '%s' is missing",
+					   dt_op_get(c->op)->params[params[k]].name);
+		opp[k] = &ops[k];
+	}
+	*compute = compare ? dt_cpu_result_type(opp, n)
+			   : (enum dt_dtype)c->outputs[0].dtype;
+	return DT_OK;
+}
+
 #define CHUNK 512
 
 int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c)
@@ -370,17 +387,11 @@ int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_die(__FILE__, __LINE__, "no elementwise kernel for %s",
 		       dt_op_get(c->op)->target);
 	struct dt_cpu_operand ops[3];
-	const struct dt_cpu_operand *opp[3];
-	for (int k = 0; k < def->nin; k++) {
-		if (!dt_cpu_operand(c, def->params[k], &ops[k]))
-			return dt_cpu_fail(b, c, "argument '%s' is missing",
-					   dt_op_get(c->op)->params[def->params[k]].name);
-		opp[k] = &ops[k];
-	}
+	enum dt_dtype compute;
+	if (dt_cpu_ew_operands(b, c, def->params, def->nin,
+			       def->kind == EW_COMPARE, ops, &compute) != DT_OK)
+		return DT_ERUNTIME;
 	struct dt_rt_tensor *out = &c->outputs[0];
-	enum dt_dtype compute = def->kind == EW_COMPARE
-					? dt_cpu_result_type(opp, def->nin)
-					: (enum dt_dtype)out->dtype;
 	struct ew_ctx e = {.int_compute = !dt_dtype_is_float(compute),
 			   .boolean = compute == DT_BOOL};
 	dt_cpu_ew_consts(c, compute, &e.k);

@@ -160,18 +160,11 @@ int dt_cuda_elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	const struct ew_def *def = &ew_defs[c->op];
 	struct dt_cpu_operand ops[3];
-	const struct dt_cpu_operand *opp[3];
-	for (int k = 0; k < def->nin; k++) {
-		if (!dt_cpu_operand(c, def->params[k], &ops[k]))
-			return dt_cpu_fail(
-			    ctx->b, c, "argument '%s' is missing",
-			    dt_op_get(c->op)->params[def->params[k]].name);
-		opp[k] = &ops[k];
-	}
+	enum dt_dtype compute;
+	if (dt_cpu_ew_operands(ctx->b, c, def->params, def->nin,
+			       def->kind == EW_COMPARE, ops, &compute) != DT_OK)
+		return DT_ERUNTIME;
 	struct dt_rt_tensor *out = &c->outputs[0];
-	enum dt_dtype compute = def->kind == EW_COMPARE
-				    ? dt_cpu_result_type(opp, def->nin)
-				    : (enum dt_dtype)out->dtype;
 	struct dt_cu_ew p;
 	memset(&p, 0, sizeof(p));
 	p.op = def->op;

@@ -188,6 +188,12 @@ struct dt_ew_consts {
 };
 void dt_cpu_ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 		      struct dt_ew_consts *k);
+/* Operands params[0..n) (n <= 3) of elementwise call c into ops, and the
+ * dtype they compute in: for a comparison the inputs' promoted type, else
+ * the output's. DT_ERUNTIME after reporting a missing one. */
+int dt_cpu_ew_operands(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const int8_t *params, int n, bool compare,
+		       struct dt_cpu_operand *ops, enum dt_dtype *compute);
 int dt_cpu_backward_ew(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c);
