@@ -5,7 +5,6 @@
  * (cpu_random.c's numbers) and the factories (cpu_create.c's). */
 #include "cuda_internal.h"
 
-#include <math.h>
 #include <string.h>
 
 /* ---- elementwise ---- */
@@ -136,73 +135,20 @@ bool dt_cuda_is_elementwise(uint32_t op)
 	return op < DT_NOPS && ew_defs[op].valid;
 }
 
-/* The op's constants, cast like PyTorch (cpu_elementwise.c's
- * read_consts). */
+/* The op's constants, cast like PyTorch (dt_cpu_ew_consts). */
 static void ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
 		      struct dt_cu_ew *p)
 {
-	bool has_lo = false, has_hi = false;
-	p->alpha = 1;
+	struct dt_ew_consts k;
+	dt_cpu_ew_consts(c, compute, &k);
+	p->alpha = k.alpha;
+	p->lo = k.lo;
+	p->hi = k.hi;
+	p->has_lo = k.has_lo;
+	p->has_hi = k.has_hi;
+	p->tanh_approx = k.tanh;
+	p->mode = k.mode;
 	p->int_compute = !dt_dtype_is_float(compute);
-	switch (c->op) {
-	case DT_OP_ADD_TENSOR:
-	case DT_OP_SUB_TENSOR:
-	case DT_OP_RSUB_TENSOR:
-	case DT_OP_ADD_SCALAR:
-	case DT_OP_SUB_SCALAR:
-	case DT_OP_RSUB_SCALAR:
-	case DT_OP_ADD_INPLACE:
-	case DT_OP_SUB_INPLACE:
-		dt_cpu_number(c, 2, &p->alpha);
-		break;
-	case DT_OP_MSE_LOSS_BACKWARD: {
-		int64_t reduction = 1;
-		dt_cpu_int(c, 3, &reduction);
-		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
-		p->alpha = dt_round_to(compute,
-				       reduction == 1 ? 2.0 / (double)n : 2.0);
-		break;
-	}
-	case DT_OP_ADDCMUL:
-	case DT_OP_ADDCDIV:
-		dt_cpu_number(c, 3, &p->alpha);
-		p->alpha = dt_round_to(compute, p->alpha);
-		break;
-	case DT_OP_NATIVE_DROPOUT_BACKWARD:
-		dt_cpu_number(c, 2, &p->alpha);
-		p->alpha = dt_round_to(compute, p->alpha);
-		break;
-	case DT_OP_DIV_TENSOR_MODE:
-	case DT_OP_DIV_SCALAR_MODE:
-		p->mode = dt_cpu_str_is(c, 2, "trunc")	 ? 1
-			  : dt_cpu_str_is(c, 2, "floor") ? 2
-							 : 0;
-		break;
-	case DT_OP_GELU:
-	case DT_OP_GELU_BACKWARD:
-		p->tanh_approx =
-		    dt_cpu_str_is(c, c->op == DT_OP_GELU ? 1 : 2, "tanh");
-		break;
-	case DT_OP_CLAMP:
-		has_lo = dt_cpu_number(c, 1, &p->lo);
-		has_hi = dt_cpu_number(c, 2, &p->hi);
-		break;
-	case DT_OP_CLAMP_MIN:
-		has_lo = dt_cpu_number(c, 1, &p->lo);
-		break;
-	case DT_OP_CLAMP_MAX:
-		has_hi = dt_cpu_number(c, 1, &p->hi);
-		break;
-	case DT_OP_THRESHOLD_BACKWARD:
-		dt_cpu_number(c, 2, &p->lo);
-		break;
-	default:
-		break;
-	}
-	p->has_lo = has_lo;
-	p->has_hi = has_hi;
-	p->lo = dt_round_to(compute, p->lo);
-	p->hi = dt_round_to(compute, p->hi);
 }
 
 static bool is_narrow_float(enum dt_dtype t)
@@ -214,18 +160,11 @@ int dt_cuda_elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	const struct ew_def *def = &ew_defs[c->op];
 	struct dt_cpu_operand ops[3];
-	const struct dt_cpu_operand *opp[3];
-	for (int k = 0; k < def->nin; k++) {
-		if (!dt_cpu_operand(c, def->params[k], &ops[k]))
-			return dt_cpu_fail(
-			    ctx->b, c, "argument '%s' is missing",
-			    dt_op_get(c->op)->params[def->params[k]].name);
-		opp[k] = &ops[k];
-	}
+	enum dt_dtype compute;
+	if (dt_cpu_ew_operands(ctx->b, c, def->params, def->nin,
+			       def->kind == EW_COMPARE, ops, &compute) != DT_OK)
+		return DT_ERUNTIME;
 	struct dt_rt_tensor *out = &c->outputs[0];
-	enum dt_dtype compute = def->kind == EW_COMPARE
-				    ? dt_cpu_result_type(opp, def->nin)
-				    : (enum dt_dtype)out->dtype;
 	struct dt_cu_ew p;
 	memset(&p, 0, sizeof(p));
 	p.op = def->op;
@@ -259,7 +198,7 @@ int dt_cuda_elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	struct dt_cu_walk w;
 	dt_cuda_walk(&w, out->shape, out->rank, ts, def->nin + 1);
 	return dt_cuda_check(ctx, c->m, c->node, "dt_cu_elementwise",
-		     dt_cu_elementwise(&w, &p, ctx->stream));
+			     dt_cu_elementwise(&w, &p, ctx->stream));
 }
 
 /* mse_loss: reduction none is elementwise; mean and sum reduce the
@@ -341,54 +280,20 @@ int dt_cuda_random(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	struct dt_rt_tensor *out = &c->outputs[0];
 	struct dt_cu_walk w;
 	dt_cuda_walk(&w, out->shape, out->rank, ts, 3);
-	return dt_cuda_check(ctx, c->m, c->node, "dt_cu_random", dt_cu_random(&w, &p, ctx->stream));
+	return dt_cuda_check(ctx, c->m, c->node, "dt_cu_random",
+			     dt_cu_random(&w, &p, ctx->stream));
 }
 
 /* cpu_create.c's factories: a fill, or arange's start + i * step. */
 int dt_cuda_create(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
 	struct dt_rt_tensor *out = &c->outputs[0];
-	double v = 0, start = 0, end = 0, step = 1;
-	switch (c->op) {
-	case DT_OP_ONES_LIKE:
-	case DT_OP_ONES:
-	case DT_OP_NEW_ONES:
-		v = 1;
-		break;
-	case DT_OP_FULL_LIKE:
-	case DT_OP_FULL:
-		dt_cpu_number(c, 1, &v);
-		break;
-	case DT_OP_NEW_FULL:
-		dt_cpu_number(c, 2, &v);
-		break;
-	case DT_OP_SCALAR_TENSOR:
-		dt_cpu_number(c, 0, &v);
-		break;
-	case DT_OP_ARANGE:
-	case DT_OP_ARANGE_START:
-	case DT_OP_ARANGE_START_STEP: {
-		if (c->op == DT_OP_ARANGE) {
-			dt_cpu_number(c, 0, &end);
-		} else {
-			dt_cpu_number(c, 0, &start);
-			dt_cpu_number(c, 1, &end);
-			if (c->op == DT_OP_ARANGE_START_STEP)
-				dt_cpu_number(c, 2, &step);
-		}
-		if (!dt_dtype_is_float((enum dt_dtype)out->dtype)) {
-			start = trunc(start);
-			step = trunc(step);
-		}
-		struct dt_cu_walk w;
-		const struct dt_rt_tensor *t = out;
-		dt_cuda_walk(&w, out->shape, out->rank, &t, 1);
-		return dt_cuda_check(ctx, c->m, c->node, "dt_cu_arange",
+	double v, start, step;
+	if (!dt_cpu_factory(c, &v, &start, &step))
+		return dt_cuda_fill(ctx, c, out, v);
+	struct dt_cu_walk w;
+	const struct dt_rt_tensor *t = out;
+	dt_cuda_walk(&w, out->shape, out->rank, &t, 1);
+	return dt_cuda_check(ctx, c->m, c->node, "dt_cu_arange",
 			     dt_cu_arange(&w, start, step, ctx->stream));
-	}
-	default:
-		break; /* empty* and zeros*: zero-filled */
-	}
-	return dt_cuda_fill(ctx, c, out, v);
 }
-

@@ -240,12 +240,12 @@ struct dt_cu_nll_op {
  * index_add adds alpha * src [outer, n, inner] into the double
  * accumulators dst [outer, size, inner]; repeat_interleave reads n
  * repeats from `index` and writes `size` positions into dst. gather,
- * scatter_add and repeat walk `shape` (rank dims: index's, or repeat's
- * result) and address self (`self_shape`) and scatter_add's src
+ * scatter_add, repeat and flip walk `shape` (rank dims: index's, or the
+ * result's) and address self (`self_shape`) and scatter_add's src
  * (`src_shape`) by coordinates; scatter_add adds into double
  * accumulators of self's shape, scatter.src and scatter.value write into
- * dst holding self (the value in `alpha`). flip walks `shape`; cumsum sums
- * [outer, size, inner] along size in double. */
+ * dst holding self (the value in `alpha`); flip reverses the dims of
+ * `flip_mask`. cumsum sums [outer, size, inner] along size in double. */
 enum dt_cu_index_kind {
 	DT_CU_TRIL,
 	DT_CU_TRIU,

@@ -56,13 +56,14 @@ static void print_outputs(struct dt_runner *c, const struct dt_module *m,
 static int write_atomic(struct dt_runner *c, const char *path, const void *data,
 			size_t len)
 {
-	char suffix[32];
-	snprintf(suffix, sizeof(suffix), ".tmp%ld", (long)getpid());
-	char *tmp = dt_cli_concat3(path, strlen(path), suffix, "");
+	char *tmp;
 	errno = 0;
-	FILE *f = fopen(tmp, "wb");
-	int err = 0;
-	if (!f || fwrite(data, 1, len, f) != len)
+	int fd = dt_temp_beside(path, 0644, &tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	int err = !f ? (errno ? errno : EIO) : 0;
+	if (fd >= 0 && !f)
+		close(fd);
+	if (f && fwrite(data, 1, len, f) != len)
 		err = errno ? errno : EIO;
 	if (f && fclose(f) != 0 && !err)
 		err = errno;
@@ -71,7 +72,8 @@ static int write_atomic(struct dt_runner *c, const char *path, const void *data,
 	if (err) {
 		dt_diag_report(&c->diag, DT_ERROR, path, 0, NULL,
 			       "cannot write: %s", strerror(err));
-		remove(tmp);
+		if (tmp)
+			remove(tmp);
 	}
 	dt_free(tmp);
 	return err ? DT_EXIT_INPUT : DT_EXIT_OK;

@@ -60,6 +60,8 @@ enum gen_param {
 	P_B2,
 	GEN_NPARAMS
 };
+_Static_assert(P_LN1_B == P_LN1_W + 1 && P_LN2_B == P_LN2_W + 1,
+	       "a norm's bias follows its weight (norm_bw)");
 
 static const struct gen_param_info {
 	bool weight;
@@ -304,6 +306,21 @@ static uint32_t linear_bw(struct gen *g, struct gen_layer *L, int p,
 	return gx;
 }
 
+/* The backward of a layer norm (weight param pw, its bias pw + 1; input
+ * x, saved results ln): its parameters' gradients reduced, the input's
+ * returned. */
+static uint32_t norm_bw(struct gen *g, struct gen_layer *L, int pw,
+			uint32_t grad, uint32_t x, const uint32_t *ln)
+{
+	uint32_t out[3];
+	gen_layer_norm_bw(g, grad, x, ln, L->param[pw], L->param[pw + 1], out);
+	L->grad[pw] =
+	    reduce_vector_grad(g, out[1], gen_params[pw].split_reduce);
+	L->grad[pw + 1] =
+	    reduce_vector_grad(g, out[2], gen_params[pw + 1].split_reduce);
+	return out[0];
+}
+
 /* Backward of one block given the gradient of its output; returns the
  * gradient of its input. */
 static uint32_t build_backward(struct gen *g, struct gen_layer *L, uint32_t gy)
@@ -321,14 +338,7 @@ static uint32_t build_backward(struct gen *g, struct gen_layer *L, uint32_t gy)
 	L->grad[P_B1] = reduce_vector_grad(g, gen_sum(g, gf1, dim0, 1, false),
 					   gen_params[P_B1].split_reduce);
 	uint32_t gln2 = linear_bw(g, L, P_W1, gf1, L->ln2[0]);
-	uint32_t ln2[3];
-	gen_layer_norm_bw(g, gln2, L->h1, L->ln2, L->param[P_LN2_W],
-			  L->param[P_LN2_B], ln2);
-	L->grad[P_LN2_W] =
-	    reduce_vector_grad(g, ln2[1], gen_params[P_LN2_W].split_reduce);
-	L->grad[P_LN2_B] =
-	    reduce_vector_grad(g, ln2[2], gen_params[P_LN2_B].split_reduce);
-	uint32_t gh1 = gen_add(g, gy, ln2[0]);
+	uint32_t gh1 = gen_add(g, gy, norm_bw(g, L, P_LN2_W, gln2, L->h1, L->ln2));
 
 	/* attention: h1 = h + mm(softmax(q k^T) v, t(wo)) */
 	uint32_t gattn = linear_bw(g, L, P_WO, gh1, L->attn);
@@ -340,14 +350,7 @@ static uint32_t build_backward(struct gen *g, struct gen_layer *L, uint32_t gy)
 	uint32_t gx = linear_bw(g, L, P_WQ, gq, L->ln1[0]);
 	gx = gen_add(g, gx, linear_bw(g, L, P_WK, gk, L->ln1[0]));
 	gx = gen_add(g, gx, linear_bw(g, L, P_WV, gv, L->ln1[0]));
-	uint32_t ln1[3];
-	gen_layer_norm_bw(g, gx, L->h, L->ln1, L->param[P_LN1_W],
-			  L->param[P_LN1_B], ln1);
-	L->grad[P_LN1_W] =
-	    reduce_vector_grad(g, ln1[1], gen_params[P_LN1_W].split_reduce);
-	L->grad[P_LN1_B] =
-	    reduce_vector_grad(g, ln1[2], gen_params[P_LN1_B].split_reduce);
-	return gen_add(g, gh1, ln1[0]);
+	return gen_add(g, gh1, norm_bw(g, L, P_LN1_W, gx, L->h, L->ln1));
 }
 
 /* Declare the mesh and the groups --declare-groups asks for. */
