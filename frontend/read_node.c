@@ -18,7 +18,7 @@ static uint32_t node_ref(struct dt_rd *r, const char *name, size_t len,
 		dt_rd_error(
 		    r, line,
 		    "node '%s' uses '%s', which is not defined before it",
-		    dt_str_get(r->m, r->node.init.name), dt_str_get(r->m, s));
+		    r->node.name.data, dt_str_get(r->m, s));
 		return 0;
 	}
 	return id;
@@ -175,16 +175,15 @@ void dt_rd_node_begin(struct dt_rd *r)
 	r->seen_node = true;
 	const char *name = dt_rd_required(r, DT_RD_A_NAME);
 	const char *op = dt_rd_required(r, DT_RD_A_OP);
-	p->init.name = dt_str_intern(r->m, name ? name : "");
+	size_t len = name ? strlen(name) : 0;
+	p->name.len = 0;
+	dt_vec_grow(&p->name, (uint32_t)len + 1);
+	memcpy(p->name.data, name ? name : "", len + 1);
 	if (!name || !op)
 		return;
 	if (!*name)
 		dt_rd_error(r, line, "a node name is empty");
-	uint32_t other = dt_module_find_node(r->m, p->init.name);
-	if (other)
-		dt_rd_error(r, line,
-			    "node '%s' is defined twice (first at line %u)",
-			    name, dt_node_get(r->m, other)->line);
+	dt_intern_prefetch(&r->m->strings, name, len);
 	const char *target = dt_rd_attr(r, DT_RD_A_TARGET);
 	if (strcmp(op, "call_function") == 0) {
 		p->init.kind = DT_NODE_CALL;
@@ -276,7 +275,7 @@ static bool tensor_strides(struct dt_rd *r, const char *node,
 void dt_rd_tensor(struct dt_rd *r)
 {
 	uint32_t line = r->line;
-	const char *node = dt_str_get(r->m, r->node.init.name);
+	const char *node = r->node.name.data;
 	const char *dtype = dt_rd_required(r, DT_RD_A_DTYPE);
 	const char *shape = dt_rd_required(r, DT_RD_A_SHAPE);
 	if (!dtype || !shape)
@@ -348,7 +347,7 @@ void dt_rd_sharding(struct dt_rd *r)
 {
 	uint32_t line = r->line;
 	struct dt_rd_node *p = &r->node;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (p->has_sharding) {
 		dt_rd_error(r, line, "node '%s' has more than one <sharding>",
 			    node);
@@ -359,7 +358,6 @@ void dt_rd_sharding(struct dt_rd *r)
 	if (!mesh_name || !placements)
 		return;
 	int mesh = dt_module_find_mesh(r->m, dt_str_intern(r->m, mesh_name));
-	node = dt_str_get(r->m, p->init.name); /* interning moves the bytes */
 	if (mesh < 0) {
 		dt_rd_error(r, line,
 			    "node '%s': sharding names mesh '%s', which is not "
@@ -453,7 +451,7 @@ void dt_rd_list_end(struct dt_rd *r)
 	if (!p->items.len) {
 		dt_rd_error(r, p->list_line, "<%s> of node '%s' has no value",
 			    p->list_arg->name.id ? "kwarg" : "arg",
-			    dt_str_get(r->m, p->init.name));
+			    p->name.data);
 		p->list_arg->kind = DT_ARG_NONE;
 	} else {
 		p->list_arg->len = p->items.len;
@@ -504,7 +502,7 @@ void dt_rd_data(struct dt_rd *r)
 {
 	struct dt_rd_node *p = &r->node;
 	uint32_t line = r->line;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (p->init.kind != DT_NODE_CONSTANT) {
 		dt_rd_error(r, line,
 			    "node '%s': only get_attr nodes have <data>", node);
@@ -554,7 +552,7 @@ void dt_rd_data(struct dt_rd *r)
 static bool finish_constant(struct dt_rd *r)
 {
 	struct dt_rd_node *p = &r->node;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (!p->has_data || p->tensors.len != 1 || p->args.len ||
 	    p->kwargs.len) {
 		dt_rd_error(r, p->init.line,
@@ -612,6 +610,14 @@ void dt_rd_node_end(struct dt_rd *r)
 	p->active = false;
 	if (p->bad)
 		return;
+	p->init.name = dt_str_intern_n(r->m, p->name.data, p->name.len - 1);
+	uint32_t other = dt_module_find_node(r->m, p->init.name);
+	if (other) {
+		dt_rd_error(r, p->init.line,
+			    "node '%s' is defined twice (first at line %u)",
+			    p->name.data, dt_node_get(r->m, other)->line);
+		return;
+	}
 	/* Positional args first, then keyword args: one contiguous slice. */
 	uint32_t nargs = p->args.len;
 	dt_vec_grow(&p->args, p->kwargs.len);
@@ -623,7 +629,7 @@ void dt_rd_node_end(struct dt_rd *r)
 	if (p->init.nargs > UINT16_MAX || p->tensors.len > UINT16_MAX) {
 		dt_rd_error(r, p->init.line,
 			    "node '%s' has too many arguments or results",
-			    dt_str_get(r->m, p->init.name));
+			    p->name.data);
 		return;
 	}
 	p->init.tensors = p->tensors.data;
@@ -647,7 +653,7 @@ void dt_rd_node_end(struct dt_rd *r)
 		dt_rd_error(r, p->init.line,
 			    "node '%s' uses %s, a format 1.%d feature, but the "
 			    "file says version=\"%s\" (write version=\"1.%d\")",
-			    dt_str_get(r->m, p->init.name), what, minor, have,
+			    p->name.data, what, minor, have,
 			    minor);
 	}
 	for (uint32_t i = 0; i < p->metas.len; i++)
@@ -659,6 +665,7 @@ void dt_rd_node_end(struct dt_rd *r)
 
 void dt_rd_node_fini(struct dt_rd_node *p)
 {
+	dt_vec_free(&p->name);
 	dt_vec_free(&p->args);
 	dt_vec_free(&p->kwargs);
 	dt_vec_free(&p->items);

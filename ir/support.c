@@ -230,6 +230,13 @@ void dt_intern_fini(struct dt_intern *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n)
+{
+	if (t->nslots)
+		__builtin_prefetch(&t->slots[hash_bytes(p, n) & (t->nslots - 1)],
+				   1);
+}
+
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 {
 	if (n > UINT32_MAX / 2)

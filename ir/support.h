@@ -97,6 +97,9 @@ struct dt_intern {
 void dt_intern_init(struct dt_intern *t);
 void dt_intern_fini(struct dt_intern *t);
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n);
+/* A hint that `p` will be interned soon: starts loading the table slot it
+ * probes first, so an insert some work later finds it in the cache. */
+void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n);
 /* Returns the bytes of `id` and stores their length in *n (if not NULL). */
 const void *dt_intern_get(const struct dt_intern *t, uint32_t id, size_t *n);
 uint32_t dt_intern_count(const struct dt_intern *t);
