@@ -184,14 +184,28 @@ char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n)
 
 /* ---- interning ---- */
 
-static uint32_t hash_bytes(const void *p, size_t n)
+uint32_t dt_hash_bytes(const void *p, size_t n)
 {
-	/* FNV-1a */
+	/* each word multiplied in, its high bits folded down (FxHash-like),
+	 * then splitmix64's finalizer */
+	const uint64_t k = 0x9e3779b97f4a7c15u;
 	const unsigned char *s = p;
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 16777619u;
-	return h;
+	uint64_t h = n * k;
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	if (n) {
+		uint64_t w = 0;
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)s[i] << (8 * i);
+		h = (h ^ w) * k;
+	}
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+	return (uint32_t)(h ^ (h >> 31));
 }
 
 static const char *intern_bytes_at(const struct dt_intern *t, uint32_t id,
@@ -233,8 +247,8 @@ void dt_intern_fini(struct dt_intern *t)
 void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n)
 {
 	if (t->nslots)
-		__builtin_prefetch(&t->slots[hash_bytes(p, n) & (t->nslots - 1)],
-				   1);
+		__builtin_prefetch(
+		    &t->slots[dt_hash_bytes(p, n) & (t->nslots - 1)], 1);
 }
 
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
@@ -243,7 +257,7 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 		dt_die(__FILE__, __LINE__, "interned string too long");
 	if ((t->offsets.len + 1) * 2 > t->nslots)
 		intern_rehash(t, t->nslots ? t->nslots * 2 : 64);
-	uint32_t h = hash_bytes(p, n);
+	uint32_t h = dt_hash_bytes(p, n);
 	uint32_t i = h & (t->nslots - 1);
 	while (t->slots[i]) {
 		uint32_t other = t->slots[i] - 1, len;

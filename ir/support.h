@@ -85,6 +85,10 @@ void dt_arena_reset(struct dt_arena *a);  /* keeps the first chunk */
 void *dt_arena_alloc(struct dt_arena *a, size_t size); /* 16-aligned, zeroed */
 char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n);
 
+/* A fast 32-bit hash of n bytes, eight at a time (not for adversaries:
+ * tables that use it keep their probe counts bounded by their load). */
+uint32_t dt_hash_bytes(const void *p, size_t n);
+
 /* Interning table: equal byte strings get equal dense ids (0 is the empty
  * string). Stored bytes are NUL-terminated and stay valid until fini. */
 struct dt_intern {
