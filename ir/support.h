@@ -90,11 +90,13 @@ char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n);
 uint32_t dt_hash_bytes(const void *p, size_t n);
 
 /* Interning table: equal byte strings get equal dense ids (0 is the empty
- * string). Stored bytes are NUL-terminated and stay valid until fini. */
+ * string). Stored bytes are NUL-terminated, 8-aligned when their length is
+ * a nonzero multiple of 8, and valid until the next dt_intern (the store
+ * grows) or fini. */
 struct dt_intern {
-	DT_VEC(uint32_t) offsets;     /* id -> offset in bytes */
+	DT_VEC(uint32_t) offsets;     /* id -> offset of its bytes */
 	DT_VEC(uint32_t) hashes;      /* id -> hash of its bytes */
-	DT_VEC(char) bytes;           /* 4-byte length, payload, NUL */
+	DT_VEC(char) bytes;           /* records: length, bytes, NUL */
 	uint32_t *slots;              /* open addressing: id+1, 0 = empty */
 	uint32_t nslots;
 };
