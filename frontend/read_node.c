@@ -24,8 +24,21 @@ static uint32_t node_ref(struct dt_rd *r, const char *name, size_t len,
 	return id;
 }
 
+/* a->len = n, after reporting a list longer than an arg holds. */
+static void list_len(struct dt_rd *r, uint32_t line, const char *what,
+		     struct dt_arg *a, uint32_t n)
+{
+	if (n > DT_MAX_LIST)
+		dt_rd_error(r, line,
+			    "<%s> of node '%s' lists %u values (dtopt's limit "
+			    "is %u)",
+			    what, r->node.name.data, n, DT_MAX_LIST);
+	a->len = n & DT_MAX_LIST;
+}
+
 /* nodes="a b c" into `a`. */
-static void parse_nodes(struct dt_rd *r, const char *s, struct dt_arg *a)
+static void parse_nodes(struct dt_rd *r, const char *what, const char *s,
+			struct dt_arg *a)
 {
 	a->kind = DT_ARG_NODES;
 	DT_VEC(uint32_t) ids = {0};
@@ -39,7 +52,7 @@ static void parse_nodes(struct dt_rd *r, const char *s, struct dt_arg *a)
 			dt_vec_push(&ids,
 				    node_ref(r, st, (size_t)(s - st), r->line));
 	}
-	a->len = ids.len;
+	list_len(r, r->line, what, a, ids.len);
 	a->v.first = dt_module_add_refs(r->m, ids.data, ids.len);
 	dt_vec_free(&ids);
 }
@@ -60,7 +73,7 @@ static void parse_floats(struct dt_rd *r, const char *what, const char *v,
 				    what, t);
 		dt_vec_push(&fs, f);
 	}
-	a->len = fs.len;
+	list_len(r, r->line, what, a, fs.len);
 	a->v.first = dt_module_add_floats(r->m, fs.data, fs.len);
 	dt_free(dup);
 	dt_vec_free(&fs);
@@ -94,7 +107,7 @@ static bool parse_value(struct dt_rd *r, struct dt_arg *a)
 		a->v.node = node_ref(r, v, strlen(v), line);
 		break;
 	case DT_RD_A_NODES:
-		parse_nodes(r, v, a);
+		parse_nodes(r, what, v, a);
 		break;
 	case DT_RD_A_INT:
 		a->kind = DT_ARG_INT;
@@ -108,7 +121,7 @@ static bool parse_value(struct dt_rd *r, struct dt_arg *a)
 			dt_rd_error(r, line,
 				    "<%s ints=...>: '%s' is not an integer",
 				    what, bad);
-		a->len = r->scratch.len;
+		list_len(r, line, what, a, r->scratch.len);
 		a->v.ints =
 		    dt_ints_intern(r->m, r->scratch.data, r->scratch.len);
 		break;
@@ -454,7 +467,9 @@ void dt_rd_list_end(struct dt_rd *r)
 			    p->name.data);
 		p->list_arg->kind = DT_ARG_NONE;
 	} else {
-		p->list_arg->len = p->items.len;
+		list_len(r, p->list_line,
+			 p->list_arg->name.id ? "kwarg" : "arg", p->list_arg,
+			 p->items.len);
 		p->list_arg->v.first =
 		    dt_module_add_args(r->m, p->items.data, p->items.len);
 	}
