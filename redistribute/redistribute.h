@@ -208,6 +208,10 @@ struct dt_redist_merge_options {
 				     "redistribute:order",
 				     "redistribute:uneven"; NULL = silent */
 	struct dt_redist_warned *warned; /* NULL = warn every time */
+	bool price_only;          /* the plan is only priced: declare
+				     nothing; a group create_groups would
+				     declare merges as if declared (its
+				     step's group: the index it would get) */
 };
 
 /* Merge runs of adjacent steps as DTensor does: all_gather, all_reduce or

@@ -178,10 +178,9 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 || b->pin_only
 			     ? INFINITY
-			     : dt_shard_move_cost(&b->space.mesh,
-						  &b->space.topology,
-						  &b->rules.tensors.data[0],
-						  &pl[0], &b->node->pin);
+			     : dt_shard_edges_move_us(&b->edges, b->node->mesh,
+						      &b->rules.tensors.data[0],
+						      &pl[0], &b->node->pin);
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
@@ -484,11 +483,13 @@ static double entries_of(const struct builder *b, uint32_t k)
 }
 
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
-			   const struct dt_topology *topology, int64_t budget,
+			   const struct dt_shard_problem_options *o,
 			   struct dt_diag *diag)
 {
-	struct builder b = {.pr = pr, .m = m, .topology = topology,
-			    .diag = diag, .edges = {.m = m, .topology = topology}};
+	struct builder b = {.pr = pr, .m = m, .topology = o->topology,
+			    .diag = diag,
+			    .edges = {.m = m, .topology = o->topology,
+				      .create_groups = o->create_groups}};
 	uint32_t count = 0, npos = 0;
 	dt_vec_grow(&pr->of_node, m->nodes.len);
 	dt_vec_grow(&pr->result, m->nodes.len);
@@ -501,7 +502,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		count++;
 	}
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
-	pr->solve.usage_limit = budget;
+	pr->solve.usage_limit = o->budget;
 	int rc = DT_OK;
 	uint32_t counted = 0;
 	dt_foreach_node(m, id)

@@ -21,10 +21,12 @@ struct dt_shard_input {
 /* The edge half of a problem being built: the inputs read so far (grouped
  * by consumer, in order) and the moves' costs, cached by (tensor, source,
  * target): edges between values of one shape ask for the same moves.
- * Start zeroed but for the first four fields. */
+ * Start zeroed but for the first three fields. */
 struct dt_shard_edges {
 	struct dt_module *m;                 /* meshes, declared groups */
 	const struct dt_topology *topology;
+	bool create_groups;                  /* lowering declares missing
+						flattened groups */
 	DT_VEC(struct dt_shard_input) inputs;
 	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
 				 slot, word 0 = 0: empty */
@@ -34,11 +36,18 @@ struct dt_shard_edges {
 void dt_shard_edges_fini(struct dt_shard_edges *e);
 
 /* The cost in ns of moving t from src to dst on mesh `mesh` (an index of
- * e->m), cached; DT_SOLVE_INFINITE where no redistribution gets there. */
+ * e->m): the planner's plan merged onto flattened groups as lowering will
+ * (those declared, and with create_groups any), cached;
+ * DT_SOLVE_INFINITE where no redistribution gets there. _us: in µs,
+ * INFINITY there. */
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 			       const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
 			       const struct dt_placements *dst);
+double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
+			      const struct dt_rule_tensor *t,
+			      const struct dt_placements *src,
+			      const struct dt_placements *dst);
 
 /* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,
  * unless its producer is pinned (its users read the pin) or it is a

@@ -15,6 +15,7 @@
  * pair not seen before (cached by tensor and placements), then a pass
  * over the |S_from| × |S_to| matrix. */
 #include "problem_internal.h"
+#include "redistribute.h"
 
 #include <string.h>
 
@@ -118,12 +119,27 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 		if (memcmp(slot, key, sizeof key) == 0)
 			return e->cost.data[h];
 	}
+	struct dt_redist_merge_options merge = {
+	    .module = e->m,
+	    .mesh = mesh,
+	    .create_groups = e->create_groups,
+	    .price_only = true,
+	};
 	int64_t ns = dt_shard_ns(dt_shard_move_cost(
-	    &e->m->meshes.data[mesh], e->topology, t, src, dst));
+	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &merge));
 	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
 	e->cost.data[h] = ns;
 	e->used++;
 	return ns;
+}
+
+double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
+			      const struct dt_rule_tensor *t,
+			      const struct dt_placements *src,
+			      const struct dt_placements *dst)
+{
+	int64_t ns = dt_shard_edges_move_ns(e, mesh, t, src, dst);
+	return ns == DT_SOLVE_INFINITE ? INFINITY : (double)ns / 1000;
 }
 
 /* Index of pl in list (appended when new). */

@@ -96,7 +96,8 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_topology *topology,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *src,
-			  const struct dt_placements *dst)
+			  const struct dt_placements *dst,
+			  const struct dt_redist_merge_options *merge)
 {
 	struct dt_shard_unflat u, w;
 	if (dt_shard_unflatten(src, t->shape, t->rank, &u)) {
@@ -105,7 +106,8 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 		memcpy(wide.shape, u.shape, sizeof u.shape);
 		if (dt_shard_unflatten_alike(&u, dst, t->shape, t->rank, &w))
 			return dt_shard_move_cost(mesh, topology, &wide,
-						  &u.sharded, &w.sharded);
+						  &u.sharded, &w.sharded,
+						  merge);
 		/* A shard never becomes partial (semantics §3), not even
 		 * through the gathered value. */
 		for (int m = 0; m < src->ndim; m++)
@@ -113,11 +115,12 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 			    dst->p[m].kind == DT_PL_PARTIAL)
 				return INFINITY;
 		double gather = dt_shard_move_cost(mesh, topology, &wide,
-						   &u.sharded, &u.gathered);
+						   &u.sharded, &u.gathered,
+						   merge);
 		return dt_placements_equal(&u.flat, dst)
 			   ? gather
 			   : gather + dt_shard_move_cost(mesh, topology, t,
-							 &u.flat, dst);
+							 &u.flat, dst, merge);
 	}
 	struct dt_redist_request req = {
 	    .mesh = mesh,
@@ -132,6 +135,8 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	char err[256];
 	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
 		return INFINITY;
+	if (merge)
+		dt_redist_plan_merge(&plan, merge);
 	double cost = dt_redist_plan_cost(&plan);
 	/* DTensor's greedy order can pass through placements that are not
 	 * valid (R -> P(sum) on one dim while another is still P(max)), which
@@ -152,7 +157,8 @@ static double plan_cost(struct dt_shard_space *s, uint32_t i,
 		return 0;
 	s->plans++;
 	return dt_shard_move_cost(&s->mesh, &s->topology,
-				  dt_rules_input(s->rules, i), cur, target);
+				  dt_rules_input(s->rules, i), cur, target,
+				  NULL);
 }
 
 /* The placements of input i in state `st` (its ndim + 1 bytes). */
@@ -539,7 +545,7 @@ static double output_move_cost(struct dt_shard_space *s,
 			       const struct dt_placements *target)
 {
 	return dt_shard_move_cost(&s->mesh, &s->topology, tensor_of(s, 0),
-				  &c->placements.data[0], target);
+				  &c->placements.data[0], target, NULL);
 }
 
 struct toward {
