@@ -51,6 +51,19 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		       double bytes);
 
+/* Modelled compute of local-view node `n`, µs, on the device the default
+ * link constants describe (an H100-class GPU): a kernel launch
+ * (DT_KERNEL_LAUNCH_US) plus a roofline, the larger of its flops over
+ * DT_COMPUTE_TFLOPS and the bytes it reads and writes over DT_COMPUTE_GBPS.
+ * Flops: 2·numel(result)·K for the matmul family (K the last dim of its
+ * first matrix), else one per element of its result. 0 for placeholders,
+ * getitems, views, collectives, waits and the output (no kernel). What
+ * bucket-collectives weighs the overlap a bucket loses against. */
+#define DT_KERNEL_LAUNCH_US 2.0
+#define DT_COMPUTE_TFLOPS 400.0 /* sharding/problem.c's device too */
+#define DT_COMPUTE_GBPS 2000.0
+double dt_compute_cost(const struct dt_module *m, const struct dt_node *n);
+
 /* The bytes the model charges for collective node `n` (see dt_comm_cost),
  * from its input and output tensors; 0 when they are unknown. */
 double dt_comm_bytes(const struct dt_module *m, const struct dt_node *n);

@@ -500,10 +500,15 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 				if (ip->opt->trace_path)
 					dt_vec_push(&ip->events, e);
 			}
-		} else if (ip->in_flight && ip->b->ops->progress &&
-			   ip->b->ops->progress(ip->b) != DT_OK) {
-			drain(ip);
-			return DT_ERUNTIME;
+		} else if (ip->in_flight && ip->b->ops->progress) {
+			/* Moving collectives on this thread is communication
+			 * the step pays for: exposed too. */
+			if (ip->b->ops->progress(ip->b) != DT_OK) {
+				drain(ip);
+				return DT_ERUNTIME;
+			}
+			if (timed)
+				ip->comm_exposed += dt_rt_now() - now;
 		}
 		if (timed) {
 			struct dt_run_stat *s = &ip->stats.data[ip->stat_of[id]];

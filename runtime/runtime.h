@@ -293,7 +293,8 @@ struct dt_run_result {
 	size_t peak_bytes; /* most backend memory live at once */
 	/* Communication per timed iteration: collectives started, seconds
 	 * from each start to the end of its wait (in flight), and seconds the
-	 * host spent in starts and waits (exposed: not hidden by compute). */
+	 * host spent in starts, waits and the progress tests between nodes
+	 * (exposed: not hidden by compute). */
 	double comm_count, comm_flight_seconds, comm_exposed_seconds;
 	struct dt_run_stat *stats; /* by first appearance of the target */
 	uint32_t nstats;
