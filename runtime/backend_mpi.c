@@ -39,7 +39,8 @@ struct dt_pending {
 	const struct dt_node *node;
 	struct dt_rt_tensor *output;
 	float *stage_in, *stage_out; /* float32 copies (16-bit reductions) */
-	int *counts; /* all_to_all: send counts, displs; recv counts, displs */
+	int *counts; /* all_to_all, all_permute: send counts, displs; recv
+			counts, displs */
 };
 
 /* ------------------------------------------------------------------ */
@@ -262,6 +263,34 @@ static int start_all_to_all(struct mpi_backend *b, MPI_Comm comm,
 			comm, &p->req);
 }
 
+/* all_permute: this rank's whole input to position permutation[me], its
+ * output from the position whose entry is me; one MPI_Ialltoallv with a
+ * single nonzero count each way, so it is one request like the others. */
+static int start_all_permute(struct mpi_backend *b, MPI_Comm comm,
+			     const struct dt_collective_call *c,
+			     struct dt_pending *p)
+{
+	int n = (int)c->group_size, me = 0;
+	int rc = MPI_CALL(b, c->node, MPI_Comm_rank, comm, &me);
+	if (rc != DT_OK)
+		return rc;
+	p->counts = dt_calloc(4 * (size_t)n, sizeof(int));
+	int *scount = p->counts, *sdispl = scount + n;
+	int *rcount = sdispl + n, *rdispl = rcount + n;
+	rc = to_count(b, c->node, dt_rt_numel(c->input),
+		      &scount[c->permutation[me]]);
+	for (int i = 0; i < n && rc == DT_OK; i++)
+		if (c->permutation[i] == me)
+			rc = to_count(b, c->node, dt_rt_numel(c->output),
+				      &rcount[i]);
+	if (rc != DT_OK)
+		return rc;
+	MPI_Datatype type = mpi_type(c->input->dtype);
+	return MPI_CALL(b, c->node, MPI_Ialltoallv, tensor_data(c->input),
+			scount, sdispl, type, tensor_data(c->output), rcount,
+			rdispl, type, comm, &p->req);
+}
+
 static void pending_free(struct dt_pending *p)
 {
 	free(p->stage_in);
@@ -305,6 +334,9 @@ static int mpi_collective(struct dt_backend *base,
 	case DT_COLL_REDUCE_SCATTER:
 	case DT_COLL_ALL_REDUCE: rc = start_reduction(b, g->comm, c, p); break;
 	case DT_COLL_ALL_TO_ALL: rc = start_all_to_all(b, g->comm, c, p); break;
+	case DT_COLL_ALL_PERMUTE:
+		rc = start_all_permute(b, g->comm, c, p);
+		break;
 	default: dt_die(__FILE__, __LINE__, "bad collective %d", (int)c->kind);
 	}
 	if (rc != DT_OK) {

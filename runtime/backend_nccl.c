@@ -454,6 +454,12 @@ static int nccl_collective(struct dt_backend *base,
 					  (size_t)(nin * size / esize), type,
 					  g->comm, b->comm_stream),
 			    g->comm);
+		} else if (rc == DT_OK && c->kind == DT_COLL_ALL_PERMUTE) {
+			rc = nccl_check(b, c->node, "ncclSend/ncclRecv",
+					(ncclResult_t)dt_nccl_all_permute(
+					    g->comm, b->comm_stream, c,
+					    (int)type, size, esize),
+					g->comm);
 		} else if (rc == DT_OK) {
 			rc = start_all_to_all(b, g->comm, c, type, size, esize);
 		}

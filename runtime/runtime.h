@@ -86,8 +86,10 @@ enum dt_collective_kind {
 	DT_COLL_REDUCE_SCATTER,
 	DT_COLL_ALL_REDUCE,
 	DT_COLL_ALL_TO_ALL,
+	DT_COLL_ALL_PERMUTE, /* dt.all_permute: one send, one receive */
 };
-/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
+/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
+ * "all_permute". */
 const char *dt_collective_name(enum dt_collective_kind k);
 
 struct dt_collective_call {
@@ -98,6 +100,9 @@ struct dt_collective_call {
 	const struct dt_rt_tensor *input;  /* contiguous */
 	struct dt_rt_tensor *output;       /* contiguous, preallocated */
 	const int64_t *output_splits, *input_splits; /* all_to_all, dim-0 rows */
+	const int64_t *permutation; /* all_permute: group position i sends
+				       its whole input to position
+				       permutation[i] (group_size entries) */
 	const struct dt_node *node;        /* for error messages */
 	const struct dt_module *m;         /* node's module, for messages */
 };

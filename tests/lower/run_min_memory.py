@@ -7,11 +7,12 @@ orders and mostly uneven shapes) on 1-D to 4-D meshes, plus the worked case
 S(1)S(1)S(0)S(0), 24 ranks oversubscribed), each table lowered per rank with
 dtopt opt -p lower-redistribute --redistribute=min-memory and run with
 mpirun -np N dtopt run --backend mpi --check --reference G 'low.{rank}.xml':
-every output must be bitwise equal to the single-process reference. One
-mpirun per mesh; 509 redistributions in all (size-1 mesh dims and
-repeats dropped). The plans
-must use all_permute somewhere (lowered as all_to_all_single with one
-nonzero split each way, named "r.all_permute"), so the permutes are proven.
+every output must be bitwise equal to the single-process reference; then
+the same table lowered once as an SPMD program (no --rank: dt.all_permute
+names placements, not the rank's splits, and moves padded shards) and
+checked the same way. Two mpiruns per mesh; 509 redistributions in all
+(size-1 mesh dims and repeats dropped). The plans must use all_permute
+somewhere (the collective dt.all_permute), so the permutes are proven.
 Then the worked case alone under both modes: rank 0's measured peak
 (dtopt run --summary) must be at most 3 x 24 B with min-memory (its 6-element
 shard, the kept input, the collective's send and receive buffers) and at
@@ -121,17 +122,21 @@ def main():
             r.run([args.dtopt, "opt", "-p", "lower-redistribute",
                    "--redistribute=min-memory", "g.xml", "-o", "low.{rank}.xml"])
             with open(os.path.join(args.workdir, "low.0.xml")) as f:
-                permutes += f.read().count('.all_permute"')
-            out, _ = r.run([args.dtopt, "run", "--backend", "mpi", "--check",
-                            "--reference", "g.xml", "low.{rank}.xml"], np=np)
-            # a redistribution that changes nothing but size-1 mesh dims
-            # leaves its input: the output is x_LABEL
-            table = {k[2:] if k.startswith("x_") else k: v
-                     for k, v in lower.results(out).items()}
-            if sorted(table) != sorted(labels) or \
-                    set(table.values()) != {"bitwise"}:
-                raise lower.Failure("expected %d bitwise outputs:\n%s"
-                                    % (len(labels), out))
+                permutes += f.read().count('target="dt.all_permute"')
+            r.run([args.dtopt, "opt", "-p", "lower-redistribute",
+                   "--redistribute=min-memory", "g.xml", "-o", "spmd.xml"])
+            for local in ("low.{rank}.xml", "spmd.xml"):
+                out, _ = r.run([args.dtopt, "run", "--backend", "mpi",
+                                "--check", "--reference", "g.xml", local],
+                               np=np)
+                # a redistribution that changes nothing but size-1 mesh
+                # dims leaves its input: the output is x_LABEL
+                table = {k[2:] if k.startswith("x_") else k: v
+                         for k, v in lower.results(out).items()}
+                if sorted(table) != sorted(labels) or \
+                        set(table.values()) != {"bitwise"}:
+                    raise lower.Failure("%s: expected %d bitwise outputs:\n%s"
+                                        % (local, len(labels), out))
             total += len(labels)
         peaks = measured_peaks(r, args.dtopt)
     except lower.Failure as e:
