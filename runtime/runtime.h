@@ -13,6 +13,8 @@ struct dt_buffer {
 	void *data;      /* host or device memory, per backend */
 	size_t bytes;
 	uint32_t refs;
+	bool in_flight;  /* the interpreter's accounting: a collective's
+			    staged input or receive buffer, not a value */
 };
 
 struct dt_rt_tensor {
@@ -295,7 +297,13 @@ struct dt_run_result {
 	uint32_t noutputs;
 	double seconds_per_iter;
 	int iters;         /* timed iterations */
-	size_t peak_bytes; /* most backend memory live at once */
+	/* Memory (semantics §3.1): the most bytes of values live at once
+	 * (inputs, results; a collective's input read in place counts until
+	 * the collective completes), the largest value, the most bytes of
+	 * collective buffers live at once (staged inputs and receive buffers,
+	 * from the start to the wait), and the most of both together: the
+	 * backend memory the run needs (dt_interpret_peak). */
+	size_t peak_bytes, largest_bytes, buffer_bytes, memory_bytes;
 	/* Communication per timed iteration: collectives started, seconds
 	 * from each start to the end of its wait (in flight), and seconds the
 	 * host spent in starts and waits (exposed: not hidden by compute). */
@@ -317,8 +325,8 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 		 const struct dt_run_options *opt, struct dt_run_result *out);
 void dt_run_result_fini(struct dt_run_result *r);
 /* The memory plan of running `m` on backend `b` for rank b->rank: the most
- * backend memory one iteration holds at once (inputs, results, staged
- * collective inputs; the peak_bytes a run reports), found by walking the
+ * backend memory one iteration holds at once (values and collective
+ * buffers; the memory_bytes a run reports), found by walking the
  * schedule without allocating, computing or communicating. *at is the
  * node whose result reaches the peak (0 when nothing is allocated).
  * Reports and returns DT_ERUNTIME when the graph cannot run (as
