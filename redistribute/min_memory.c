@@ -14,9 +14,11 @@
  * all_gather (the last mesh dim of d's order replicates), all_permute (to
  * any state whose ranks hold the same multiset of blocks, at most
  * DT_REDIST_MAX_PERMUTES times). A state's size is its largest shard on
- * any rank. The plan: for the smallest bound B >= max(src, dst size) under
- * which dst is reachable through states of size <= B, the cheapest path
- * (Dijkstra on the modelled cost, ties to fewer steps).
+ * any rank. The plan: for the smallest bound B >= L = max(src, dst size)
+ * under which dst is reachable through states of size <= B and whose
+ * cheapest path (Dijkstra on the modelled cost, ties to fewer steps) costs
+ * at most 1.2x the cheapest within 2L, that path (past 2L: the smallest
+ * B with any path).
  *
  * Worked case (semantics §3.1), mesh {x1:2, x2:2, y1:3, y2:2}, f32[12, 12],
  * [S(0) S(0) S(1) S(1)] -> [S(1) S(1) S(0) S(0)] (dim 0 on x1,x2 to dim 0
@@ -37,6 +39,9 @@
 #define MAX_STATE_RANKS (1u << 18)
 /* int64 per block row: (start, length) per tensor dim, zeros after. */
 #define BLOCK (2 * DT_MAX_RANK)
+/* A plan with smaller shards may cost this much more than the cheapest
+ * within twice the larger end (the time bound of semantics §3.1). */
+#define TIME_SLACK 1.2
 
 struct mm_state {
 	struct dt_placements pl;
@@ -402,6 +407,42 @@ static bool plain(const struct dt_placements *pl)
 	return true;
 }
 
+/* Modelled µs of the plan's steps from index `from` on. */
+static double steps_cost(const struct dt_redist_plan *plan, uint32_t from)
+{
+	double us = 0;
+	for (uint32_t i = from; i < plan->steps.len; i++)
+		us += plan->steps.data[i].cost_us;
+	return us;
+}
+
+/* Appends the plan: among the bounds in sizes[0..n) (ascending state
+ * sizes, the first >= max(src, dst) = low), the smallest whose cheapest
+ * path costs at most TIME_SLACK x the cheapest path within 2 x low (when
+ * some path fits there), else the smallest with any path. */
+static bool plan_bounded(struct mm *s, uint32_t src, uint32_t dst,
+			 const double *sizes, uint32_t n, double low)
+{
+	struct dt_redist_plan *plan = s->plan;
+	uint32_t base = plan->steps.len;
+	double cheapest = -1;
+	if (search(s, src, dst, 2 * low)) {
+		cheapest = steps_cost(plan, base);
+		plan->steps.len = base;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (i > 0 && sizes[i] == sizes[i - 1])
+			continue;
+		if (!search(s, src, dst, sizes[i]))
+			continue;
+		if (cheapest < 0 || sizes[i] > 2 * low ||
+		    steps_cost(plan, base) <= TIME_SLACK * cheapest)
+			return true;
+		plan->steps.len = base;
+	}
+	return false;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -436,11 +477,8 @@ bool dt_redist_min_memory(struct dt_redist_plan *plan)
 			if (s.states.data[i].bytes >= low)
 				sizes[n++] = s.states.data[i].bytes;
 		qsort(sizes, n, sizeof *sizes, cmp_double);
-		ok = false;
-		for (uint32_t i = 0; i < n && !ok; i++)
-			if (i == 0 || sizes[i] != sizes[i - 1])
-				ok = search(&s, (uint32_t)src, (uint32_t)dst,
-					    sizes[i]);
+		ok = plan_bounded(&s, (uint32_t)src, (uint32_t)dst, sizes, n,
+				  low);
 		dt_free(sizes);
 	}
 	dt_free(s.index);
