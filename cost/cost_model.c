@@ -31,6 +31,7 @@ int dt_comm_kind_of_op(int op)
 		return DT_COMM_ALL_REDUCE;
 	case DT_OP_ALL_TO_ALL:
 	case DT_OP_ALL_PERMUTE: /* one peer each way: counted as one */
+	case DT_OP_ALL_TO_ALL_V:
 		return DT_COMM_ALL_TO_ALL;
 	default:
 		return -1;

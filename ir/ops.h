@@ -97,7 +97,8 @@ int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
  * coarse_order, fine_order]) and dt.pack_pieces / dt.unpack_pieces(self,
  * mesh, placements, size, dim, pieces[, order]) (src = dst = placements)
  * and dt.all_permute(self, mesh, src, dst, size, perm, group_name[,
- * src_order, dst_order]). */
+ * src_order, dst_order]) and dt.all_to_all_v(self, mesh, src, dst, size,
+ * group_name[, src_order, dst_order]). */
 struct dt_spmd_args {
 	int mesh;                       /* index in module meshes */
 	struct dt_placements src, dst;  /* local_shard; coarse, fine: blocks */
@@ -111,7 +112,8 @@ struct dt_spmd_args {
  * declared, placements valid for the rank; all_permute: no Partial, the
  * group declared on mesh, perm a permutation of its positions that sends
  * every member's src block to a member holding it under dst, in every
- * group instance; local_shard: dst refines src;
+ * group instance; all_to_all_v: S and R only, the group declared over
+ * every dim of mesh; local_shard: dst refines src;
  * blocks: fine's shard sequence of dim is coarse's plus one S level;
  * pieces: at least one);
  * false with a message in err. */
@@ -123,7 +125,8 @@ static inline bool dt_op_is_spmd(enum dt_op op)
 {
 	return op == DT_OP_LOCAL_SHARD || op == DT_OP_PACK_BLOCKS ||
 	       op == DT_OP_UNPACK_BLOCKS || op == DT_OP_PACK_PIECES ||
-	       op == DT_OP_UNPACK_PIECES || op == DT_OP_ALL_PERMUTE;
+	       op == DT_OP_UNPACK_PIECES || op == DT_OP_ALL_PERMUTE ||
+	       op == DT_OP_ALL_TO_ALL_V;
 }
 
 /* How a reduction op reads its arguments: what it computes, the dims

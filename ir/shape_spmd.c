@@ -39,6 +39,72 @@ static int64_t member_indices(const struct dt_mesh *me,
 	return n;
 }
 
+/* The declared group of mesh a->mesh bound to parameter p, or NULL with
+ * a message. */
+static const struct dt_group *read_group(const struct dt_module *m,
+					 const struct dt_bound_args *b, int p,
+					 const struct dt_spmd_args *a,
+					 char *err, size_t n)
+{
+	const struct dt_arg *g = b->arg[p];
+	int gi = g && g->kind == DT_ARG_STR ? dt_module_find_group(m, g->v.s)
+					    : -1;
+	const char *gname = g && g->kind == DT_ARG_STR ? dt_str_get(m, g->v.s)
+						       : "";
+	if (gi < 0) {
+		snprintf(err, n, "group '%s' is not declared", gname);
+		return NULL;
+	}
+	const struct dt_group *grp = &m->groups.data[gi];
+	if (grp->mesh != a->mesh) {
+		snprintf(err, n, "group '%s' is over mesh '%s', not '%s'", gname,
+			 dt_str_get(m, m->meshes.data[grp->mesh].name),
+			 dt_str_get(m, m->meshes.data[a->mesh].name));
+		return NULL;
+	}
+	return grp;
+}
+
+/* Whether pl holds P (either op moves shards, not partial values). */
+static bool no_partial(const struct dt_placements *pl, const char *op,
+		       char *err, size_t n)
+{
+	for (int k = 0; k < pl->ndim; k++)
+		if (pl->p[k].kind == DT_PL_PARTIAL) {
+			snprintf(err, n, "%s moves shards, not partial values "
+				 "(src and dst may not hold P)", op);
+			return false;
+		}
+	return true;
+}
+
+/* dt.all_to_all_v: S and R only (each rank's shard a box), its group
+ * (parameter 5) over every mesh dim. */
+static bool check_transfer(const struct dt_module *m,
+			   const struct dt_bound_args *b,
+			   const struct dt_spmd_args *a, char *err, size_t n)
+{
+	const char *op = "all_to_all_v";
+	if (!no_partial(&a->src, op, err, n) || !no_partial(&a->dst, op, err, n))
+		return false;
+	for (int k = 0; k < a->src.ndim; k++)
+		if (a->src.p[k].kind == DT_PL_STRIDED_SHARD ||
+		    a->dst.p[k].kind == DT_PL_STRIDED_SHARD) {
+			snprintf(err, n, "all_to_all_v moves S and R shards, "
+				 "not _S");
+			return false;
+		}
+	const struct dt_group *grp = read_group(m, b, 5, a, err, n);
+	const struct dt_mesh *me = &m->meshes.data[a->mesh];
+	if (grp && dt_group_size(me, grp->dims, grp->ndims) != me->size) {
+		snprintf(err, n, "group '%s' must span every dim of mesh '%s' "
+			 "(all_to_all_v moves between any ranks)",
+			 dt_str_get(m, grp->name), dt_str_get(m, me->name));
+		return false;
+	}
+	return grp != NULL;
+}
+
 /* dt.all_permute's perm (parameter 5) and group (6): a permutation of the
  * group's positions under which every member sends its src block to a
  * member whose dst block it is, in every instance of the group. */
@@ -47,30 +113,15 @@ static bool check_permutation(const struct dt_module *m,
 			      const struct dt_spmd_args *a, char *err,
 			      size_t n)
 {
-	for (int k = 0; k < a->src.ndim; k++)
-		if (a->src.p[k].kind == DT_PL_PARTIAL ||
-		    a->dst.p[k].kind == DT_PL_PARTIAL) {
-			snprintf(err, n, "all_permute moves shards, not partial "
-				 "values (src and dst may not hold P)");
-			return false;
-		}
-	const struct dt_arg *g = b->arg[6], *pa = b->arg[5];
-	int gi = g && g->kind == DT_ARG_STR ? dt_module_find_group(m, g->v.s)
-					    : -1;
-	const char *gname = g && g->kind == DT_ARG_STR ? dt_str_get(m, g->v.s)
-						       : "";
-	if (gi < 0) {
-		snprintf(err, n, "group '%s' is not declared", gname);
+	if (!no_partial(&a->src, "all_permute", err, n) ||
+	    !no_partial(&a->dst, "all_permute", err, n))
 		return false;
-	}
-	const struct dt_group *grp = &m->groups.data[gi];
+	const struct dt_group *grp = read_group(m, b, 6, a, err, n);
+	if (!grp)
+		return false;
+	const struct dt_arg *pa = b->arg[5];
+	const char *gname = dt_str_get(m, grp->name);
 	const struct dt_mesh *me = &m->meshes.data[a->mesh];
-	if (grp->mesh != a->mesh) {
-		snprintf(err, n, "group '%s' is over mesh '%s', not '%s'", gname,
-			 dt_str_get(m, m->meshes.data[grp->mesh].name),
-			 dt_str_get(m, me->name));
-		return false;
-	}
 	int64_t size = dt_group_size(me, grp->dims, grp->ndims);
 	int len = 0;
 	const int64_t *perm = pa && pa->kind == DT_ARG_INTS
@@ -198,6 +249,8 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 	a->dim = a->mesh_dim = -1;
 	if (op == DT_OP_ALL_PERMUTE)
 		return check_permutation(m, b, a, err, errlen);
+	if (op == DT_OP_ALL_TO_ALL_V)
+		return check_transfer(m, b, a, err, errlen);
 	if (op == DT_OP_LOCAL_SHARD) {
 		if (dt_placements_refine(&a->src, &a->dst, a->rank))
 			return true;
@@ -221,7 +274,8 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 	return false;
 }
 
-/* dt.local_shard and dt.all_permute: self is the rank's shard under src,
+/* dt.local_shard, dt.all_permute and dt.all_to_all_v: self is the rank's
+ * shard under src,
  * the result its shard under dst. dt.pack_blocks: self has the n padded fine shards of
  * the group along the block level in dim, the result is the rank's coarse
  * shard; dt.unpack_blocks: the reverse. dt.pack_pieces and

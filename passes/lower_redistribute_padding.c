@@ -131,18 +131,22 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 	return dt_lower_emit(l, op, suffix, args, n);
 }
 
-uint32_t dt_lower_emit_permute(struct dt_lower *l, int mesh, uint32_t x,
-			       const struct dt_placements *a,
-			       const struct dt_placements *b, const int64_t *g,
-			       int rank, const int64_t *perm, int64_t n,
-			       int group)
+uint32_t dt_lower_emit_move(struct dt_lower *l, int mesh, uint32_t x,
+			    const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, const int64_t *perm, int64_t n, int group)
 {
 	struct dt_arg args[9], mid[2] = {
-		{.kind = DT_ARG_INTS, .len = (uint32_t)n,
-		 .v.ints = dt_ints_intern(l->m, perm, (size_t)n)},
+		{.kind = DT_ARG_INTS, .len = (uint32_t)n},
 		{.kind = DT_ARG_STR, .v.s = l->m->groups.data[group].name}};
-	uint32_t count = spmd_args(l, mesh, x, a, b, g, rank, mid, 2, 0, args);
-	return dt_lower_emit(l, DT_OP_ALL_PERMUTE, "all_permute", args, count);
+	if (perm)
+		mid[0].v.ints = dt_ints_intern(l->m, perm, (size_t)n);
+	uint32_t count = spmd_args(l, mesh, x, a, b, g, rank, mid + !perm,
+				   2 - !perm, 0, args);
+	return perm ? dt_lower_emit(l, DT_OP_ALL_PERMUTE, "all_permute", args,
+				    count)
+		    : dt_lower_emit(l, DT_OP_ALL_TO_ALL_V, "all_to_all_v", args,
+				    count);
 }
 
 unsigned dt_lower_padded_bits(const struct dt_mesh *me,

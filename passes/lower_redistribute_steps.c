@@ -470,19 +470,23 @@ static int whole_mesh_group(struct dt_lower *l, int mesh)
 	return (int)dt_vec_push(&m->groups, grp);
 }
 
-/* all_permute (min-memory plans): dt.all_permute over the whole mesh,
- * each rank's shard to the rank holding that block after the step
- * (rank-agnostic: one program serves every rank), and its wait. */
-static uint32_t step_permute(struct dt_lower *l, const struct step_ctx *k,
-			     uint32_t x)
+/* all_permute and all_to_all_v (min-memory plans) over the whole mesh:
+ * dt.all_permute sends each rank's shard to the rank holding that block
+ * after the step, dt.all_to_all_v the pieces each rank needs; both name
+ * placements, so one program serves every rank. Then the wait. */
+static uint32_t step_whole_mesh(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
 {
 	const struct dt_redist_plan *plan = k->plan;
-	int64_t *dest = dt_calloc((size_t)plan->mesh.size, sizeof *dest);
-	dt_redist_permute_map(plan, k->s, dest);
-	uint32_t v = dt_lower_emit_permute(l, k->mesh, x, &k->s->before,
-					   &k->s->after, plan->shape,
-					   plan->rank, dest, plan->mesh.size,
-					   whole_mesh_group(l, k->mesh));
+	int64_t *dest = NULL;
+	if (k->s->kind == DT_REDIST_PERMUTE) {
+		dest = dt_calloc((size_t)plan->mesh.size, sizeof *dest);
+		dt_redist_permute_map(plan, k->s, dest);
+	}
+	uint32_t v = dt_lower_emit_move(l, k->mesh, x, &k->s->before,
+					&k->s->after, plan->shape, plan->rank,
+					dest, plan->mesh.size,
+					whole_mesh_group(l, k->mesh));
 	dt_free(dest);
 	return emit_wait(l, v);
 }
@@ -495,8 +499,8 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 {
 	struct step_ctx k = {.plan = plan, .s = s, .mesh = mesh,
 			     .n = s->group_size};
-	if (s->kind == DT_REDIST_PERMUTE) /* its padded shards match */
-		return step_permute(l, &k, x);
+	if (s->kind == DT_REDIST_PERMUTE || s->kind == DT_REDIST_TRANSFER)
+		return step_whole_mesh(l, &k, x);
 	int g = s->group >= 0 ? s->group : dt_lower_dim_group(l, mesh, s->dims[0]);
 	k.group = l->m->groups.data[g].name;
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
@@ -537,6 +541,7 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	case DT_REDIST_PARTITION:
 		return s->divisor > 1 ? emit_div(l, x, s->divisor) : x;
 	case DT_REDIST_PERMUTE:
+	case DT_REDIST_TRANSFER:
 	case DT_REDIST_NKINDS: break;
 	}
 	DT_REQUIRE(!"unknown step kind");

@@ -89,9 +89,10 @@ enum dt_collective_kind {
 	DT_COLL_ALL_REDUCE,
 	DT_COLL_ALL_TO_ALL,
 	DT_COLL_ALL_PERMUTE, /* dt.all_permute: one send, one receive */
+	DT_COLL_ALL_TO_ALL_V, /* dt.all_to_all_v: boxes between any ranks */
 };
 /* "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
- * "all_permute". */
+ * "all_permute", "all_to_all_v". */
 const char *dt_collective_name(enum dt_collective_kind k);
 
 struct dt_collective_call {
@@ -105,6 +106,8 @@ struct dt_collective_call {
 	const int64_t *permutation; /* all_permute: group position i sends
 				       its whole input to position
 				       permutation[i] (group_size entries) */
+	struct dt_spmd_args layout; /* all_to_all_v: mesh, src, dst, size
+				       (dt_rt_transfer_boxes) */
 	const struct dt_node *node;        /* for error messages */
 	const struct dt_module *m;         /* node's module, for messages */
 };

@@ -29,6 +29,7 @@ static const struct {
 	{DT_OP_ALL_REDUCE, DT_COLL_ALL_REDUCE, 1, 2, -1, -1},
 	{DT_OP_ALL_TO_ALL, DT_COLL_ALL_TO_ALL, -1, 3, 1, -1},
 	{DT_OP_ALL_PERMUTE, DT_COLL_ALL_PERMUTE, -1, 6, -1, 5},
+	{DT_OP_ALL_TO_ALL_V, DT_COLL_ALL_TO_ALL_V, -1, 5, -1, -1},
 };
 
 /* The int list bound to parameter p (NULL when none). */
@@ -81,6 +82,13 @@ int dt_rt_collective_args(const struct dt_module *m, const struct dt_node *n,
 			*why = "perm does not list one position per group rank";
 			return DT_EINPUT;
 		}
+	}
+	char err[8];
+	if (n->op == DT_OP_ALL_TO_ALL_V &&
+	    !dt_spmd_args_read(m, DT_OP_ALL_TO_ALL_V, a, &c->layout, err,
+			       sizeof err)) {
+		*why = "bad all_to_all_v attributes (run dtopt verify)";
+		return DT_EINPUT;
 	}
 	return DT_OK;
 }
@@ -150,7 +158,8 @@ void dt_collective_sequence(const struct dt_module *m,
 		/* all_to_all's and all_permute's counts and splits differ
 		 * by rank */
 		it.counts = it.kind == DT_OP_ALL_TO_ALL ||
-					    it.kind == DT_OP_ALL_PERMUTE
+					    it.kind == DT_OP_ALL_PERMUTE ||
+					    it.kind == DT_OP_ALL_TO_ALL_V
 				    ? 0
 				    : mix(mix(1, it.in), it.out);
 		h = mix(h, (int64_t)it.hash);
@@ -388,7 +397,8 @@ static int compare_counts(struct agree *g, const struct dt_collective_item *seq,
 		for (uint32_t i = 0; i < n; i++)
 			if (seq[i].group == (int32_t)gi &&
 			    seq[i].kind != DT_OP_ALL_TO_ALL &&
-			    seq[i].kind != DT_OP_ALL_PERMUTE) {
+			    seq[i].kind != DT_OP_ALL_PERMUTE &&
+			    seq[i].kind != DT_OP_ALL_TO_ALL_V) {
 				mine[k++] = seq[i];
 				h = mix(h, (int64_t)seq[i].counts);
 			}

@@ -10,9 +10,10 @@ mpirun -np N dtopt run --backend mpi --check --reference G 'low.{rank}.xml':
 every output must be bitwise equal to the single-process reference; then
 the same table lowered once as an SPMD program (no --rank: dt.all_permute
 names placements, not the rank's splits, and moves padded shards) and
-checked the same way. Two mpiruns per mesh; 509 redistributions in all
-(size-1 mesh dims and repeats dropped). The plans must use all_permute
-somewhere (the collective dt.all_permute), so the permutes are proven.
+checked the same way. Two mpiruns per mesh; 546 redistributions in all
+(size-1 mesh dims and repeats dropped; 40 on a (4, 3) mesh, where uneven
+cases need dt.all_to_all_v). The plans must use both dt.all_permute and
+dt.all_to_all_v somewhere, so both collectives are proven.
 Then the worked case alone under both modes, rank 0's memory as dtopt run
 --summary measures it (semantics §3.1): the largest tensor it holds (the
 plan's peak) must be 24 B (6 elements) with min-memory and 288 B (72
@@ -43,6 +44,7 @@ MESHES = [
     ((2, 2, 2), ("a", "b", "c"), 80),
     ((3, 1, 2), ("a", "b", "c"), 60),
     ((2, 1, 2, 2), ("a", "b", "c", "d"), 100),
+    ((4, 3), ("a", "b"), 40),
     ((2, 2, 3, 2), ("x1", "x2", "y1", "y2"), 100),
 ]
 WORKED = ("worked", (12, 12), "S(0) S(0) S(1) S(1)", "S(1) S(1) S(0) S(0)",
@@ -113,7 +115,7 @@ def main():
     args.dtopt = os.path.abspath(args.dtopt)
     os.makedirs(args.workdir, exist_ok=True)
     r = lower.Runner(args, args.workdir)
-    total = permutes = 0
+    total = permutes = transfers = 0
     try:
         for seed, (mesh, dims, count) in enumerate(MESHES):
             table = random_table(seed, mesh, dims, count)
@@ -126,7 +128,9 @@ def main():
             r.run([args.dtopt, "opt", "-p", "lower-redistribute",
                    "--redistribute=min-memory", "g.xml", "-o", "low.{rank}.xml"])
             with open(os.path.join(args.workdir, "low.0.xml")) as f:
-                permutes += f.read().count('target="dt.all_permute"')
+                text = f.read()
+            permutes += text.count('target="dt.all_permute"')
+            transfers += text.count('target="dt.all_to_all_v"')
             r.run([args.dtopt, "opt", "-p", "lower-redistribute",
                    "--redistribute=min-memory", "g.xml", "-o", "spmd.xml"])
             for local in ("low.{rank}.xml", "spmd.xml"):
@@ -154,10 +158,11 @@ def main():
     if peaks != want:
         print("FAIL: expected %s" % want)
         return 1
-    print("%d redistributions bitwise equal, %d all_permute steps on rank 0"
-          % (total, permutes))
-    if total < 500 or permutes == 0:
-        print("FAIL: expected at least 500 redistributions and some all_permute")
+    print("%d redistributions bitwise equal, %d all_permute and %d "
+          "all_to_all_v steps on rank 0" % (total, permutes, transfers))
+    if total < 500 or permutes == 0 or transfers == 0:
+        print("FAIL: expected at least 500 redistributions, some all_permute "
+              "and some all_to_all_v")
         return 1
     return 0
 
