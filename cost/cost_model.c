@@ -30,6 +30,8 @@ int dt_comm_kind_of_op(int op)
 	case DT_OP_ALL_REDUCE:
 		return DT_COMM_ALL_REDUCE;
 	case DT_OP_ALL_TO_ALL:
+	case DT_OP_ALL_PERMUTE: /* one peer each way: counted as one */
+	case DT_OP_ALL_TO_ALL_V:
 		return DT_COMM_ALL_TO_ALL;
 	default:
 		return -1;
@@ -253,8 +255,10 @@ void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 		double bytes = dt_comm_bytes(m, n);
 		r->count++;
 		r->bytes += bytes;
-		r->time_us += dt_comm_cost(topo, mesh, grp->dims, grp->ndims,
-					   (enum dt_comm_kind)kind, bytes);
+		r->time_us += n->op == DT_OP_ALL_PERMUTE
+			? dt_permute_cost(topo, mesh, bytes)
+			: dt_comm_cost(topo, mesh, grp->dims, grp->ndims,
+				       (enum dt_comm_kind)kind, bytes);
 	}
 }
 

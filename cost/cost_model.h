@@ -17,7 +17,8 @@ enum dt_comm_kind {
 };
 /* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
 const char *dt_comm_kind_name(enum dt_comm_kind kind);
-/* The kind of a collective op, or -1 for any other op. */
+/* The kind of a collective op (dt.all_permute: all_to_all, one peer each
+ * way), or -1 for any other op. */
 int dt_comm_kind_of_op(int op);
 
 /* Per mesh dim link parameters: DTensor's MeshTopoInfo. Walking mesh dims

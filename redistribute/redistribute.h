@@ -47,11 +47,17 @@ enum dt_redist_kind {
 				     equal local shapes. Priced as an
 				     all_to_all of the local bytes over the
 				     mesh (the model has no point-to-point) */
+	DT_REDIST_TRANSFER,       /* dt.all_to_all_v over the whole mesh (as
+				     PERMUTE): `before` to `after` in one
+				     collective, each rank receiving exactly
+				     its shard; the min-memory plan when no
+				     other stays within 2x. Priced as an
+				     all_to_all of the local bytes */
 	DT_REDIST_NKINDS
 };
 
 /* "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk",
- * "partition", "all_permute". */
+ * "partition", "all_permute", "all_to_all_v". */
 const char *dt_redist_kind_name(enum dt_redist_kind kind);
 /* The collective of a step kind (enum dt_comm_kind), or -1 for local work. */
 int dt_redist_kind_comm(enum dt_redist_kind kind);

@@ -573,6 +573,14 @@ void dt_cuda_release(struct dt_cuda_ctx *ctx, struct dt_buffer *holder);
 /* Address of t's first element. */
 void *dt_cuda_ptr(const struct dt_rt_tensor *t);
 
+/* Issue all_permute call c on `comm` (an ncclComm_t) and `stream`:
+ * elements of `size` bytes move as ncclDataType_t `type` of `unit` bytes
+ * (nccl_permute.c). Returns the ncclResult_t. */
+struct ncclComm;
+int dt_nccl_all_permute(struct ncclComm *comm, cudaStream_t stream,
+			const struct dt_collective_call *c, int type,
+			int size, int unit);
+
 /* Run compute node c on the GPU: DT_OK, DT_ERUNTIME after reporting, or
  * DT_CUDA_FALLBACK when no CUDA kernel covers the op or its dtypes. */
 int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);

@@ -267,6 +267,20 @@ int dt_rt_collective_args(const struct dt_module *m, const struct dt_node *n,
 			  const struct dt_bound_args *a,
 			  struct dt_collective_call *c, const char **why);
 
+/* transfer.c: the boxes of all_to_all_v call c (semantics §3.1) between
+ * group position `me` and every position q: box[q] is what me sends q
+ * (sending) or receives from q: per tensor dim its start in the sender's
+ * shard, in the receiver's, and its length; `any` false when nothing
+ * moves. Every element of the receiver's dst shard comes from exactly one
+ * sender: the rank holding it under src that agrees with the receiver on
+ * the mesh dims src replicates. */
+struct dt_rt_box {
+	int64_t from[DT_MAX_RANK], to[DT_MAX_RANK], len[DT_MAX_RANK];
+	bool any;
+};
+void dt_rt_transfer_boxes(const struct dt_collective_call *c, int64_t me,
+			  bool sending, struct dt_rt_box *box);
+
 /* world.c: the watchdog's report at collective node n (of `kind` over
  * module group `group`) whose wait outlived b->timeout; DT_ERUNTIME. */
 int dt_rt_timeout_fail(struct dt_backend *b, const struct dt_module *m,

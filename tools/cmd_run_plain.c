@@ -240,8 +240,11 @@ static void print_summary(struct dt_runner *c, const struct dt_module *m,
 	count_communication(m, comm);
 	dt_runner_allreduce(c, comm, (int)(2 * ng), false);
 	if (c->rank == 0) {
-		struct dt_run_result sum = {.iters = r->iters,
-					    .peak_bytes = r->peak_bytes};
+		struct dt_run_result sum = {
+		    .iters = r->iters, .peak_bytes = r->peak_bytes,
+		    .largest_bytes = r->largest_bytes,
+		    .buffer_bytes = r->buffer_bytes,
+		    .memory_bytes = r->memory_bytes};
 		uint32_t cap = 0;
 		for (int k = 0; k < c->size; k++)
 			merge_stats(all[k], &sum.stats, &sum.nstats, &cap);
