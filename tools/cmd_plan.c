@@ -37,7 +37,7 @@ static const char plan_help_head[] =
 	"                         this rank order (repeatable); merging uses it\n"
 	"  --create-groups        declare the groups merging needs, and merge\n"
 	"  --no-merge             print the per-dim steps as planned\n"
-	"  --redistribute=MODE    dtensor (DTensor's plans, default) or min-memory\n"
+	"  --redistribute=MODE    dtensor (DTensor's plans, default), min-memory\n"
 	"                         (smallest shards: slice early, gather late,\n"
 	"                         all_to_all and all_permute) or auto (min-memory\n"
 	"                         where within 1.2x DTensor's time or DTensor's\n"
