@@ -53,6 +53,8 @@ bool dt_redist_mode_parse(const char *text, enum dt_redist_mode *mode)
 		*mode = DT_REDIST_MODE_DTENSOR;
 	else if (!strcmp(text, "min-memory"))
 		*mode = DT_REDIST_MODE_MIN_MEMORY;
+	else if (!strcmp(text, "auto"))
+		*mode = DT_REDIST_MODE_AUTO;
 	else
 		return false;
 	return true;
@@ -396,10 +398,47 @@ static void plan_greedy(struct dt_redist_plan *plan)
 
 /* ------------------------------------------------------------------ */
 
+bool dt_redist_prefer_min_memory(const struct dt_redist_plan *dtensor,
+				 const struct dt_redist_plan *mm)
+{
+	if (mm->method != DT_REDIST_MIN_MEMORY)
+		return false;
+	double low = dt_redist_local_bytes(mm, &mm->src);
+	double b = dt_redist_local_bytes(mm, &mm->dst);
+	low = b > low ? b : low;
+	return dt_redist_plan_cost(mm) <= 1.2 * dt_redist_plan_cost(dtensor) ||
+	       dt_redist_plan_peak(dtensor) > 2 * low;
+}
+
+/* --redistribute=auto: both plans, the preferred one kept. */
+static int plan_auto(struct dt_redist_plan *plan,
+		     const struct dt_redist_request *req, char *err,
+		     size_t errlen)
+{
+	struct dt_redist_request r = *req;
+	struct dt_redist_plan mm;
+	r.mode = DT_REDIST_MODE_DTENSOR;
+	int status = dt_redist_plan_init(plan, &r, err, errlen);
+	r.mode = DT_REDIST_MODE_MIN_MEMORY;
+	if (status == DT_OK)
+		status = dt_redist_plan_init(&mm, &r, err, errlen);
+	if (status != DT_OK)
+		return status;
+	if (dt_redist_prefer_min_memory(plan, &mm)) {
+		dt_redist_plan_fini(plan);
+		*plan = mm;
+	} else {
+		dt_redist_plan_fini(&mm);
+	}
+	return DT_OK;
+}
+
 int dt_redist_plan_init(struct dt_redist_plan *plan,
 			const struct dt_redist_request *req, char *err,
 			size_t errlen)
 {
+	if (req->mode == DT_REDIST_MODE_AUTO)
+		return plan_auto(plan, req, err, errlen);
 	memset(plan, 0, sizeof *plan);
 	int status = check_request(req, err, errlen);
 	if (status != DT_OK)

@@ -112,13 +112,18 @@ enum dt_redist_mode {
 				      DT_REDIST_MAX_PERMUTES all_permutes),
 				      cheapest among those; DTensor's plan
 				      for partial or _S placements */
+	DT_REDIST_MODE_AUTO,       /* "auto": per redistribution the
+				      min-memory plan where
+				      dt_redist_prefer_min_memory says so,
+				      else DTensor's */
 };
 /* At most this many all_permute steps in a min-memory plan. The paper's
  * normal form (arXiv 2112.01075) needs one, its all-to-all moving any
  * mesh axis; dtopt's all_to_all moves the last mesh dim of a shard order
  * only, and the worked transpose of semantics §3 then needs two. */
 #define DT_REDIST_MAX_PERMUTES 2
-/* "dtensor" or "min-memory" into *mode; false for any other text. */
+/* "dtensor", "min-memory" or "auto" into *mode; false for any other
+ * text. */
 bool dt_redist_mode_parse(const char *text, enum dt_redist_mode *mode);
 
 /* What to plan. `src` and `dst` carry their shard orders (default order if
@@ -174,6 +179,12 @@ double dt_redist_local_bytes(const struct dt_redist_plan *plan,
 void dt_redist_permute_map(const struct dt_redist_plan *plan,
 			   const struct dt_redist_step *s, int64_t *dest);
 
+/* --redistribute=auto's choice (semantics §3.1): whether min-memory plan
+ * mm (of the same request) replaces DTensor's plan `dtensor`: mm is a
+ * min-memory plan and costs at most 1.2x dtensor's modelled time, or
+ * dtensor peaks above twice max(src, dst) bytes per device. */
+bool dt_redist_prefer_min_memory(const struct dt_redist_plan *dtensor,
+				 const struct dt_redist_plan *mm);
 /* Sum of the steps' modelled times, µs. */
 double dt_redist_plan_cost(const struct dt_redist_plan *plan);
 /* Number of steps of `kind` that do something (group_size > 1). */

@@ -96,8 +96,10 @@ static const char opt_help[] =
 	"      --create-groups   let passes declare flattened groups the graph lacks\n"
 	"                        (written with generated=\"true\")\n"
 	"      --redistribute=MODE  lower-redistribute's plans: dtensor (DTensor's,\n"
-	"                        default) or min-memory (smallest shards, with\n"
-	"                        all_permute steps; per-rank lowering only)\n"
+	"                        default), min-memory (smallest shards, with\n"
+	"                        all_permute steps) or auto (per redistribution,\n"
+	"                        min-memory where within 1.2x DTensor's time or\n"
+	"                        where DTensor's peak passes 2x; semantics §3.1)\n"
 	"      --force-fusion    fuse collectives even where the cost model says the\n"
 	"                        fused one is slower\n";
 /* The pass options' part of the help (one string would pass C's 4095). */
@@ -352,8 +354,8 @@ int dt_cmd_opt(int argc, char **argv)
 			if (!dt_redist_mode_parse(optarg, &mode))
 				return dt_usage_error("opt",
 						      "unknown --redistribute "
-						      "'%s' (dtensor or "
-						      "min-memory)",
+						      "'%s' (dtensor, "
+						      "min-memory or auto)",
 						      optarg);
 			popt.pass.redistribute = (uint8_t)mode;
 			break;

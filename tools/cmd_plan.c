@@ -37,10 +37,12 @@ static const char plan_help_head[] =
 	"                         this rank order (repeatable); merging uses it\n"
 	"  --create-groups        declare the groups merging needs, and merge\n"
 	"  --no-merge             print the per-dim steps as planned\n"
-	"  --redistribute=MODE    dtensor (DTensor's plans, default) or min-memory\n"
+	"  --redistribute=MODE    dtensor (DTensor's plans, default), min-memory\n"
 	"                         (smallest shards: slice early, gather late,\n"
-	"                         all_to_all and all_permute); both plans' modelled\n"
-	"                         time and peak bytes per device are printed\n"
+	"                         all_to_all and all_permute) or auto (min-memory\n"
+	"                         where within 1.2x DTensor's time or DTensor's\n"
+	"                         peak passes 2x the larger end); both plans'\n"
+	"                         modelled time and peak bytes are printed\n"
 	"  -f, --format=FMT       text (default) or json\n"
 	"  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
 	"                         atomically, and not on error\n"
@@ -608,8 +610,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a,
 			if (!dt_redist_mode_parse(optarg, &a->mode))
 				return dt_usage_error(PLAN_CMD,
 						      "unknown --redistribute "
-						      "'%s' (dtensor or "
-						      "min-memory)",
+						      "'%s' (dtensor, "
+						      "min-memory or auto)",
 						      optarg);
 			break;
 		case 'f': a->format = optarg; break;
@@ -685,7 +687,10 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 			return dt_cli_error(PLAN_CMD, "%s", err);
 		}
 	}
-	struct dt_redist_plan plan = plans[a->mode];
+	int chosen = a->mode == DT_REDIST_MODE_AUTO
+			     ? dt_redist_prefer_min_memory(&plans[0], &plans[1])
+			     : (int)a->mode;
+	struct dt_redist_plan plan = plans[chosen];
 	if (!a->no_merge) {
 		struct dt_diag diag;
 		dt_cli_diag_init(&diag);
@@ -707,11 +712,11 @@ static int run_plan(struct dt_module *m, const struct plan_args *a,
 		else
 			print_text(m, &plan, stdout);
 		if (strcmp(a->format, "json") != 0)
-			print_modes(plans, a->mode, stdout);
+			print_modes(plans, chosen, stdout);
 		rc = dt_cli_output_commit();
 	}
 	dt_redist_plan_fini(&plan);
-	dt_redist_plan_fini(&plans[!a->mode]);
+	dt_redist_plan_fini(&plans[!chosen]);
 	return rc;
 }
 

@@ -151,7 +151,7 @@ static void test_worked_case(void **state)
 	dt_module_destroy(m);
 }
 
-/* Partial placements are left to DTensor's plan. */
+/* Partial placements are left to DTensor's plan, in auto mode too. */
 static void test_partial_falls_back(void **state)
 {
 	(void)state;
@@ -167,6 +167,11 @@ static void test_partial_falls_back(void **state)
 	assert_true(dt_placements_parse(&req.dst, "R R", NULL, &mesh,
 					&m->strings, err, sizeof err));
 	struct dt_redist_plan plan;
+	assert_int_equal(dt_redist_plan_init(&plan, &req, err, sizeof err),
+			 DT_OK);
+	assert_int_equal(plan.method, DT_REDIST_GREEDY);
+	dt_redist_plan_fini(&plan);
+	req.mode = DT_REDIST_MODE_AUTO; /* auto: DTensor's plan too */
 	assert_int_equal(dt_redist_plan_init(&plan, &req, err, sizeof err),
 			 DT_OK);
 	assert_int_equal(plan.method, DT_REDIST_GREEDY);
@@ -233,7 +238,7 @@ static void test_random_sweep(void **state)
 	(void)state;
 	struct dt_module *m = dt_module_create("test");
 	static double peak_ratio[CASES], time_ratio[CASES], dt_peak[CASES];
-	int ntime = 0, permutes = 0, uneven = 0, transfers = 0;
+	int ntime = 0, permutes = 0, uneven = 0, transfers = 0, autos = 0;
 	for (int c = 0; c < CASES; c++) {
 		int ndim = 1 + c % 4;
 		int64_t shape[DT_MAX_MESH_DIMS];
@@ -276,6 +281,21 @@ static void test_random_sweep(void **state)
 					    dt_redist_plan_cost(&dtensor);
 			assert_true(time_ratio[ntime++] <= 1.2 + 1e-9);
 		}
+		/* auto: min-memory within 1.2x DTensor's time or where
+		 * DTensor's peak passes 2x, else DTensor's plan */
+		struct dt_redist_plan au;
+		req.mode = DT_REDIST_MODE_AUTO;
+		assert_int_equal(dt_redist_plan_init(&au, &req, err, sizeof err),
+				 DT_OK);
+		bool mm_wins = dt_redist_plan_cost(&mm) <=
+				       1.2 * dt_redist_plan_cost(&dtensor) ||
+			       dt_redist_plan_peak(&dtensor) > 2 * low;
+		const struct dt_redist_plan *want = mm_wins ? &mm : &dtensor;
+		assert_int_equal(au.method, want->method);
+		assert_int_equal(au.steps.len, want->steps.len);
+		assert_true(dt_redist_plan_cost(&au) == dt_redist_plan_cost(want));
+		autos += mm_wins;
+		dt_redist_plan_fini(&au);
 		permutes += dt_redist_plan_count(&mm, DT_REDIST_PERMUTE);
 		uneven += !dt_shard_even(&mesh, &req.src, req.shape, req.rank) ||
 			  !dt_shard_even(&mesh, &req.dst, req.shape, req.rank);
@@ -283,8 +303,8 @@ static void test_random_sweep(void **state)
 		dt_redist_plan_fini(&mm);
 	}
 	print_message("%d random redistributions (%d uneven), %d all_permute "
-		      "steps, %d all_to_all_v\n",
-		      CASES, uneven, permutes, transfers);
+		      "steps, %d all_to_all_v; auto chose min-memory %d times\n",
+		      CASES, uneven, permutes, transfers, autos);
 	print_distribution("min-memory peak / max(src, dst)", peak_ratio,
 			   CASES);
 	print_distribution("dtensor peak / max(src, dst)", dt_peak, CASES);
@@ -293,6 +313,7 @@ static void test_random_sweep(void **state)
 			   time_ratio, ntime);
 	assert_true(uneven > CASES / 4);
 	assert_true(transfers > 0 && transfers <= CASES / 50);
+	assert_true(autos > 0); /* all 600: the time bound holds throughout */
 	dt_module_destroy(m);
 }
 
