@@ -188,7 +188,7 @@ def main():
                                          "--warmup", "3", "--summary"])
                 wall = float(re.search(r"time: ([0-9.e+-]+) s/iteration", out).group(1))
                 comm = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e-3
-                peak = int(re.search(r"peak (\d+) bytes", out).group(1))
+                peak = int(re.search(r"(\d+) bytes in all", out).group(1))
                 sample[k] = (wall, comm, cpu / (iters + 3), peak)
             rounds.append(sample)
         for k, (pname, _) in enumerate(PIPES):
