@@ -505,32 +505,50 @@ void dt_cpu_iter_init(struct dt_cpu_iter *it, const int64_t *shape, int rank,
 	}
 }
 
-void dt_cpu_rows_init(struct dt_cpu_rows *r, const int64_t *shape, int rank,
-		      const struct dt_rt_tensor *const *t, int n)
+int dt_cpu_merge_dims(const int64_t *shape, int rank,
+		      const struct dt_rt_tensor *const *t, int n, int64_t *sz,
+		      int64_t (*st)[DT_MAX_RANK])
 {
-	struct dt_cpu_iter full;
-	dt_cpu_iter_init(&full, shape, rank, t, n);
-	/* keep dims of size > 1, merging neighbours every operand walks as
-	 * one (stride[d] == stride[d+1] * size[d+1]) */
-	int64_t sz[DT_MAX_RANK], st[DT_CPU_MAX_OPS][DT_MAX_RANK];
+	DT_REQUIRE(n <= DT_CPU_MAX_OPS && rank <= DT_MAX_RANK);
+	int64_t full[DT_CPU_MAX_OPS][DT_MAX_RANK];
+	for (int k = 0; k < n; k++) {
+		int lead = rank - (t[k] ? t[k]->rank : 0);
+		DT_REQUIRE(lead >= 0);
+		for (int d = 0; d < rank; d++) {
+			int i = d - lead;
+			full[k][d] = !t[k] || i < 0 || t[k]->shape[i] == 1
+					 ? 0
+					 : t[k]->stride[i];
+		}
+	}
+	/* merge d into the previous kept dim when every operand walks them
+	 * as one (stride[d - 1] == stride[d] * size[d]) */
 	int nd = 0;
 	for (int d = 0; d < rank; d++) {
 		if (shape[d] == 1)
 			continue;
 		bool merge = nd > 0;
 		for (int k = 0; k < n && merge; k++)
-			merge = st[k][nd - 1] == full.stride[k][d] * shape[d];
+			merge = st[k][nd - 1] == full[k][d] * shape[d];
 		if (merge) {
 			sz[nd - 1] *= shape[d];
 			for (int k = 0; k < n; k++)
-				st[k][nd - 1] = full.stride[k][d];
+				st[k][nd - 1] = full[k][d];
 			continue;
 		}
 		sz[nd] = shape[d];
 		for (int k = 0; k < n; k++)
-			st[k][nd] = full.stride[k][d];
+			st[k][nd] = full[k][d];
 		nd++;
 	}
+	return nd;
+}
+
+void dt_cpu_rows_init(struct dt_cpu_rows *r, const int64_t *shape, int rank,
+		      const struct dt_rt_tensor *const *t, int n)
+{
+	int64_t sz[DT_MAX_RANK], st[DT_CPU_MAX_OPS][DT_MAX_RANK];
+	int nd = dt_cpu_merge_dims(shape, rank, t, n, sz, st);
 	memset(r, 0, sizeof(*r));
 	r->outer.n = n;
 	r->len = nd > 0 ? sz[nd - 1] : 1;

@@ -8,7 +8,8 @@
 
 #include <string.h>
 
-_Static_assert(DT_CU_MAX_RANK == DT_MAX_RANK, "walk rank");
+_Static_assert(DT_CU_MAX_RANK == DT_MAX_RANK && DT_CU_MAX_OPS <= DT_CPU_MAX_OPS,
+	       "walk rank and operands (dt_cpu_merge_dims)");
 _Static_assert(DT_CU_F32 == (int)DT_FLOAT32 && DT_CU_F16 == (int)DT_FLOAT16 &&
 		   DT_CU_BF16 == (int)DT_BFLOAT16 &&
 		   DT_CU_F64 == (int)DT_FLOAT64 && DT_CU_I64 == (int)DT_INT64 &&
@@ -95,42 +96,11 @@ void dt_cuda_walk(struct dt_cu_walk *w, const int64_t *shape, int rank,
 		  const struct dt_rt_tensor *const *t, int n)
 {
 	DT_REQUIRE(n <= DT_CU_MAX_OPS && rank <= DT_MAX_RANK);
-	int64_t full[DT_CU_MAX_OPS][DT_MAX_RANK],
-	    st[DT_CU_MAX_OPS][DT_MAX_RANK];
-	int64_t sz[DT_MAX_RANK];
+	int64_t sz[DT_MAX_RANK], st[DT_CU_MAX_OPS][DT_MAX_RANK];
 	memset(w, 0, sizeof(*w));
 	w->n = n;
 	w->numel = dt_numel(shape, rank);
-	for (int k = 0; k < n; k++) {
-		int lead = rank - (t[k] ? t[k]->rank : 0);
-		DT_REQUIRE(lead >= 0);
-		for (int d = 0; d < rank; d++) {
-			int i = d - lead;
-			full[k][d] = !t[k] || i < 0 || t[k]->shape[i] == 1
-					 ? 0
-					 : t[k]->stride[i];
-		}
-	}
-	/* drop size-1 dims; merge d into the previous kept dim when every
-	 * operand walks them as one */
-	int nd = 0;
-	for (int d = 0; d < rank; d++) {
-		if (shape[d] == 1)
-			continue;
-		bool merge = nd > 0;
-		for (int k = 0; k < n && merge; k++)
-			merge = st[k][nd - 1] == full[k][d] * shape[d];
-		if (merge) {
-			sz[nd - 1] *= shape[d];
-			for (int k = 0; k < n; k++)
-				st[k][nd - 1] = full[k][d];
-			continue;
-		}
-		sz[nd] = shape[d];
-		for (int k = 0; k < n; k++)
-			st[k][nd] = full[k][d];
-		nd++;
-	}
+	int nd = dt_cpu_merge_dims(shape, rank, t, n, sz, st);
 	w->rank = nd;
 	memcpy(w->shape, sz, (size_t)nd * sizeof(int64_t));
 	for (int k = 0; k < n; k++) {

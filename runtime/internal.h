@@ -70,6 +70,14 @@ static inline void dt_cpu_iter_next(struct dt_cpu_iter *it)
 	}
 }
 
+/* The walk of `shape` by operands t[0..n) broadcast against it (t[k]
+ * NULL: a number, stride 0): size-1 dims dropped and neighbours that
+ * every operand walks as one merged. Returns the kept dims' count, their
+ * sizes in sz and operand k's strides in st[k]. Shared by the CPU's rows
+ * and the CUDA backend's walks. */
+int dt_cpu_merge_dims(const int64_t *shape, int rank,
+		      const struct dt_rt_tensor *const *t, int n, int64_t *sz,
+		      int64_t (*st)[DT_MAX_RANK]);
 /* The same walk by rows: the dims are coalesced where every operand
  * allows, the last (merged) dim is a row of `len` elements that operand k
  * steps through by step[k]; `outer` walks the rows (its offsets are each
