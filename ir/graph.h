@@ -109,7 +109,12 @@ struct dt_node {
 	uint8_t kind;          /* enum dt_node_kind */
 	uint8_t flags;         /* DT_NODE_* */
 	uint32_t prev, next;   /* graph order; 0 = none */
-	uint32_t args;         /* first in module args; positional then keyword */
+	union {
+		uint32_t args;     /* first in module args; positional then
+				    * keyword */
+		uint32_t constant; /* DT_NODE_CONSTANT (it has no args): index
+				    * in module constants */
+	};
 	uint16_t nargs;
 	uint16_t ntensors;
 	uint32_t tensors;      /* first in module tensors */
@@ -117,7 +122,6 @@ struct dt_node {
 	uint32_t metas;        /* first in module metas */
 	uint32_t nmetas;
 	uint32_t line;         /* source line, 0 if created by a pass */
-	uint32_t constant;     /* DT_NODE_CONSTANT: index in module constants */
 };
 enum {
 	DT_NODE_LINKED = 1 << 0, /* part of the graph order */
