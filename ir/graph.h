@@ -36,12 +36,17 @@ bool dt_dtype_is_float(enum dt_dtype t);
  * `torch.` prefix too. */
 bool dt_dtype_parse(const char *name, size_t len, enum dt_dtype *out);
 
+/* An int64 aligned to 4 bytes (GCC and Clang lower a typedef's alignment),
+ * so a dt_tensor is 20 bytes, not 24. Read and write it as a value; never
+ * take its address as an int64_t *. */
+typedef int64_t dt_int64_a4 __attribute__((aligned(4)));
+
 /* The metadata of one tensor value (FX meta["val"]). */
 struct dt_tensor {
-	uint8_t dtype;     /* enum dt_dtype */
+	uint8_t dtype;      /* enum dt_dtype */
 	dt_ints shape;
 	dt_ints stride;
-	int64_t offset;    /* storage offset, in elements */
+	dt_int64_a4 offset; /* storage offset, in elements */
 };
 
 /* ------------------------------------------------------------------ */
