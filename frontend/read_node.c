@@ -337,14 +337,16 @@ void dt_rd_tensor(struct dt_rd *r)
 	else if (!tensor_strides(r, node, stride, rank, strides))
 		return;
 	const char *offset = dt_rd_attr(r, DT_RD_A_OFFSET);
-	if (offset && (!dt_rd_parse_int(offset, &t.offset) || t.offset < 0)) {
+	int64_t at = 0;
+	if (offset && (!dt_rd_parse_int(offset, &at) || at < 0)) {
 		dt_rd_error(
 		    r, line,
 		    "node '%s': offset '%s' is not a non-negative integer",
 		    node, offset);
 		return;
 	}
-	if (!layout_in_bounds(sizes, strides, rank, t.offset)) {
+	t.offset = at;
+	if (!layout_in_bounds(sizes, strides, rank, at)) {
 		dt_rd_error(r, line,
 			    "node '%s': strides and offset reach past 2^60 "
 			    "elements of storage",

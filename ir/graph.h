@@ -36,12 +36,17 @@ bool dt_dtype_is_float(enum dt_dtype t);
  * `torch.` prefix too. */
 bool dt_dtype_parse(const char *name, size_t len, enum dt_dtype *out);
 
+/* An int64 aligned to 4 bytes (GCC and Clang lower a typedef's alignment),
+ * so a dt_tensor is 20 bytes, not 24. Read and write it as a value; never
+ * take its address as an int64_t *. */
+typedef int64_t dt_int64_a4 __attribute__((aligned(4)));
+
 /* The metadata of one tensor value (FX meta["val"]). */
 struct dt_tensor {
-	uint8_t dtype;     /* enum dt_dtype */
+	uint8_t dtype;      /* enum dt_dtype */
 	dt_ints shape;
 	dt_ints stride;
-	int64_t offset;    /* storage offset, in elements */
+	dt_int64_a4 offset; /* storage offset, in elements */
 };
 
 /* ------------------------------------------------------------------ */
@@ -109,7 +114,12 @@ struct dt_node {
 	uint8_t kind;          /* enum dt_node_kind */
 	uint8_t flags;         /* DT_NODE_* */
 	uint32_t prev, next;   /* graph order; 0 = none */
-	uint32_t args;         /* first in module args; positional then keyword */
+	union {
+		uint32_t args;     /* first in module args; positional then
+				    * keyword */
+		uint32_t constant; /* DT_NODE_CONSTANT (it has no args): index
+				    * in module constants */
+	};
 	uint16_t nargs;
 	uint16_t ntensors;
 	uint32_t tensors;      /* first in module tensors */
@@ -117,7 +127,6 @@ struct dt_node {
 	uint32_t metas;        /* first in module metas */
 	uint32_t nmetas;
 	uint32_t line;         /* source line, 0 if created by a pass */
-	uint32_t constant;     /* DT_NODE_CONSTANT: index in module constants */
 };
 enum {
 	DT_NODE_LINKED = 1 << 0, /* part of the graph order */

@@ -156,14 +156,16 @@ uint32_t dt_module_add_node(struct dt_module *m, const struct dt_node_init *in)
 		break;
 	case DT_NODE_CONSTANT:
 		n.op = DT_OP_GET_ATTR;
-		DT_REQUIRE(in->constant < m->constants.len);
-		n.constant = in->constant;
+		DT_REQUIRE(in->constant < m->constants.len && !in->nargs);
 		break;
 	case DT_NODE_CALL:
 		n.op = (uint16_t)dt_op_lookup(dt_str_get(m, in->target));
 		break;
 	}
-	n.args = dt_module_add_args(m, in->args, in->nargs);
+	if (in->kind == DT_NODE_CONSTANT)
+		n.constant = in->constant;
+	else
+		n.args = dt_module_add_args(m, in->args, in->nargs);
 	n.nargs = (uint16_t)in->nargs;
 	n.tensors = dt_vec_grow(&m->tensors, in->ntensors);
 	if (in->ntensors)

@@ -227,16 +227,37 @@ static uint32_t intern_len_at(const struct dt_intern *t, uint32_t id)
 	}
 }
 
+/* A slot holds id + 1 in the bits of the index mask and the hash's bits
+ * above them (which the index does not use) as a tag: ids stay below half
+ * the slot count, so they fit, and a probe rejects almost every other
+ * string without reading its record. 0 is an empty slot. */
+static uint32_t intern_find(const struct dt_intern *t, uint32_t h,
+			    const void *p, size_t n, uint32_t *slot)
+{
+	uint32_t mask = t->nslots - 1, i = h & mask;
+	for (uint32_t v; (v = t->slots[i]); i = (i + 1) & mask) {
+		if ((v & ~mask) != (h & ~mask))
+			continue;
+		uint32_t other = (v & mask) - 1;
+		if (intern_len_at(t, other) == n &&
+		    memcmp(p, t->bytes.data + t->offsets.data[other], n) == 0)
+			return other;
+	}
+	*slot = i;
+	return UINT32_MAX;
+}
+
 static void intern_rehash(struct dt_intern *t, uint32_t nslots)
 {
 	dt_free(t->slots);
 	t->slots = dt_calloc(nslots, sizeof(uint32_t));
 	t->nslots = nslots;
 	for (uint32_t id = 0; id < t->offsets.len; id++) {
-		uint32_t i = t->hashes.data[id] & (nslots - 1);
-		while (t->slots[i])
-			i = (i + 1) & (nslots - 1);
-		t->slots[i] = id + 1;
+		uint32_t n = intern_len_at(t, id), i;
+		const char *bytes = t->bytes.data + t->offsets.data[id];
+		uint32_t h = dt_hash_bytes(bytes, n);
+		intern_find(t, h, NULL, UINT32_MAX, &i); /* no record matches */
+		t->slots[i] = (h & ~(nslots - 1)) | (id + 1);
 	}
 }
 
@@ -249,7 +270,6 @@ void dt_intern_init(struct dt_intern *t)
 void dt_intern_fini(struct dt_intern *t)
 {
 	dt_vec_free(&t->offsets);
-	dt_vec_free(&t->hashes);
 	dt_vec_free(&t->bytes);
 	dt_free(t->slots);
 	memset(t, 0, sizeof(*t));
@@ -268,18 +288,12 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 		dt_die(__FILE__, __LINE__, "interned string too long");
 	if ((t->offsets.len + 1) * 2 > t->nslots)
 		intern_rehash(t, t->nslots ? t->nslots * 2 : 64);
-	uint32_t h = dt_hash_bytes(p, n);
-	uint32_t i = h & (t->nslots - 1);
-	while (t->slots[i]) {
-		uint32_t other = t->slots[i] - 1;
-		if (t->hashes.data[other] == h &&
-		    intern_len_at(t, other) == n &&
-		    memcmp(p, t->bytes.data + t->offsets.data[other], n) == 0)
-			return other;
-		i = (i + 1) & (t->nslots - 1);
-	}
+	uint32_t h = dt_hash_bytes(p, n), i;
+	uint32_t found = intern_find(t, h, p, n, &i);
+	if (found != UINT32_MAX)
+		return found;
 	uint32_t id = t->offsets.len, len = (uint32_t)n, head = 1;
-	while (len >> (7 * head))
+	while (head < 5 && len >> (7 * head))
 		head++;
 	uint32_t at = t->bytes.len + head;
 	if (n && n % 8 == 0)
@@ -293,8 +307,7 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 		memcpy(t->bytes.data + at, p, n);
 	t->bytes.data[at + n] = 0;
 	dt_vec_push(&t->offsets, at);
-	dt_vec_push(&t->hashes, h);
-	t->slots[i] = id + 1;
+	t->slots[i] = (h & ~(t->nslots - 1)) | (id + 1);
 	return id;
 }
 

@@ -95,9 +95,8 @@ uint32_t dt_hash_bytes(const void *p, size_t n);
  * grows) or fini. */
 struct dt_intern {
 	DT_VEC(uint32_t) offsets;     /* id -> offset of its bytes */
-	DT_VEC(uint32_t) hashes;      /* id -> hash of its bytes */
 	DT_VEC(char) bytes;           /* records: length, bytes, NUL */
-	uint32_t *slots;              /* open addressing: id+1, 0 = empty */
+	uint32_t *slots;              /* open addressing: hash tag | id+1 */
 	uint32_t nslots;
 };
 void dt_intern_init(struct dt_intern *t);

@@ -93,12 +93,30 @@ static void test_intern(void **state)
 	assert_int_not_equal(dt_intern(&t, "al\0pha", 6), a);
 	/* Survive rehashing: 5000 keys keep their ids and bytes. */
 	char buf[32];
+	static uint32_t ids[5000];
 	for (int i = 0; i < 5000; i++) {
 		snprintf(buf, sizeof(buf), "k%d", i);
-		uint32_t id = dt_intern(&t, buf, strlen(buf));
-		assert_int_equal(dt_intern(&t, buf, strlen(buf)), id);
+		ids[i] = dt_intern(&t, buf, strlen(buf));
+		assert_int_equal(dt_intern(&t, buf, strlen(buf)), ids[i]);
 	}
+	for (int i = 0; i < 5000; i++) { /* after the last rehash too */
+		snprintf(buf, sizeof(buf), "k%d", i);
+		assert_int_equal(dt_intern(&t, buf, strlen(buf)), ids[i]);
+	}
+	/* Lengths of one, two and three varint bytes read back whole. */
+	static char big[70000];
+	memset(big, 'x', sizeof big);
+	const size_t lens[] = {127, 128, 16383, 16384, 70000};
+	uint32_t big_ids[5];
+	for (int i = 0; i < 5; i++)
+		big_ids[i] = dt_intern(&t, big, lens[i]);
 	size_t n;
+	for (int i = 0; i < 5; i++) {
+		const char *q = dt_intern_get(&t, big_ids[i], &n);
+		assert_int_equal(n, lens[i]);
+		assert_int_equal(q[n], 0);
+		assert_int_equal(dt_intern(&t, big, lens[i]), big_ids[i]);
+	}
 	assert_string_equal(dt_intern_get(&t, a, &n), "alpha");
 	assert_int_equal(n, 5);
 	int64_t ints[3] = {1, -2, 1LL << 40};
