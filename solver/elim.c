@@ -162,7 +162,8 @@ static bool plan_order(struct elim *el, int64_t max_work)
 		el->order[step] = v;
 		el->nscope[v] = (int32_t)adj[v].len;
 		el->scope[v] = dt_malloc(sizeof(int32_t) * (adj[v].len + 1));
-		memcpy(el->scope[v], adj[v].data, sizeof(int32_t) * adj[v].len);
+		if (adj[v].len > 0) /* an isolated node's list is NULL */
+			memcpy(el->scope[v], adj[v].data, sizeof(int32_t) * adj[v].len);
 		/* v leaves its neighbours' lists; they become a clique. */
 		for (uint32_t i = 0; i < adj[v].len; i++) {
 			int32_t a = adj[v].data[i];

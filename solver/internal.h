@@ -160,7 +160,8 @@ int64_t dt_local_peak(const struct dt_local *ls);
 /* Improving moves that keep the plan within the limit (when it is), until
  * none is left or `stop(ud)`; returns the number of moves. */
 int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
-/* Exhaustive branch and bound over `p` within `max_visits` visits. Returns
+/* Exhaustive branch and bound over `p` within `max_visits` visits (a
+ * visit of a node counts its strategies, so the budget bounds time). Returns
  * 1 with an optimal plan within the limit in best[] and its cost in *cost,
  * 0 when no plan fits the limit, -1 when the budget ran out (best[] is then
  * untouched). */

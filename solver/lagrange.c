@@ -243,7 +243,12 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	dt_local_set(&core, x);
 	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_wide opt;
-	if (dt_eliminate(c, ELIM_WORK, y, &opt)) {
+	/* Without a limit every round prices nothing: the start of the
+	 * first is the start of all. */
+	bool again = r->usage_limit < 0 && lg->rounds > 1;
+	if (again) {
+		memcpy(y, x, sizeof(int32_t) * (size_t)c->nnodes);
+	} else if (dt_eliminate(c, ELIM_WORK, y, &opt)) {
 		/* The priced problem solved exactly: a bound. */
 		double bound = floor((double)(red.offset + opt) - limit_price);
 		if (bound > (double)lg->lower_bound && bound < 9e18)

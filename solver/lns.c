@@ -2,8 +2,9 @@
 /* lns.c: large-neighbourhood search (internal.h, struct dt_lns). A step
  * takes a ball of K nodes around a random node, holds every other node at
  * its strategy (folding the edges to them into the ball's node costs),
- * reduces the ball's problem and solves what is left by branch and bound:
- * when that finishes within its budget the ball is re-solved exactly, the
+ * reduces the ball's problem and solves what is left by variable
+ * elimination or branch and bound: when either finishes within its budget
+ * the ball is re-solved exactly, the
  * best plan among all that differ from the current one only inside the
  * ball. The step keeps the new plan when it costs no more and the caller's
  * accept hook agrees. Cost per step: O(K) plus the ball's reduction and
@@ -13,8 +14,10 @@
 #include <string.h>
 
 #define BALL_MAX 48        /* nodes in a ball */
-#define BALL_BNB_NODES 16  /* branch and bound what a ball reduces to, up */
-#define BALL_VISITS 5000   /* to this many nodes and visits */
+#define BALL_WORK (1 << 18) /* variable elimination of a ball's core, up to
+			       this many table entries; else */
+#define BALL_BNB_NODES 16  /* branch and bound what it reduces to, up */
+#define BALL_VISITS 40000  /* to this many nodes and visits */
 
 static uint64_t next_random(uint64_t *s)
 {
@@ -118,7 +121,7 @@ static bool solve_ball(struct dt_lns *l, bool (*stop)(void *), void *ud)
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_solve_reduction_restrict(&red, l->cur, x);
 	dt_wide cost;
-	bool exact = c->nedges == 0 ||
+	bool exact = c->nedges == 0 || dt_eliminate(c, BALL_WORK, x, &cost) ||
 		     (c->nnodes <= BALL_BNB_NODES &&
 		      dt_exact_search(c, BALL_VISITS, x, &cost) > 0);
 	struct dt_local core;

@@ -303,13 +303,11 @@ static void eliminate_series(struct work *w, int32_t v)
 			if (a == DT_SOLVE_INFINITE)
 				continue;
 			const int64_t *b = &vx[(int64_t)sv * nx];
-			for (int32_t sx = 0; sx < nx; sx++) {
-				int64_t c = dt_solve_add(a, b[sx]);
-				if (c < row[sx]) {
-					row[sx] = c;
+			for (int32_t sx = 0; sx < nx; sx++)
+				if (b[sx] < row[sx] - a) { /* a + b < row: no overflow */
+					row[sx] = a + b[sx];
 					arg[sx] = sv;
 				}
-			}
 		}
 		for (int32_t sx = 0; sx < nx; sx++)
 			table[(int64_t)w->n[u].map[su] * onx + w->n[x].map[sx]] =

@@ -174,8 +174,10 @@ static void bnb_add(struct bnb *b, int32_t v, int64_t du)
 
 static void bnb_rec(struct bnb *b, int32_t i, dt_wide cost)
 {
-	if (b->visits++ > b->max_visits)
+	if (b->visits > b->max_visits)
 		return;
+	/* A visit weighs the strategies it tries. */
+	b->visits += i < b->p->nnodes ? b->p->nodes[b->order[i]].nstrategies : 1;
 	if (i == b->p->nnodes) {
 		if (!b->found || cost < b->best_cost) {
 			b->found = true;

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #define EXACT_NODES 64       /* branch and bound first up to this many */
-#define EXACT_VISITS 2000000 /* nodes with a choice, within this budget */
+#define EXACT_VISITS 8000000 /* nodes with a choice, within this budget */
 #define ELIM_WORK (1 << 28)  /* variable elimination within these entries */
 
 static double clock_s(clockid_t id)

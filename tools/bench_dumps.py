@@ -40,7 +40,7 @@ def export(model, placement, gm, inputs, path):
 def dump(a, work, model, placement, traced):
     """The problem file of model/placement, or (None, reason)."""
     out = os.path.join(work, "%s_%s.json" % (model, placement))
-    if os.path.exists(out):
+    if os.path.exists(out) and os.path.getsize(out) > 0:
         return out, ""
     g = os.path.join(work, "%s_%s.xml" % (model, placement))
     if not os.path.exists(g):
@@ -52,6 +52,8 @@ def dump(a, work, model, placement, traced):
                         "--dump-problem=" + out], capture_output=True,
                        text=True)
     if p.returncode != 0:
+        if os.path.exists(out):  # opt may leave it empty
+            os.unlink(out)
         lines = (p.stderr or p.stdout).strip().splitlines()
         return None, lines[0] if lines else "dtopt opt failed"
     return out, ""
