@@ -178,9 +178,12 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 || b->pin_only
 			     ? INFINITY
-			     : dt_shard_edges_move_us(&b->edges, b->node->mesh,
-						      &b->rules.tensors.data[0],
-						      &pl[0], &b->node->pin);
+			     : dt_shard_edges_move_us(
+				   &b->edges, b->node->mesh,
+				   dt_shard_edges_pin_bucketed(&b->edges,
+							       b->node->node),
+				   &b->rules.tensors.data[0], &pl[0],
+				   &b->node->pin);
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
@@ -490,6 +493,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			    .diag = diag,
 			    .edges = {.m = m, .topology = o->topology,
 				      .create_groups = o->create_groups}};
+	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;
 	dt_vec_grow(&pr->of_node, m->nodes.len);
 	dt_vec_grow(&pr->result, m->nodes.len);
