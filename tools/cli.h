@@ -34,6 +34,8 @@ enum {
 	DT_CLI_OPT_INTER_HOST_LATENCY,
 	DT_CLI_OPT_BASE_LATENCY,
 	DT_CLI_OPT_ALL_TO_ALL_PENALTY,
+	DT_CLI_OPT_DEVICE_TFLOPS,
+	DT_CLI_OPT_DEVICE_BANDWIDTH,
 	DT_CLI_OPT_TOPOLOGY_END
 };
 #define DT_CLI_TOPOLOGY_LONGOPTS                                           \
@@ -47,7 +49,11 @@ enum {
 	 DT_CLI_OPT_INTER_HOST_LATENCY},                                   \
 	{"base-latency", required_argument, NULL, DT_CLI_OPT_BASE_LATENCY}, \
 	{"all-to-all-penalty", required_argument, NULL,                    \
-	 DT_CLI_OPT_ALL_TO_ALL_PENALTY}
+	 DT_CLI_OPT_ALL_TO_ALL_PENALTY},                                   \
+	{"device-tflops", required_argument, NULL,                         \
+	 DT_CLI_OPT_DEVICE_TFLOPS},                                        \
+	{"device-bandwidth", required_argument, NULL,                      \
+	 DT_CLI_OPT_DEVICE_BANDWIDTH}
 /* The flags' lines for a command's --help text. */
 extern const char dt_cli_topology_help[];
 
