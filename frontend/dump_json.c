@@ -316,6 +316,10 @@ static void put_topology(FILE *out, const struct dt_topology *t)
 	put_float(out, t->base_latency);
 	fputs(", \"all-to-all-penalty\": ", out);
 	put_float(out, t->all_to_all_penalty);
+	fputs(", \"device-tflops\": ", out);
+	put_float(out, t->device_tflops);
+	fputs(", \"device-bandwidth\": ", out);
+	put_float(out, t->device_bandwidth);
 	fputc('}', out);
 }
 

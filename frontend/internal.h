@@ -45,6 +45,8 @@ enum dt_rd_element {
 	X(INTER_HOST_LATENCY, "inter-host-latency") \
 	X(BASE_LATENCY, "base-latency") \
 	X(ALL_TO_ALL_PENALTY, "all-to-all-penalty") \
+	X(DEVICE_TFLOPS, "device-tflops") \
+	X(DEVICE_BANDWIDTH, "device-bandwidth") \
 	X(SHAPE, "shape") \
 	X(DIMS, "dims") \
 	X(DEVICES, "devices") \

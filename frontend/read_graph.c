@@ -205,6 +205,10 @@ void dt_rd_topology(struct dt_rd *r)
 	topology_number(r, DT_RD_A_BASE_LATENCY, "µs", &t->base_latency);
 	topology_number(r, DT_RD_A_ALL_TO_ALL_PENALTY, "µs",
 			&t->all_to_all_penalty);
+	topology_number(r, DT_RD_A_DEVICE_TFLOPS, "TFLOP/s",
+			&t->device_tflops);
+	topology_number(r, DT_RD_A_DEVICE_BANDWIDTH, "GB/s",
+			&t->device_bandwidth);
 	r->m->has_topology = true;
 }
 

@@ -341,6 +341,10 @@ static void put_topology(struct out *out, const struct dt_topology *t)
 	put_double(out, t->base_latency);
 	out_s(out, "\" all-to-all-penalty=\"");
 	put_double(out, t->all_to_all_penalty);
+	out_s(out, "\" device-tflops=\"");
+	put_double(out, t->device_tflops);
+	out_s(out, "\" device-bandwidth=\"");
+	put_double(out, t->device_bandwidth);
 	out_s(out, "\"/>\n");
 }
 

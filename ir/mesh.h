@@ -97,6 +97,10 @@ struct dt_topology {
 	double inter_host_latency;     /* µs per inter-host hop; 2.7 */
 	double base_latency;           /* µs per collective; 6.6 */
 	double all_to_all_penalty;     /* µs added to an all_to_all; 1.0 */
+	double device_tflops;          /* a device's compute, TFLOP/s (the
+					  whole-graph search's compute
+					  costs); 400, an H100's dense bf16 */
+	double device_bandwidth;       /* its memory bandwidth, GB/s; 2000 */
 };
 void dt_topology_default(struct dt_topology *t);
 /* The range every real-valued topology parameter must lie in, so that the

@@ -28,6 +28,8 @@ void dt_topology_default(struct dt_topology *t)
 		.inter_host_latency = 2.7,
 		.base_latency = 6.6,
 		.all_to_all_penalty = 1.0,
+		.device_tflops = 400,
+		.device_bandwidth = 2000,
 	};
 }
 

@@ -211,10 +211,12 @@ static void print_topology(const struct dt_module *m, FILE *out)
 		"# topology devices-per-host=%lld, bandwidth=%g GB/s, "
 		"latency=%g µs, inter-host-bandwidth-factor=%g, "
 		"inter-host-latency=%g µs, base-latency=%g µs, "
-		"all-to-all-penalty=%g µs\n",
+		"all-to-all-penalty=%g µs, device-tflops=%g, "
+		"device-bandwidth=%g GB/s\n",
 		(long long)t->devices_per_host, t->bandwidth, t->latency,
 		t->inter_host_bandwidth_factor, t->inter_host_latency,
-		t->base_latency, t->all_to_all_penalty);
+		t->base_latency, t->all_to_all_penalty, t->device_tflops,
+		t->device_bandwidth);
 }
 
 static void print_groups(const struct dt_module *m, FILE *out)

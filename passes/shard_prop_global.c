@@ -3,8 +3,9 @@
  * semantics §6.6): the problem of sharding/problem.c handed to the solver
  * (solver.h), after the checks that name what makes it unsolvable: pins
  * no redistribution reconciles, a memory budget below the smallest
- * footprint. The node-by-node plan in the problem's terms is the floor:
- * the solver's is taken only when cheaper. shard-prop then applies the
+ * footprint. The node-by-node plan and the replicated one in the
+ * problem's terms are floors: the solver's is taken only when cheaper
+ * (it is anytime: a loaded machine leaves it little of its budget). shard-prop then applies the
  * plan node by node.
  *
  *   x @ [S(0)] ─ mm ─ relu ─ sum      greedy: each node's cheapest from
@@ -176,6 +177,45 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 	dt_free(order);
 }
 
+/* The replicated plan, the second floor: every node that has a strategy
+ * with all its placements replicated takes it (graph inputs are moved to
+ * R once, their moves joining buckets), the others their choice in `x`.
+ * Small models run replicated at the cost of gathering their inputs: a
+ * plan the search must not miss when it stops early. */
+static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
+{
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+		const struct dt_solve_node *sn = &pr->solve.nodes[k];
+		for (int32_t s = 0; s < sn->nstrategies; s++) {
+			const struct dt_placements *pl =
+			    dt_shard_problem_pl(pr, k, s);
+			bool all = sn->cost[s] != DT_SOLVE_INFINITE;
+			for (uint32_t w = 0; w < n->width && all; w++)
+				for (int m = 0; m < pl[w].ndim && all; m++)
+					all = pl[w].p[m].kind == DT_PL_REPLICATE;
+			if (all) {
+				x[k] = s;
+				break;
+			}
+		}
+	}
+}
+
+/* Take plan `x` into `strategy` (*cost, *peak) when it fits the limit and
+ * costs less. */
+static void take_if_cheaper(const struct dt_solve_problem *p, const int32_t *x,
+			    int32_t *strategy, int64_t *cost, int64_t *peak)
+{
+	int64_t c_peak, c = dt_solve_plan_cost(p, x, &c_peak);
+	if ((p->usage_limit < 0 || c_peak <= p->usage_limit) &&
+	    c < DT_SOLVE_INFINITE && c < *cost) {
+		memcpy(strategy, x, (size_t)p->nnodes * sizeof *strategy);
+		*cost = c;
+		*peak = c_peak;
+	}
+}
+
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved)
@@ -207,19 +247,17 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);
-	/* Never worse than deciding node by node. */
+	/* Never worse than deciding node by node, nor than running
+	 * replicated. */
+	if (rc != DT_OK)
+		res.cost = DT_SOLVE_INFINITE;
 	int32_t *floor_plan = dt_calloc((size_t)p->nnodes + 1, sizeof *floor_plan);
 	node_by_node(p, floor_plan);
-	int64_t floor_peak, floor_cost = dt_solve_plan_cost(p, floor_plan,
-							    &floor_peak);
-	bool fits = p->usage_limit < 0 || floor_peak <= p->usage_limit;
-	if (fits && floor_cost < DT_SOLVE_INFINITE &&
-	    (rc != DT_OK || floor_cost < res.cost)) {
-		memcpy(strategy, floor_plan, (size_t)p->nnodes * sizeof *strategy);
-		res.cost = floor_cost;
-		res.peak_usage = floor_peak;
+	take_if_cheaper(p, floor_plan, strategy, &res.cost, &res.peak_usage);
+	replicated_plan(pr, floor_plan);
+	take_if_cheaper(p, floor_plan, strategy, &res.cost, &res.peak_usage);
+	if (res.cost < DT_SOLVE_INFINITE)
 		rc = DT_OK;
-	}
 	dt_free(floor_plan);
 	uint32_t first = pr->pnodes.data[0].node;
 	if (rc != DT_OK && p->usage_limit >= 0) {

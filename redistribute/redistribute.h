@@ -187,6 +187,11 @@ bool dt_redist_prefer_min_memory(const struct dt_redist_plan *dtensor,
 				 const struct dt_redist_plan *mm);
 /* Sum of the steps' modelled times, µs. */
 double dt_redist_plan_cost(const struct dt_redist_plan *plan);
+/* The same with the launch and hop latencies of every all_gather,
+ * reduce_scatter and all_reduce left out (their bytes term only): what
+ * the plan adds when bucket-collectives merges its collectives with others
+ * of their kind and group, the latency paid once per bucket. */
+double dt_redist_plan_cost_bucketed(const struct dt_redist_plan *plan);
 /* Number of steps of `kind` that do something (group_size > 1). */
 int dt_redist_plan_count(const struct dt_redist_plan *plan,
 			 enum dt_redist_kind kind);

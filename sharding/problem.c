@@ -4,8 +4,9 @@
  * contest's JSON. A node's strategies are those its rules give on its
  * mesh (every sharding kind: S, and the _S split factors the graph's
  * pins use); its cost is its modelled compute, a roofline of flops over
- * DT_DEVICE_TFLOPS and per-rank bytes over DT_DEVICE_GBPS (a replicated
- * matmul pays its whole product), plus a pinned node's move to its pin;
+ * the topology's device_tflops and per-rank bytes over its
+ * device_bandwidth (a replicated matmul pays its whole product), plus a
+ * pinned node's move to its pin;
  * its usage the per-rank bytes of its results, live from its position in
  * graph order to its last user's (inputs throughout, as the interpreter
  * holds them; a value several inputs read through its publisher). Its
@@ -26,11 +27,6 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
-
-/* The device behind the compute costs: an H100's dense bf16 throughput
- * and HBM bandwidth, rounded. Only their ratio to the links' matters. */
-#define DT_DEVICE_TFLOPS 400.0
-#define DT_DEVICE_GBPS 2000.0
 
 /* What a problem node's results may carry: the _S split factors (the
  * kinds its users' placeholders are filled with, as a node's own search
@@ -145,8 +141,8 @@ static double compute_us(const struct builder *b,
 	for (int k = 0; k < mesh->ndim; k++)
 		if (split[k])
 			flops /= (double)mesh->shape[k];
-	double t_flops = flops / (DT_DEVICE_TFLOPS * 1e6);
-	double t_bytes = bytes / (DT_DEVICE_GBPS * 1e3);
+	double t_flops = flops / (b->topology->device_tflops * 1e6);
+	double t_bytes = bytes / (b->topology->device_bandwidth * 1e3);
 	return t_flops > t_bytes ? t_flops : t_bytes;
 }
 
@@ -178,9 +174,12 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 || b->pin_only
 			     ? INFINITY
-			     : dt_shard_edges_move_us(&b->edges, b->node->mesh,
-						      &b->rules.tensors.data[0],
-						      &pl[0], &b->node->pin);
+			     : dt_shard_edges_move_us(
+				   &b->edges, b->node->mesh,
+				   dt_shard_edges_pin_bucketed(&b->edges,
+							       b->node->node),
+				   &b->rules.tensors.data[0], &pl[0],
+				   &b->node->pin);
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
@@ -490,6 +489,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			    .diag = diag,
 			    .edges = {.m = m, .topology = o->topology,
 				      .create_groups = o->create_groups}};
+	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;
 	dt_vec_grow(&pr->of_node, m->nodes.len);
 	dt_vec_grow(&pr->result, m->nodes.len);

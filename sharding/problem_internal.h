@@ -19,35 +19,48 @@ struct dt_shard_input {
 };
 
 /* The edge half of a problem being built: the inputs read so far (grouped
- * by consumer, in order) and the moves' costs, cached by (tensor, source,
- * target): edges between values of one shape ask for the same moves.
- * Start zeroed but for the first three fields. */
+ * by consumer, in order) and the moves' costs, cached by (mesh, bucketed,
+ * tensor, source, target): edges between values of one shape ask for the
+ * same moves. Set the first three fields, then dt_shard_edges_init. */
 struct dt_shard_edges {
 	struct dt_module *m;                 /* meshes, declared groups */
 	const struct dt_topology *topology;
 	bool create_groups;                  /* lowering declares missing
 						flattened groups */
+	DT_VEC(uint8_t) to_output;           /* per graph node: only the
+						output node reads it */
 	DT_VEC(struct dt_shard_input) inputs;
 	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
 				 slot, word 0 = 0: empty */
 	DT_VEC(int64_t) cost; /* ns, per slot */
 	uint32_t used;
 };
+void dt_shard_edges_init(struct dt_shard_edges *e);
 void dt_shard_edges_fini(struct dt_shard_edges *e);
 
 /* The cost in ns of moving t from src to dst on mesh `mesh` (an index of
- * e->m): the planner's plan merged onto flattened groups as lowering will
- * (those declared, and with create_groups any), cached;
- * DT_SOLVE_INFINITE where no redistribution gets there. _us: in µs,
- * INFINITY there. */
+ * e->m) as lowering emits it: the planner's plan merged onto flattened
+ * groups (those declared, and with create_groups any); `bucketed`: its
+ * collectives join a bucket (bucket-collectives), their latency left out.
+ * Cached; DT_SOLVE_INFINITE where no redistribution gets there. _us: in
+ * µs, INFINITY there. */
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
-			       const struct dt_rule_tensor *t,
+			       bool bucketed, const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
 			       const struct dt_placements *dst);
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
-			      const struct dt_rule_tensor *t,
+			      bool bucketed, const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
 			      const struct dt_placements *dst);
+
+/* Whether the move of graph node `id`'s value to its pin joins a bucket:
+ * only the output node reads the value (a gradient, an updated parameter:
+ * their moves are independent of each other). */
+static inline bool dt_shard_edges_pin_bucketed(const struct dt_shard_edges *e,
+					       uint32_t id)
+{
+	return e->to_output.data[id] != 0;
+}
 
 /* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,
  * unless its producer is pinned (its users read the pin) or it is a

@@ -21,8 +21,27 @@
 
 #define KEY_WORDS (2 + DT_MAX_RANK + 2 * (1 + DT_MAX_MESH_DIMS))
 
+void dt_shard_edges_init(struct dt_shard_edges *e)
+{
+	struct dt_module *m = e->m;
+	dt_vec_grow(&e->to_output, m->nodes.len);
+	memset(e->to_output.data, 0, m->nodes.len);
+	struct dt_uses u;
+	dt_uses_fill(&u, m);
+	dt_foreach_node(m, id)
+	{
+		bool only = u.first[id] < u.first[id + 1];
+		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++)
+			only &= dt_node_get(m, u.list[j])->kind ==
+				DT_NODE_OUTPUT;
+		e->to_output.data[id] = only;
+	}
+	dt_uses_fini(&u);
+}
+
 void dt_shard_edges_fini(struct dt_shard_edges *e)
 {
+	dt_vec_free(&e->to_output);
 	dt_vec_free(&e->inputs);
 	dt_vec_free(&e->keys);
 	dt_vec_free(&e->cost);
@@ -47,14 +66,14 @@ static int64_t placements_word(const struct dt_placements *pl, int m)
 	       (int64_t)(uint32_t)p->split_factor << 32;
 }
 
-static void fill_key(int64_t *key, uint16_t mesh,
+static void fill_key(int64_t *key, uint16_t mesh, bool bucketed,
 		     const struct dt_rule_tensor *t,
 		     const struct dt_placements *src,
 		     const struct dt_placements *dst)
 {
 	memset(key, 0, KEY_WORDS * sizeof *key);
 	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
-	key[1] = mesh;
+	key[1] = mesh | (int64_t)bucketed << 16;
 	for (int d = 0; d < t->rank; d++)
 		key[2 + d] = t->shape[d];
 	const struct dt_placements *pl[2] = {src, dst};
@@ -100,7 +119,7 @@ static void cache_grow(struct dt_shard_edges *e)
 }
 
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
-			       const struct dt_rule_tensor *t,
+			       bool bucketed, const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
 			       const struct dt_placements *dst)
 {
@@ -109,7 +128,7 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	if (2 * (e->used + 1) > e->cost.len)
 		cache_grow(e);
 	int64_t key[KEY_WORDS];
-	fill_key(key, mesh, t, src, dst);
+	fill_key(key, mesh, bucketed, t, src, dst);
 	uint32_t mask = e->cost.len - 1;
 	uint32_t h = (uint32_t)hash_key(key) & mask;
 	for (;; h = (h + 1) & mask) {
@@ -125,8 +144,9 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	    .create_groups = e->create_groups,
 	    .price_only = true,
 	};
+	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed};
 	int64_t ns = dt_shard_ns(dt_shard_move_cost(
-	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &merge));
+	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &low));
 	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
 	e->cost.data[h] = ns;
 	e->used++;
@@ -134,11 +154,11 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
-			      const struct dt_rule_tensor *t,
+			      bool bucketed, const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
 			      const struct dt_placements *dst)
 {
-	int64_t ns = dt_shard_edges_move_ns(e, mesh, t, src, dst);
+	int64_t ns = dt_shard_edges_move_ns(e, mesh, bucketed, t, src, dst);
 	return ns == DT_SOLVE_INFINITE ? INFINITY : (double)ns / 1000;
 }
 
@@ -178,13 +198,18 @@ static void cost_input(struct dt_shard_edges *e,
 		    &dst, &nd, &cd,
 		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
 							       in->index]);
+	/* A graph input's moves are independent of everything: their
+	 * collectives join buckets. */
+	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
+	bool bucketed = from->kind == DT_PNODE_SOURCE &&
+			(kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT);
 	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
 	for (uint32_t i = 0; i < ns; i++)
 		for (uint32_t j = 0; j < nd; j++)
 			table[i * nd + j] =
 			    from->mesh != to->mesh
 				? DT_SOLVE_INFINITE
-				: dt_shard_edges_move_ns(e, to->mesh,
+				: dt_shard_edges_move_ns(e, to->mesh, bucketed,
 							 &in->tensor, &src[i],
 							 &dst[j]);
 	for (int32_t s = 0; s < nf; s++)

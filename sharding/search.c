@@ -97,7 +97,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *src,
 			  const struct dt_placements *dst,
-			  const struct dt_redist_merge_options *merge)
+			  const struct dt_shard_lowering *low)
 {
 	struct dt_shard_unflat u, w;
 	if (dt_shard_unflatten(src, t->shape, t->rank, &u)) {
@@ -106,8 +106,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 		memcpy(wide.shape, u.shape, sizeof u.shape);
 		if (dt_shard_unflatten_alike(&u, dst, t->shape, t->rank, &w))
 			return dt_shard_move_cost(mesh, topology, &wide,
-						  &u.sharded, &w.sharded,
-						  merge);
+						  &u.sharded, &w.sharded, low);
 		/* A shard never becomes partial (semantics §3), not even
 		 * through the gathered value. */
 		for (int m = 0; m < src->ndim; m++)
@@ -116,11 +115,11 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 				return INFINITY;
 		double gather = dt_shard_move_cost(mesh, topology, &wide,
 						   &u.sharded, &u.gathered,
-						   merge);
+						   low);
 		return dt_placements_equal(&u.flat, dst)
 			   ? gather
 			   : gather + dt_shard_move_cost(mesh, topology, t,
-							 &u.flat, dst, merge);
+							 &u.flat, dst, low);
 	}
 	struct dt_redist_request req = {
 	    .mesh = mesh,
@@ -135,9 +134,10 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	char err[256];
 	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
 		return INFINITY;
-	if (merge)
-		dt_redist_plan_merge(&plan, merge);
-	double cost = dt_redist_plan_cost(&plan);
+	if (low && low->merge)
+		dt_redist_plan_merge(&plan, low->merge);
+	double cost = low && low->bucketed ? dt_redist_plan_cost_bucketed(&plan)
+					   : dt_redist_plan_cost(&plan);
 	/* DTensor's greedy order can pass through placements that are not
 	 * valid (R -> P(sum) on one dim while another is still P(max)), which
 	 * lowering refuses: such a plan gets nowhere. */

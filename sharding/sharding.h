@@ -345,19 +345,28 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 			      const int64_t *shape, int rank,
 			      struct dt_shard_unflat *out);
 
+/* How lowering will emit a move, for dt_shard_move_cost to price that:
+ * its steps merged onto flattened groups with `merge` (its price_only set,
+ * its mesh the move's; NULL: the planner's plain steps, DTensor's
+ * pricing), and with `bucketed` its collectives joining buckets of others
+ * (bucket-collectives), their latency left out. */
+struct dt_redist_merge_options;
+struct dt_shard_lowering {
+	const struct dt_redist_merge_options *merge;
+	bool bucketed;
+};
+
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
  * costs on `mesh` (µs, from the planner's plan; a value that is no shard
  * order gathers through its unflattened view first), INFINITY when no
- * redistribution gets there. With `merge` (its price_only set, its mesh
- * `mesh`), the plan's steps are merged onto flattened groups first, as
- * lowering does (redistribute.h); NULL: the plain steps. */
-struct dt_redist_merge_options;
+ * redistribution gets there; priced as `low` says (NULL: plain steps, no
+ * bucket). */
 double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_topology *topology,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *src,
 			  const struct dt_placements *dst,
-			  const struct dt_redist_merge_options *merge);
+			  const struct dt_shard_lowering *low);
 
 /* ------------------------------------------------------------------ */
 /* The whole-graph problem (sharding/problem.c; semantics §6.6): one

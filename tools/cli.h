@@ -34,6 +34,8 @@ enum {
 	DT_CLI_OPT_INTER_HOST_LATENCY,
 	DT_CLI_OPT_BASE_LATENCY,
 	DT_CLI_OPT_ALL_TO_ALL_PENALTY,
+	DT_CLI_OPT_DEVICE_TFLOPS,
+	DT_CLI_OPT_DEVICE_BANDWIDTH,
 	DT_CLI_OPT_TOPOLOGY_END
 };
 #define DT_CLI_TOPOLOGY_LONGOPTS                                           \
@@ -47,7 +49,11 @@ enum {
 	 DT_CLI_OPT_INTER_HOST_LATENCY},                                   \
 	{"base-latency", required_argument, NULL, DT_CLI_OPT_BASE_LATENCY}, \
 	{"all-to-all-penalty", required_argument, NULL,                    \
-	 DT_CLI_OPT_ALL_TO_ALL_PENALTY}
+	 DT_CLI_OPT_ALL_TO_ALL_PENALTY},                                   \
+	{"device-tflops", required_argument, NULL,                         \
+	 DT_CLI_OPT_DEVICE_TFLOPS},                                        \
+	{"device-bandwidth", required_argument, NULL,                      \
+	 DT_CLI_OPT_DEVICE_BANDWIDTH}
 /* The flags' lines for a command's --help text. */
 extern const char dt_cli_topology_help[];
 
@@ -111,10 +117,11 @@ int dt_io_error(const char *cmd, const char *path);
 /* `explain --search=global`: verify and shape-infer `m`, solve its
  * whole-graph problem on `topology` (moves merged onto any flattened group
  * with create_groups) and print to stdout why call node `node` gets its
- * strategy. Returns a dt_status (errors to diag). */
+ * strategy, as text or one JSON object. Returns a dt_status (errors to
+ * diag). */
 int dt_explain_global(struct dt_module *m, uint32_t node,
 		      const struct dt_topology *topology, bool create_groups,
-		      struct dt_diag *diag);
+		      bool json, struct dt_diag *diag);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);

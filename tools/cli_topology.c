@@ -18,11 +18,15 @@ const char dt_cli_topology_help[] =
 	"                             inter-host bandwidth = bandwidth × F (0.22)\n"
 	"      --inter-host-latency=US  inter-host latency per hop, µs (2.7)\n"
 	"      --base-latency=US      fixed cost of every collective, µs (6.6)\n"
-	"      --all-to-all-penalty=US  added to every all_to_all, µs (1.0)\n";
+	"      --all-to-all-penalty=US  added to every all_to_all, µs (1.0)\n"
+	"      --device-tflops=T      a device's compute, TFLOP/s, for the\n"
+	"                             whole-graph search's compute costs (400)\n"
+	"      --device-bandwidth=GBPS  a device's memory bandwidth, GB/s (2000)\n";
 
 static const char *const flag_names[] = {
 	"devices-per-host", "bandwidth", "latency", "inter-host-bandwidth-factor",
 	"inter-host-latency", "base-latency", "all-to-all-penalty",
+	"device-tflops", "device-bandwidth",
 };
 
 int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
@@ -61,6 +65,10 @@ int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
 				&o->values.base_latency,
 			[DT_CLI_OPT_ALL_TO_ALL_PENALTY - DT_CLI_OPT_TOPOLOGY_FIRST] =
 				&o->values.all_to_all_penalty,
+			[DT_CLI_OPT_DEVICE_TFLOPS - DT_CLI_OPT_TOPOLOGY_FIRST] =
+				&o->values.device_tflops,
+			[DT_CLI_OPT_DEVICE_BANDWIDTH - DT_CLI_OPT_TOPOLOGY_FIRST] =
+				&o->values.device_bandwidth,
 		};
 		*field[index] = v;
 	}
@@ -91,4 +99,8 @@ void dt_cli_topology_apply(const struct dt_cli_topology *o,
 		t->base_latency = v->base_latency;
 	if (given(o, DT_CLI_OPT_ALL_TO_ALL_PENALTY))
 		t->all_to_all_penalty = v->all_to_all_penalty;
+	if (given(o, DT_CLI_OPT_DEVICE_TFLOPS))
+		t->device_tflops = v->device_tflops;
+	if (given(o, DT_CLI_OPT_DEVICE_BANDWIDTH))
+		t->device_bandwidth = v->device_bandwidth;
 }

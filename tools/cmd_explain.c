@@ -35,6 +35,7 @@ static const char explain_help[] =
     "      --search=global    the whole-graph search instead: the strategy its\n"
     "                         plan gives the node, its compute, moves and\n"
     "                         memory, and why a locally cheaper one lost\n"
+    "                         (text or json)\n"
     "      --create-groups    (global) price moves merged onto flattened\n"
     "                         groups the graph lacks, as opt --create-groups\n"
     "                         lowers them\n"
@@ -751,12 +752,10 @@ int dt_cmd_explain(int argc, char **argv)
 	if (a.mode == DT_SEARCH_GLOBAL) {
 		struct dt_topology topology = e.m->topology;
 		dt_cli_topology_apply(&a.topology, &topology);
-		rc = a.json ? dt_usage_error(EXPLAIN_CMD, "--search=global "
-					     "explains in text only")
-			    : dt_explain_global(e.m, e.node, &topology,
-						a.create_groups, &diag);
+		rc = dt_explain_global(e.m, e.node, &topology,
+				       a.create_groups, a.json, &diag);
 		dt_module_destroy(e.m);
-		return a.json ? rc : dt_exit_code(rc);
+		return rc == DT_OK ? dt_cli_output_commit() : dt_exit_code(rc);
 	}
 	rc = explain(&e, &a, &diag);
 	if (e.ready) {

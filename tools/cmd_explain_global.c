@@ -5,6 +5,7 @@
  * rest of the plan fixed, each strategy's cost here against what it costs
  * its users: why a locally cheaper strategy lost. */
 #include "cli.h"
+#include "frontend.h"
 #include "passes.h"
 #include "sharding.h"
 
@@ -24,18 +25,25 @@ static int64_t add(int64_t a, int64_t b)
 	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
 }
 
-/* Node k's strategy s as "[OUT] <- [IN], [IN]" (a publisher: "[PL]"). */
+/* Node k's strategy s as "[OUT] <- [IN], [IN]" (a publisher: "[PL]"),
+ * printed, or as a JSON string when json. */
 static void print_strategy(const struct dt_shard_problem *pr, uint32_t k,
-			   int32_t s, FILE *out)
+			   int32_t s, bool json, FILE *out)
 {
 	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
-	char buf[128];
-	for (uint32_t t = 0; t < n->width; t++) {
+	char text[1024], buf[128];
+	size_t len = 0;
+	for (uint32_t t = 0; t < n->width && len < sizeof text; t++) {
 		dt_placements_print(&pl[t], buf, sizeof buf);
-		fprintf(out, "%s[%s]", t == 0 ? "" : t == n->nout ? " <- " : ", ",
-			buf);
+		len += (size_t)snprintf(text + len, sizeof text - len, "%s[%s]",
+					t == 0 ? "" : t == n->nout ? " <- " : ", ",
+					buf);
 	}
+	if (json)
+		dt_json_string(out, text);
+	else
+		fputs(text, out);
 }
 
 /* Cost of node k's strategy s with every other node at its plan's: here
@@ -58,13 +66,17 @@ static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 	}
 }
 
-/* The edges into (or out of) node k at strategy s, named. */
+/* The edges into (or out of) node k at strategy s, named: "'x' 1.00 us,
+ * ..." or "none"; as JSON, [{"value": "x", "published": false,
+ * "cost_us": 1.0}, ...]. */
 static void print_edges(const struct dt_shard_problem *pr,
 			const struct dt_module *m, const int32_t *plan,
-			uint32_t k, int32_t s, bool in, FILE *out)
+			uint32_t k, int32_t s, bool in, bool json, FILE *out)
 {
 	const struct dt_solve_problem *p = &pr->solve;
 	int n = 0;
+	if (json)
+		fputc('[', out);
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
 		uint32_t other = in ? (uint32_t)e->to : (uint32_t)e->from;
@@ -74,13 +86,23 @@ static void print_edges(const struct dt_shard_problem *pr,
 		int32_t nt = p->nodes[e->to].nstrategies;
 		int64_t c = in ? e->cost[(size_t)plan[end] * (size_t)nt + (size_t)s]
 			       : e->cost[(size_t)s * (size_t)nt + (size_t)plan[end]];
-		fprintf(out, "%s'%s'%s %.2f us", n++ ? ", " : "",
-			dt_str_get(m, dt_node_get(m, pr->pnodes.data[end].node)->name),
-			pr->pnodes.data[end].kind == DT_PNODE_PUBLISH
-			    ? " (published)" : "",
-			us(c));
+		const char *name =
+		    dt_str_get(m, dt_node_get(m, pr->pnodes.data[end].node)->name);
+		bool published = pr->pnodes.data[end].kind == DT_PNODE_PUBLISH;
+		fputs(n++ ? ", " : "", out);
+		if (json) {
+			fputs("{\"value\": ", out);
+			dt_json_string(out, name);
+			fprintf(out, ", \"published\": %s, \"cost_us\": %.6g}",
+				published ? "true" : "false", us(c));
+		} else {
+			fprintf(out, "'%s'%s %.2f us", name,
+				published ? " (published)" : "", us(c));
+		}
 	}
-	if (!n)
+	if (json)
+		fputc(']', out);
+	else if (!n)
 		fputs("none", out);
 }
 
@@ -97,6 +119,25 @@ static int by_total(const void *a, const void *b)
 	return x->s - y->s;
 }
 
+/* Every strategy of node k weighed with the rest of the plan fixed (in
+ * strategy order; dt_free it), the locally cheapest in *local. */
+static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
+				      const int32_t *plan, uint32_t k,
+				      int32_t *local)
+{
+	const struct dt_solve_node *sn = &pr->solve.nodes[k];
+	struct ranked *r = dt_calloc((size_t)sn->nstrategies, sizeof *r);
+	*local = plan[k];
+	for (int32_t t = 0; t < sn->nstrategies; t++) {
+		r[t].s = t;
+		weigh(pr, plan, k, t, &r[t].here, &r[t].users);
+		r[t].total = add(r[t].here, r[t].users);
+		if (r[t].here < r[*local].here)
+			*local = t;
+	}
+	return r;
+}
+
 static void print_explanation(const struct dt_shard_problem *pr,
 			      const struct dt_module *m, const int32_t *plan,
 			      uint32_t node, FILE *out)
@@ -104,42 +145,33 @@ static void print_explanation(const struct dt_shard_problem *pr,
 	uint32_t k = pr->of_node.data[node];
 	const struct dt_solve_node *sn = &pr->solve.nodes[k];
 	const struct dt_node *g = dt_node_get(m, node);
-	int32_t s = plan[k];
+	int32_t s = plan[k], local;
 	uint32_t first = pr->pnodes.data[k].first;
 	fprintf(out, "node '%s' (%s) at %s:%u; whole-graph search over %d "
 		     "nodes, %d strategies here\n",
 		dt_str_get(m, g->name), dt_str_get(m, g->target), m->file,
 		g->line, pr->solve.nnodes, sn->nstrategies);
-	int64_t here, users;
-	weigh(pr, plan, k, s, &here, &users);
+	struct ranked *r = rank_strategies(pr, plan, k, &local);
+	int64_t here = r[s].here, users = r[s].users;
 	fputs("chosen: ", out);
-	print_strategy(pr, k, s, out);
+	print_strategy(pr, k, s, false, out);
 	fprintf(out, "\n  compute %.2f us, move to its pin %.2f us, memory %" PRId64
 		     " bytes per rank\n  inputs: ",
 		pr->compute_us.data[first + (uint32_t)s],
 		pr->pin_us.data[first + (uint32_t)s], sn->usage[s]);
-	print_edges(pr, m, plan, k, s, true, out);
+	print_edges(pr, m, plan, k, s, true, false, out);
 	fputs("\n  users: ", out);
-	print_edges(pr, m, plan, k, s, false, out);
+	print_edges(pr, m, plan, k, s, false, false, out);
 	fprintf(out, "\n  here %.2f us + for its users %.2f us = %.2f us\n",
 		us(here), us(users), us(add(here, users)));
-	struct ranked *r = dt_calloc((size_t)sn->nstrategies, sizeof *r);
-	int32_t local = s;
-	for (int32_t t = 0; t < sn->nstrategies; t++) {
-		r[t].s = t;
-		weigh(pr, plan, k, t, &r[t].here, &r[t].users);
-		r[t].total = add(r[t].here, r[t].users);
-		if (r[t].here < r[local].here)
-			local = t;
-	}
 	if (local != s) {
 		fputs("locally cheapest: ", out);
-		print_strategy(pr, k, local, out);
+		print_strategy(pr, k, local, false, out);
 		fprintf(out, "\n  here %.2f us (%.2f us less), but for its users "
 			     "%.2f us (%.2f us more): ",
 			us(r[local].here), us(here) - us(r[local].here),
 			us(r[local].users), us(r[local].users) - us(users));
-		print_edges(pr, m, plan, k, local, false, out);
+		print_edges(pr, m, plan, k, local, false, false, out);
 		fputc('\n', out);
 	} else {
 		fputs("locally cheapest: the chosen one\n", out);
@@ -152,15 +184,79 @@ static void print_explanation(const struct dt_shard_problem *pr,
 			continue;
 		fprintf(out, "  %d. here %.2f us + users %.2f us = %.2f us: ",
 			++shown + 1, us(r[t].here), us(r[t].users), us(r[t].total));
-		print_strategy(pr, k, r[t].s, out);
+		print_strategy(pr, k, r[t].s, false, out);
 		fputc('\n', out);
 	}
 	dt_free(r);
 }
 
+/* Strategy t of node k as a JSON object: its placements, its cost here
+ * and for its users; with detail, its compute, pin move, memory and the
+ * moves of its inputs and users. */
+static void json_strategy(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, const int32_t *plan,
+			  uint32_t k, const struct ranked *r, bool detail,
+			  FILE *out)
+{
+	uint32_t at = pr->pnodes.data[k].first + (uint32_t)r->s;
+	fputs("{\"strategy\": ", out);
+	print_strategy(pr, k, r->s, true, out);
+	fprintf(out, ", \"here_us\": %.6g, \"users_us\": %.6g, "
+		     "\"total_us\": %.6g",
+		us(r->here), us(r->users), us(r->total));
+	if (detail) {
+		fprintf(out, ", \"compute_us\": %.6g, \"pin_us\": %.6g, "
+			     "\"memory_bytes\": %" PRId64 ", \"inputs\": ",
+			pr->compute_us.data[at], pr->pin_us.data[at],
+			pr->solve.nodes[k].usage[r->s]);
+		print_edges(pr, m, plan, k, r->s, true, true, out);
+		fputs(", \"users\": ", out);
+		print_edges(pr, m, plan, k, r->s, false, true, out);
+	}
+	fputc('}', out);
+}
+
+/* The explanation as one JSON object: node, target, line, nodes,
+ * strategies, chosen, locally_cheapest (null when the chosen one),
+ * runners_up (the next TOP by total). */
+static void print_explanation_json(const struct dt_shard_problem *pr,
+				   const struct dt_module *m,
+				   const int32_t *plan, uint32_t node, FILE *out)
+{
+	uint32_t k = pr->of_node.data[node];
+	const struct dt_solve_node *sn = &pr->solve.nodes[k];
+	const struct dt_node *g = dt_node_get(m, node);
+	int32_t s = plan[k], local;
+	struct ranked *r = rank_strategies(pr, plan, k, &local);
+	fputs("{\"node\": ", out);
+	dt_json_string(out, dt_str_get(m, g->name));
+	fputs(", \"target\": ", out);
+	dt_json_string(out, dt_str_get(m, g->target));
+	fprintf(out, ", \"line\": %u, \"search\": \"global\", \"nodes\": %d, "
+		     "\"strategies\": %d, \"chosen\": ",
+		g->line, pr->solve.nnodes, sn->nstrategies);
+	json_strategy(pr, m, plan, k, &r[s], true, out);
+	fputs(", \"locally_cheapest\": ", out);
+	if (local != s)
+		json_strategy(pr, m, plan, k, &r[local], true, out);
+	else
+		fputs("null", out);
+	qsort(r, (size_t)sn->nstrategies, sizeof *r, by_total);
+	fputs(", \"runners_up\": [", out);
+	int shown = 0;
+	for (int32_t t = 0; t < sn->nstrategies && shown < TOP; t++) {
+		if (r[t].s == s)
+			continue;
+		fputs(shown++ ? ", " : "", out);
+		json_strategy(pr, m, plan, k, &r[t], false, out);
+	}
+	fputs("]}\n", out);
+	dt_free(r);
+}
+
 int dt_explain_global(struct dt_module *m, uint32_t node,
 		      const struct dt_topology *topology, bool create_groups,
-		      struct dt_diag *diag)
+		      bool json, struct dt_diag *diag)
 {
 	struct dt_pipeline pipeline;
 	struct dt_pipeline_options popt = {0};
@@ -193,7 +289,9 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 		if (rc == DT_OK && !solved)
 			rc = DT_EINPUT; /* the warning says why */
 	}
-	if (rc == DT_OK)
+	if (rc == DT_OK && json)
+		print_explanation_json(&pr, m, plan, node, stdout);
+	else if (rc == DT_OK)
 		print_explanation(&pr, m, plan, node, stdout);
 	dt_free(plan);
 	dt_shard_problem_fini(&pr);

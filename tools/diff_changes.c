@@ -379,6 +379,8 @@ static char *topology_text(const struct dt_module *m)
 		{"inter-host-latency", t->inter_host_latency},
 		{"base-latency", t->base_latency},
 		{"all-to-all-penalty", t->all_to_all_penalty},
+		{"device-tflops", t->device_tflops},
+		{"device-bandwidth", t->device_bandwidth},
 	};
 	struct dt_capture c;
 	FILE *f = dt_capture_open(&c);
