@@ -2,7 +2,7 @@
 /* solve.c: dt_solve (solver.h): reduce the problem exactly, solve what is
  * left exhaustively when it is small, otherwise run the Lagrangian search
  * (lagrange.c) on `threads` threads with seeds seed, seed+1, ... until the
- * timeout or max_rounds, and expand the best plan back. */
+ * timeout, max_rounds or stall_rounds, and expand the best plan back. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -61,10 +61,14 @@ static void *work(void *arg)
 	int64_t max_rounds = sh->opt->max_rounds;
 	if (wk->cpu_deadline == 0)
 		wk->cpu_deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + sh->opt->timeout_s;
+	int64_t stall = sh->opt->stall_rounds, improved = 0;
 	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(wk)) {
 		bool timed = max_rounds <= 0;
+		if (stall > 0 && wk->lg.rounds - improved >= stall)
+			break;
 		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, wk))
 			continue;
+		improved = wk->lg.rounds;
 		pthread_mutex_lock(&sh->lock);
 		dt_wide total = sh->red->offset + wk->lg.best_cost;
 		if (!sh->found || total < sh->best_cost) {

@@ -48,6 +48,8 @@ struct dt_solve_options {
   int64_t max_rounds;     /* > 0: stop each thread after this many search
                              rounds, so the result depends only on seed and
                              threads (tests); 0: only the timeout stops */
+  int64_t stall_rounds;   /* > 0: a thread also stops after this many rounds
+                             in a row that did not improve its plan */
 };
 
 struct dt_solve_result {
