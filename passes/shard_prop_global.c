@@ -28,6 +28,9 @@
 /* A thread stops after this many search rounds without a better plan
  * (on dtopt's problems the best is found within the first few). */
 #define DT_GLOBAL_STALL_ROUNDS 8
+/* The exact search's budget before the anytime one: a reduced problem it
+ * has not solved in this many visits it rarely solves in 10x more. */
+#define DT_GLOBAL_EXACT_VISITS 200000
 
 static const char *node_name(const struct dt_module *m, uint32_t id)
 {
@@ -208,6 +211,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 						   : DT_GLOBAL_TIMEOUT_S,
 	    .threads = DT_GLOBAL_THREADS,
 	    .stall_rounds = DT_GLOBAL_STALL_ROUNDS,
+	    .exact_visits = DT_GLOBAL_EXACT_VISITS,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);

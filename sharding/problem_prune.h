@@ -12,7 +12,7 @@
 #define DT_SHARD_PRUNE_CAP 24
 /* Of a producer's kept placements, the forward costs weigh moves from
  * this many of least forward cost (and its node-by-node choices). */
-#define DT_SHARD_PRUNE_SOURCES 4
+#define DT_SHARD_PRUNE_SOURCES 2
 
 /* One input of the node being pruned, as the edges will see it. */
 struct dt_prune_input {

@@ -145,7 +145,8 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 	int32_t *x = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
 	int64_t lower = INT64_MIN;
 	dt_wide cost = 0;
-	int found = free_nodes <= EXACT_NODES ? dt_exact_search(r, EXACT_VISITS, x, &cost) : -1;
+	int64_t visits = opt->exact_visits > 0 ? opt->exact_visits : EXACT_VISITS;
+	int found = free_nodes <= EXACT_NODES ? dt_exact_search(r, visits, x, &cost) : -1;
 	bool exact = found >= 0;
 	if (exact) {
 		lower = found ? dt_wide_clamp(cost) : INT64_MIN;

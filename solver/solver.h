@@ -50,6 +50,9 @@ struct dt_solve_options {
                              threads (tests); 0: only the timeout stops */
   int64_t stall_rounds;   /* > 0: a thread also stops after this many rounds
                              in a row that did not improve its plan */
+  int64_t exact_visits;   /* > 0: the budget of the branch and bound tried
+                             first on a small reduced problem (default
+                             2,000,000 visits) */
 };
 
 struct dt_solve_result {
