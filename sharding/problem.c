@@ -834,6 +834,7 @@ static void prune_node(struct builder *b)
 	b->keep.len = 0;
 	dt_vec_grow(&b->keep, (uint32_t)ns);
 	if (dt_prune_node(&b->prune, k, ns, b->cost.data, b->pin.data,
+			  b->usage.data,
 			  n->nout ? &pr->placements.data[n->pl] : NULL,
 			  n->width, b->prune_in.data, nin, prune_move, b,
 			  b->keep.data) == (uint32_t)ns)

@@ -188,8 +188,24 @@ static void take_best(struct dt_prune *p, int32_t n,
 		}
 }
 
+/* The finite-cost strategy of least usage (ties: least forward cost, then
+ * the earlier), or 0. */
+static int32_t least_usage(const struct dt_prune *p, int32_t n,
+			   const int64_t *cost, const int64_t *usage)
+{
+	int32_t best = -1;
+	for (int32_t s = 0; s < n; s++)
+		if (cost[s] != DT_SOLVE_INFINITE &&
+		    (best < 0 || usage[s] < usage[best] ||
+		     (usage[s] == usage[best] &&
+		      p->lb.data[s] < p->lb.data[best])))
+			best = s;
+	return best < 0 ? 0 : best;
+}
+
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,
+		       const int64_t *usage,
 		       const struct dt_placements *res, uint32_t res_stride,
 		       const struct dt_prune_input *in, uint32_t nin,
 		       dt_prune_move move, void *ud, uint8_t *keep)
@@ -206,6 +222,7 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 	for (uint32_t i = 0; i < nin; i++)
 		weigh_input(p, i, &in[i], n, move, ud);
 	int32_t fl = argmin(p->nb.data, n), gr = argmin(p->gr.data, n);
+	int32_t lu = least_usage(p, n, cost, usage);
 	uint32_t kept = (uint32_t)n;
 	for (int32_t s = 0; s < n; s++)
 		keep[s] = 1;
@@ -214,7 +231,7 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		dt_vec_grow(&p->order, (uint32_t)n);
 		for (int32_t s = 0; s < n; s++) {
 			p->order.data[s] = (struct dt_prune_rank){p->lb.data[s], s};
-			keep[s] = s == fl || s == gr;
+			keep[s] = s == fl || s == gr || s == lu;
 		}
 		qsort(p->order.data, (size_t)n, sizeof *p->order.data,
 		      by_forward);

@@ -55,7 +55,7 @@ struct dt_prune {
 };
 
 /* Prune the n strategies (cost[s] ns: compute plus the move to a pin;
- * pin[s] ns: that move alone) of problem node k, the next one (nodes are
+ * pin[s] ns: that move alone; usage[s] bytes) of problem node k, the next one (nodes are
  * pruned in order, each after its producers). A strategy's forward cost
  * is its cost plus, per input, the least over the producer's kept
  * strategies of their forward cost plus the move between them: the cost
@@ -65,10 +65,13 @@ struct dt_prune {
  * cost plus moves from the producers' node-by-node choices (the floor
  * passes/shard_prop_global.c takes), and that of least moves plus pin
  * (greedy shard-prop's measure), so a plan built node by node survives
- * the pruning. Sets keep[s] (n entries) and returns how many are kept;
+ * the pruning; and the finite-cost one of least usage, so the smallest
+ * footprint (and every --memory-budget a plan meets with it) stays
+ * reachable. Sets keep[s] (n entries) and returns how many are kept;
  * the caller drops the others, keeping the order. */
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,
+		       const int64_t *usage,
 		       const struct dt_placements *res, uint32_t res_stride,
 		       const struct dt_prune_input *in, uint32_t nin,
 		       dt_prune_move move, void *ud, uint8_t *keep);

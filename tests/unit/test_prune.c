@@ -43,9 +43,9 @@ static void test_cap_and_forward(void **state)
 	uint8_t keep[8];
 	/* Node 0: a source at R. */
 	struct dt_placements r = pl(-1);
-	int64_t zero[8] = {0};
+	int64_t zero[8] = {0}, use[8] = {5, 5, 5, 5, 5, 5, 5, 5};
 	int64_t c0 = 0;
-	assert_int_equal(dt_prune_node(&p, 0, 1, &c0, zero, &r, 1, NULL, 0,
+	assert_int_equal(dt_prune_node(&p, 0, 1, &c0, zero, use, &r, 1, NULL, 0,
 				       move, &calls, keep),
 			 1);
 	/* Node 1: six strategies reading node 0 (results, then input):
@@ -67,7 +67,7 @@ static void test_cap_and_forward(void **state)
 	const struct dt_placements *src0[1] = {&r};
 	struct dt_prune_input input = {.producer = 0, .nsrc = 1, .src = src0,
 				       .dst = &strat[1], .stride = 2};
-	assert_int_equal(dt_prune_node(&p, 1, 6, cost, zero, strat, 2, &input,
+	assert_int_equal(dt_prune_node(&p, 1, 6, cost, zero, use, strat, 2, &input,
 				       1, move, &calls, keep),
 			 3);
 	uint8_t want[6] = {1, 0, 1, 0, 1, 0};
@@ -88,7 +88,7 @@ static void test_cap_and_forward(void **state)
 	struct dt_prune_input input2 = {.producer = 1, .nsrc = 3,
 					.src = src1, .dst = &strat2[1],
 					.stride = 2};
-	assert_int_equal(dt_prune_node(&p, 2, 2, cost2, zero, strat2, 2,
+	assert_int_equal(dt_prune_node(&p, 2, 2, cost2, zero, use, strat2, 2,
 				       &input2, 1, move, &calls, keep),
 			 2);
 	const int64_t *f2 = &p.fwd.data[p.first.data[2]];
@@ -101,23 +101,31 @@ static void test_cap_and_forward(void **state)
 	dt_prune_fini(&p);
 }
 
-/* Without a cap every strategy stays; with ties the earlier wins. */
+/* Without a cap every strategy stays; with ties the earlier wins; the
+ * least usage is kept. */
 static void test_no_cap_and_ties(void **state)
 {
 	(void)state;
 	struct dt_prune p = {.cap = 0};
 	int calls = 0;
 	uint8_t keep[4];
-	int64_t cost[4] = {7, 7, 7, 7}, zero[4] = {0};
+	int64_t cost[4] = {7, 7, 7, 7}, zero[4] = {0}, use[4] = {3, 3, 3, 3};
 	struct dt_placements res[4] = {pl(0), pl(1), pl(2), pl(3)};
-	assert_int_equal(dt_prune_node(&p, 0, 4, cost, zero, res, 1, NULL, 0,
+	assert_int_equal(dt_prune_node(&p, 0, 4, cost, zero, use, res, 1, NULL, 0,
 				       move, &calls, keep),
 			 4);
 	p.cap = 1;
-	assert_int_equal(dt_prune_node(&p, 1, 4, cost, zero, res, 1, NULL, 0,
+	assert_int_equal(dt_prune_node(&p, 1, 4, cost, zero, use, res, 1, NULL, 0,
 				       move, &calls, keep),
 			 1);
 	assert_true(keep[0] && !keep[1] && !keep[2] && !keep[3]);
+	/* The strategy of least usage stays too (a memory budget may need
+	 * it). */
+	use[2] = 1;
+	assert_int_equal(dt_prune_node(&p, 2, 4, cost, zero, use, res, 1, NULL,
+				       0, move, &calls, keep),
+			 2);
+	assert_true(keep[0] && !keep[1] && keep[2] && !keep[3]);
 	dt_prune_fini(&p);
 }
 
