@@ -30,6 +30,8 @@ int dt_comm_kind_of_op(int op)
 	case DT_OP_ALL_REDUCE:
 		return DT_COMM_ALL_REDUCE;
 	case DT_OP_ALL_TO_ALL:
+	case DT_OP_ALL_PERMUTE: /* one peer each way: counted as one */
+	case DT_OP_ALL_TO_ALL_V:
 		return DT_COMM_ALL_TO_ALL;
 	default:
 		return -1;
@@ -133,6 +135,49 @@ double dt_comm_bytes(const struct dt_module *m, const struct dt_node *n)
 	return in ? tensor_bytes(m, in) : 0;
 }
 
+struct compute_inputs {
+	const struct dt_module *m;
+	double bytes;
+	uint32_t last[2]; /* the last two tensor inputs, latest in [1] */
+};
+
+static void add_input(void *ud, uint32_t input)
+{
+	struct compute_inputs *c = ud;
+	const struct dt_node *in = dt_node_get(c->m, input);
+	if (!in->ntensors)
+		return;
+	c->bytes += tensor_bytes(c->m, dt_node_tensor(c->m, in, 0));
+	c->last[0] = c->last[1];
+	c->last[1] = input;
+}
+
+double dt_compute_cost(const struct dt_module *m, const struct dt_node *n)
+{
+	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN || !n->ntensors)
+		return 0;
+	enum dt_op op = (enum dt_op)n->op;
+	if (dt_op_has(op, DT_OPF_VIEW) || dt_op_has(op, DT_OPF_STRUCTURAL) ||
+	    dt_op_has(op, DT_OPF_COLLECTIVE) || dt_op_has(op, DT_OPF_WAIT))
+		return 0;
+	struct compute_inputs c = {.m = m};
+	dt_node_for_each_input(m, n, add_input, &c);
+	const struct dt_tensor *out = dt_node_tensor(m, n, 0);
+	double out_bytes = tensor_bytes(m, out);
+	double numel = out_bytes / dt_dtype_size((enum dt_dtype)out->dtype);
+	double flops = numel;
+	if (dt_op_has(op, DT_OPF_MATMUL) && c.last[0]) {
+		int rank;
+		const int64_t *a = dt_ints_get(
+			m, dt_node_tensor(m, dt_node_get(m, c.last[0]), 0)->shape,
+			&rank);
+		flops = 2.0 * numel * (double)(rank ? a[rank - 1] : 1);
+	}
+	double t_flops = flops / (DT_COMPUTE_TFLOPS * 1e6);
+	double t_bytes = (c.bytes + out_bytes) / (DT_COMPUTE_GBPS * 1e3);
+	return DT_KERNEL_LAUNCH_US + (t_flops > t_bytes ? t_flops : t_bytes);
+}
+
 static void ignore_diag(void *ud, const struct dt_diag_entry *e)
 {
 	(void)ud;
@@ -210,8 +255,10 @@ void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 		double bytes = dt_comm_bytes(m, n);
 		r->count++;
 		r->bytes += bytes;
-		r->time_us += dt_comm_cost(topo, mesh, grp->dims, grp->ndims,
-					   (enum dt_comm_kind)kind, bytes);
+		r->time_us += n->op == DT_OP_ALL_PERMUTE
+			? dt_permute_cost(topo, mesh, bytes)
+			: dt_comm_cost(topo, mesh, grp->dims, grp->ndims,
+				       (enum dt_comm_kind)kind, bytes);
 	}
 }
 

@@ -17,7 +17,8 @@ enum dt_comm_kind {
 };
 /* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
 const char *dt_comm_kind_name(enum dt_comm_kind kind);
-/* The kind of a collective op, or -1 for any other op. */
+/* The kind of a collective op (dt.all_permute: all_to_all, one peer each
+ * way), or -1 for any other op. */
 int dt_comm_kind_of_op(int op);
 
 /* Per mesh dim link parameters: DTensor's MeshTopoInfo. Walking mesh dims
@@ -50,6 +51,19 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
  * its bandwidth. */
 double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		       double bytes);
+
+/* Modelled compute of local-view node `n`, µs, on the device the default
+ * link constants describe (an H100-class GPU): a kernel launch
+ * (DT_KERNEL_LAUNCH_US) plus a roofline, the larger of its flops over
+ * DT_COMPUTE_TFLOPS and the bytes it reads and writes over DT_COMPUTE_GBPS.
+ * Flops: 2·numel(result)·K for the matmul family (K the last dim of its
+ * first matrix), else one per element of its result. 0 for placeholders,
+ * getitems, views, collectives, waits and the output (no kernel). What
+ * bucket-collectives weighs the overlap a bucket loses against. */
+#define DT_KERNEL_LAUNCH_US 2.0
+#define DT_COMPUTE_TFLOPS 400.0 /* sharding/problem.c's device too */
+#define DT_COMPUTE_GBPS 2000.0
+double dt_compute_cost(const struct dt_module *m, const struct dt_node *n);
 
 /* The bytes the model charges for collective node `n` (see dt_comm_cost),
  * from its input and output tensors; 0 when they are unknown. */

@@ -87,6 +87,11 @@ enum dt_rd_attr {
 /* One node being read: its children are collected, then added at </node>. */
 struct dt_rd_node {
 	bool active;
+	/* Its name, for messages. It is interned at </node>, after the
+	 * children: a new name's first probe of the string table misses the
+	 * cache, and the children's parse hides that load (prefetched at
+	 * <node>). init.name is set then. */
+	DT_VEC(char) name;
 	struct dt_node_init init;
 	DT_VEC(struct dt_arg) args; /* positional */
 	DT_VEC(struct dt_arg) kwargs;

@@ -18,14 +18,27 @@ static uint32_t node_ref(struct dt_rd *r, const char *name, size_t len,
 		dt_rd_error(
 		    r, line,
 		    "node '%s' uses '%s', which is not defined before it",
-		    dt_str_get(r->m, r->node.init.name), dt_str_get(r->m, s));
+		    r->node.name.data, dt_str_get(r->m, s));
 		return 0;
 	}
 	return id;
 }
 
+/* a->len = n, after reporting a list longer than an arg holds. */
+static void list_len(struct dt_rd *r, uint32_t line, const char *what,
+		     struct dt_arg *a, uint32_t n)
+{
+	if (n > DT_MAX_LIST)
+		dt_rd_error(r, line,
+			    "<%s> of node '%s' lists %u values (dtopt's limit "
+			    "is %u)",
+			    what, r->node.name.data, n, DT_MAX_LIST);
+	a->len = n & DT_MAX_LIST;
+}
+
 /* nodes="a b c" into `a`. */
-static void parse_nodes(struct dt_rd *r, const char *s, struct dt_arg *a)
+static void parse_nodes(struct dt_rd *r, const char *what, const char *s,
+			struct dt_arg *a)
 {
 	a->kind = DT_ARG_NODES;
 	DT_VEC(uint32_t) ids = {0};
@@ -39,7 +52,7 @@ static void parse_nodes(struct dt_rd *r, const char *s, struct dt_arg *a)
 			dt_vec_push(&ids,
 				    node_ref(r, st, (size_t)(s - st), r->line));
 	}
-	a->len = ids.len;
+	list_len(r, r->line, what, a, ids.len);
 	a->v.first = dt_module_add_refs(r->m, ids.data, ids.len);
 	dt_vec_free(&ids);
 }
@@ -60,7 +73,7 @@ static void parse_floats(struct dt_rd *r, const char *what, const char *v,
 				    what, t);
 		dt_vec_push(&fs, f);
 	}
-	a->len = fs.len;
+	list_len(r, r->line, what, a, fs.len);
 	a->v.first = dt_module_add_floats(r->m, fs.data, fs.len);
 	dt_free(dup);
 	dt_vec_free(&fs);
@@ -94,7 +107,7 @@ static bool parse_value(struct dt_rd *r, struct dt_arg *a)
 		a->v.node = node_ref(r, v, strlen(v), line);
 		break;
 	case DT_RD_A_NODES:
-		parse_nodes(r, v, a);
+		parse_nodes(r, what, v, a);
 		break;
 	case DT_RD_A_INT:
 		a->kind = DT_ARG_INT;
@@ -108,7 +121,7 @@ static bool parse_value(struct dt_rd *r, struct dt_arg *a)
 			dt_rd_error(r, line,
 				    "<%s ints=...>: '%s' is not an integer",
 				    what, bad);
-		a->len = r->scratch.len;
+		list_len(r, line, what, a, r->scratch.len);
 		a->v.ints =
 		    dt_ints_intern(r->m, r->scratch.data, r->scratch.len);
 		break;
@@ -175,16 +188,15 @@ void dt_rd_node_begin(struct dt_rd *r)
 	r->seen_node = true;
 	const char *name = dt_rd_required(r, DT_RD_A_NAME);
 	const char *op = dt_rd_required(r, DT_RD_A_OP);
-	p->init.name = dt_str_intern(r->m, name ? name : "");
+	size_t len = name ? strlen(name) : 0;
+	p->name.len = 0;
+	dt_vec_grow(&p->name, (uint32_t)len + 1);
+	memcpy(p->name.data, name ? name : "", len + 1);
 	if (!name || !op)
 		return;
 	if (!*name)
 		dt_rd_error(r, line, "a node name is empty");
-	uint32_t other = dt_module_find_node(r->m, p->init.name);
-	if (other)
-		dt_rd_error(r, line,
-			    "node '%s' is defined twice (first at line %u)",
-			    name, dt_node_get(r->m, other)->line);
+	dt_intern_prefetch(&r->m->strings, name, len);
 	const char *target = dt_rd_attr(r, DT_RD_A_TARGET);
 	if (strcmp(op, "call_function") == 0) {
 		p->init.kind = DT_NODE_CALL;
@@ -276,7 +288,7 @@ static bool tensor_strides(struct dt_rd *r, const char *node,
 void dt_rd_tensor(struct dt_rd *r)
 {
 	uint32_t line = r->line;
-	const char *node = dt_str_get(r->m, r->node.init.name);
+	const char *node = r->node.name.data;
 	const char *dtype = dt_rd_required(r, DT_RD_A_DTYPE);
 	const char *shape = dt_rd_required(r, DT_RD_A_SHAPE);
 	if (!dtype || !shape)
@@ -348,7 +360,7 @@ void dt_rd_sharding(struct dt_rd *r)
 {
 	uint32_t line = r->line;
 	struct dt_rd_node *p = &r->node;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (p->has_sharding) {
 		dt_rd_error(r, line, "node '%s' has more than one <sharding>",
 			    node);
@@ -359,7 +371,6 @@ void dt_rd_sharding(struct dt_rd *r)
 	if (!mesh_name || !placements)
 		return;
 	int mesh = dt_module_find_mesh(r->m, dt_str_intern(r->m, mesh_name));
-	node = dt_str_get(r->m, p->init.name); /* interning moves the bytes */
 	if (mesh < 0) {
 		dt_rd_error(r, line,
 			    "node '%s': sharding names mesh '%s', which is not "
@@ -453,10 +464,12 @@ void dt_rd_list_end(struct dt_rd *r)
 	if (!p->items.len) {
 		dt_rd_error(r, p->list_line, "<%s> of node '%s' has no value",
 			    p->list_arg->name.id ? "kwarg" : "arg",
-			    dt_str_get(r->m, p->init.name));
+			    p->name.data);
 		p->list_arg->kind = DT_ARG_NONE;
 	} else {
-		p->list_arg->len = p->items.len;
+		list_len(r, p->list_line,
+			 p->list_arg->name.id ? "kwarg" : "arg", p->list_arg,
+			 p->items.len);
 		p->list_arg->v.first =
 		    dt_module_add_args(r->m, p->items.data, p->items.len);
 	}
@@ -504,7 +517,7 @@ void dt_rd_data(struct dt_rd *r)
 {
 	struct dt_rd_node *p = &r->node;
 	uint32_t line = r->line;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (p->init.kind != DT_NODE_CONSTANT) {
 		dt_rd_error(r, line,
 			    "node '%s': only get_attr nodes have <data>", node);
@@ -554,7 +567,7 @@ void dt_rd_data(struct dt_rd *r)
 static bool finish_constant(struct dt_rd *r)
 {
 	struct dt_rd_node *p = &r->node;
-	const char *node = dt_str_get(r->m, p->init.name);
+	const char *node = p->name.data;
 	if (!p->has_data || p->tensors.len != 1 || p->args.len ||
 	    p->kwargs.len) {
 		dt_rd_error(r, p->init.line,
@@ -612,6 +625,14 @@ void dt_rd_node_end(struct dt_rd *r)
 	p->active = false;
 	if (p->bad)
 		return;
+	p->init.name = dt_str_intern_n(r->m, p->name.data, p->name.len - 1);
+	uint32_t other = dt_module_find_node(r->m, p->init.name);
+	if (other) {
+		dt_rd_error(r, p->init.line,
+			    "node '%s' is defined twice (first at line %u)",
+			    p->name.data, dt_node_get(r->m, other)->line);
+		return;
+	}
 	/* Positional args first, then keyword args: one contiguous slice. */
 	uint32_t nargs = p->args.len;
 	dt_vec_grow(&p->args, p->kwargs.len);
@@ -623,7 +644,7 @@ void dt_rd_node_end(struct dt_rd *r)
 	if (p->init.nargs > UINT16_MAX || p->tensors.len > UINT16_MAX) {
 		dt_rd_error(r, p->init.line,
 			    "node '%s' has too many arguments or results",
-			    dt_str_get(r->m, p->init.name));
+			    p->name.data);
 		return;
 	}
 	p->init.tensors = p->tensors.data;
@@ -647,7 +668,7 @@ void dt_rd_node_end(struct dt_rd *r)
 		dt_rd_error(r, p->init.line,
 			    "node '%s' uses %s, a format 1.%d feature, but the "
 			    "file says version=\"%s\" (write version=\"1.%d\")",
-			    dt_str_get(r->m, p->init.name), what, minor, have,
+			    p->name.data, what, minor, have,
 			    minor);
 	}
 	for (uint32_t i = 0; i < p->metas.len; i++)
@@ -659,6 +680,7 @@ void dt_rd_node_end(struct dt_rd *r)
 
 void dt_rd_node_fini(struct dt_rd_node *p)
 {
+	dt_vec_free(&p->name);
 	dt_vec_free(&p->args);
 	dt_vec_free(&p->kwargs);
 	dt_vec_free(&p->items);

@@ -68,11 +68,15 @@ enum dt_arg_kind {
 	DT_ARG_NONE,
 	DT_ARG_ITEMS,  /* args[v.first .. +len], each a scalar form */
 };
+_Static_assert(DT_ARG_ITEMS < 16, "dt_arg.kind has 4 bits");
+
+/* The longest list an arg holds (len has 28 bits: an arg is 16 bytes). */
+#define DT_MAX_LIST ((1u << 28) - 1)
 
 struct dt_arg {
-	dt_str name;   /* keyword name; 0 (empty) for a positional arg */
-	uint8_t kind;  /* enum dt_arg_kind */
-	uint32_t len;  /* element count of list kinds */
+	dt_str name;       /* keyword name; 0 (empty) for a positional arg */
+	unsigned kind : 4; /* enum dt_arg_kind */
+	unsigned len : 28; /* element count of list kinds, <= DT_MAX_LIST */
 	union {
 		int64_t i;
 		double f;

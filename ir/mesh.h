@@ -174,6 +174,12 @@ bool dt_placements_equal(const struct dt_placements *a,
 void dt_shard_indices(const struct dt_placements *pl, const int64_t *mesh_shape,
 		      const int64_t *coord, int tdim, int64_t len, int64_t *out,
 		      int64_t *nout);
+/* The run [start, start + length) of tensor dim `tdim` (length len) that
+ * the rank at `coord` holds under S/R placements pl (no _S: nested
+ * torch.chunk in shard order). */
+void dt_shard_interval(const struct dt_placements *pl,
+		       const int64_t *mesh_shape, const int64_t *coord,
+		       int tdim, int64_t len, int64_t *start, int64_t *length);
 /* Local length of tensor dim `tdim` for the rank at `coord`. */
 int64_t dt_shard_length(const struct dt_placements *pl,
 			const int64_t *mesh_shape, const int64_t *coord,

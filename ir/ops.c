@@ -144,15 +144,6 @@ static void parse_schema(enum dt_op op, char **pool)
 	}
 }
 
-/* FNV-1a of a target string. */
-static uint32_t target_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /* The slot of `target` (hash h) in by_target: its op's, or the empty one
  * where it would go. */
 static uint32_t target_slot(const char *target, uint32_t h)
@@ -179,7 +170,8 @@ static void table_build(void)
 	}
 	DT_REQUIRE(pool <= table.pool + sizeof(table.pool));
 	for (int op = 1; op < DT_NOPS; op++) {
-		table.hash[op] = target_hash(table.info[op].target);
+		table.hash[op] = dt_hash_bytes(table.info[op].target,
+					       strlen(table.info[op].target));
 		uint32_t i = target_slot(table.info[op].target, table.hash[op]);
 		if (table.by_target[i])
 			dt_die(__FILE__, __LINE__, "ops.def: target '%s' twice",
@@ -209,8 +201,8 @@ enum dt_op dt_op_lookup(const char *target)
 		return DT_OP_UNKNOWN;
 	if (!table.built)
 		table_build();
-	return (enum dt_op)table.by_target[target_slot(target,
-							target_hash(target))];
+	return (enum dt_op)table.by_target[target_slot(
+	    target, dt_hash_bytes(target, strlen(target)))];
 }
 
 /* ---- binding ---- */

@@ -95,7 +95,10 @@ int dt_op_bind(const struct dt_module *m, const struct dt_node *n,
  * dt.local_shard(self, mesh, src, dst, size[, src_order, dst_order]) and
  * dt.pack_blocks / dt.unpack_blocks(self, mesh, coarse, fine, size, dim[,
  * coarse_order, fine_order]) and dt.pack_pieces / dt.unpack_pieces(self,
- * mesh, placements, size, dim, pieces[, order]) (src = dst = placements). */
+ * mesh, placements, size, dim, pieces[, order]) (src = dst = placements)
+ * and dt.all_permute(self, mesh, src, dst, size, perm, group_name[,
+ * src_order, dst_order]) and dt.all_to_all_v(self, mesh, src, dst, size,
+ * group_name[, src_order, dst_order]). */
 struct dt_spmd_args {
 	int mesh;                       /* index in module meshes */
 	struct dt_placements src, dst;  /* local_shard; coarse, fine: blocks */
@@ -106,7 +109,11 @@ struct dt_spmd_args {
 	int64_t pieces;                 /* pieces: their count, else 1 */
 };
 /* Read and check them from bound args b of a node of op `op` (mesh
- * declared, placements valid for the rank; local_shard: dst refines src;
+ * declared, placements valid for the rank; all_permute: no Partial, the
+ * group declared on mesh, perm a permutation of its positions that sends
+ * every member's src block to a member holding it under dst, in every
+ * group instance; all_to_all_v: S and R only, the group declared over
+ * every dim of mesh; local_shard: dst refines src;
  * blocks: fine's shard sequence of dim is coarse's plus one S level;
  * pieces: at least one);
  * false with a message in err. */
@@ -118,7 +125,8 @@ static inline bool dt_op_is_spmd(enum dt_op op)
 {
 	return op == DT_OP_LOCAL_SHARD || op == DT_OP_PACK_BLOCKS ||
 	       op == DT_OP_UNPACK_BLOCKS || op == DT_OP_PACK_PIECES ||
-	       op == DT_OP_UNPACK_PIECES;
+	       op == DT_OP_UNPACK_PIECES || op == DT_OP_ALL_PERMUTE ||
+	       op == DT_OP_ALL_TO_ALL_V;
 }
 
 /* How a reduction op reads its arguments: what it computes, the dims

@@ -560,6 +560,22 @@ void dt_shard_indices(const struct dt_placements *pl, const int64_t *mesh_shape,
 	*nout = cur;
 }
 
+void dt_shard_interval(const struct dt_placements *pl,
+		       const int64_t *mesh_shape, const int64_t *coord,
+		       int tdim, int64_t len, int64_t *start, int64_t *length)
+{
+	int seq[DT_MAX_MESH_DIMS];
+	int k = shard_sequence(pl, tdim, seq);
+	*start = 0;
+	for (int i = 0; i < k; i++) {
+		int64_t s;
+		DT_REQUIRE(pl->p[seq[i]].kind == DT_PL_SHARD);
+		dt_chunk(len, mesh_shape[seq[i]], coord[seq[i]], &s, &len);
+		*start += s;
+	}
+	*length = len;
+}
+
 int64_t dt_shard_length(const struct dt_placements *pl,
 			const int64_t *mesh_shape, const int64_t *coord,
 			int tdim, int64_t len)

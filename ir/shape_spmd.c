@@ -27,6 +27,173 @@ static bool read_placements(const struct dt_module *m,
 	return false;
 }
 
+/* Position i's elements of tensor dim d under pl (the member at global
+ * rank `rank`) into out; their count. */
+static int64_t member_indices(const struct dt_mesh *me,
+			      const struct dt_placements *pl, int32_t rank,
+			      const struct dt_spmd_args *a, int d, int64_t *out)
+{
+	int64_t coord[DT_MAX_MESH_DIMS], n = 0;
+	dt_mesh_coords(me, dt_mesh_position(me, rank), coord);
+	dt_shard_indices(pl, me->shape, coord, d, a->shape[d], out, &n);
+	return n;
+}
+
+/* The declared group of mesh a->mesh bound to parameter p, or NULL with
+ * a message. */
+static const struct dt_group *read_group(const struct dt_module *m,
+					 const struct dt_bound_args *b, int p,
+					 const struct dt_spmd_args *a,
+					 char *err, size_t n)
+{
+	const struct dt_arg *g = b->arg[p];
+	int gi = g && g->kind == DT_ARG_STR ? dt_module_find_group(m, g->v.s)
+					    : -1;
+	const char *gname = g && g->kind == DT_ARG_STR ? dt_str_get(m, g->v.s)
+						       : "";
+	if (gi < 0) {
+		snprintf(err, n, "group '%s' is not declared", gname);
+		return NULL;
+	}
+	const struct dt_group *grp = &m->groups.data[gi];
+	if (grp->mesh != a->mesh) {
+		snprintf(err, n, "group '%s' is over mesh '%s', not '%s'", gname,
+			 dt_str_get(m, m->meshes.data[grp->mesh].name),
+			 dt_str_get(m, m->meshes.data[a->mesh].name));
+		return NULL;
+	}
+	return grp;
+}
+
+/* Whether pl holds P (either op moves shards, not partial values). */
+static bool no_partial(const struct dt_placements *pl, const char *op,
+		       char *err, size_t n)
+{
+	for (int k = 0; k < pl->ndim; k++)
+		if (pl->p[k].kind == DT_PL_PARTIAL) {
+			snprintf(err, n, "%s moves shards, not partial values "
+				 "(src and dst may not hold P)", op);
+			return false;
+		}
+	return true;
+}
+
+/* dt.all_to_all_v: S and R only (each rank's shard a box), its group
+ * (parameter 5) over every mesh dim. */
+static bool check_transfer(const struct dt_module *m,
+			   const struct dt_bound_args *b,
+			   const struct dt_spmd_args *a, char *err, size_t n)
+{
+	const char *op = "all_to_all_v";
+	if (!no_partial(&a->src, op, err, n) || !no_partial(&a->dst, op, err, n))
+		return false;
+	for (int k = 0; k < a->src.ndim; k++)
+		if (a->src.p[k].kind == DT_PL_STRIDED_SHARD ||
+		    a->dst.p[k].kind == DT_PL_STRIDED_SHARD) {
+			snprintf(err, n, "all_to_all_v moves S and R shards, "
+				 "not _S");
+			return false;
+		}
+	const struct dt_group *grp = read_group(m, b, 5, a, err, n);
+	const struct dt_mesh *me = &m->meshes.data[a->mesh];
+	if (grp && dt_group_size(me, grp->dims, grp->ndims) != me->size) {
+		snprintf(err, n, "group '%s' must span every dim of mesh '%s' "
+			 "(all_to_all_v moves between any ranks)",
+			 dt_str_get(m, grp->name), dt_str_get(m, me->name));
+		return false;
+	}
+	return grp != NULL;
+}
+
+/* dt.all_permute's perm (parameter 5) and group (6): a permutation of the
+ * group's positions under which every member sends its src block to a
+ * member whose dst block it is, in every instance of the group. */
+static bool check_permutation(const struct dt_module *m,
+			      const struct dt_bound_args *b,
+			      const struct dt_spmd_args *a, char *err,
+			      size_t n)
+{
+	if (!no_partial(&a->src, "all_permute", err, n) ||
+	    !no_partial(&a->dst, "all_permute", err, n))
+		return false;
+	const struct dt_group *grp = read_group(m, b, 6, a, err, n);
+	if (!grp)
+		return false;
+	const struct dt_arg *pa = b->arg[5];
+	const char *gname = dt_str_get(m, grp->name);
+	const struct dt_mesh *me = &m->meshes.data[a->mesh];
+	int64_t size = dt_group_size(me, grp->dims, grp->ndims);
+	int len = 0;
+	const int64_t *perm = pa && pa->kind == DT_ARG_INTS
+				      ? dt_ints_get(m, pa->v.ints, &len) : NULL;
+	if (!perm || len != size) {
+		snprintf(err, n, "perm has %d entries but group '%s' has %lld "
+			 "ranks (one destination per position)", len, gname,
+			 (long long)size);
+		return false;
+	}
+	int64_t *from = dt_calloc((size_t)size, sizeof *from);
+	bool ok = true;
+	for (int64_t i = 0; i < size; i++)
+		from[i] = -1;
+	for (int64_t i = 0; i < size && ok; i++) {
+		if (perm[i] < 0 || perm[i] >= size) {
+			snprintf(err, n, "perm[%lld] = %lld is outside group '%s' "
+				 "(positions 0 to %lld)", (long long)i,
+				 (long long)perm[i], gname,
+				 (long long)(size - 1));
+			ok = false;
+		} else if (from[perm[i]] >= 0) {
+			snprintf(err, n, "perm sends positions %lld and %lld both "
+				 "to %lld: not a permutation (every position "
+				 "receives exactly one shard)",
+				 (long long)from[perm[i]], (long long)i,
+				 (long long)perm[i]);
+			ok = false;
+		} else {
+			from[perm[i]] = i;
+		}
+	}
+	/* the blocks: every instance, member, tensor dim */
+	int64_t count = dt_group_instance_count(me, grp->dims, grp->ndims);
+	int32_t *ranks = dt_calloc((size_t)size, sizeof *ranks);
+	int64_t longest = 1;
+	for (int d = 0; d < a->rank; d++)
+		longest = a->shape[d] > longest ? a->shape[d] : longest;
+	int64_t *is = dt_calloc((size_t)longest, sizeof *is);
+	int64_t *id = dt_calloc((size_t)longest, sizeof *id);
+	for (int64_t inst = 0; inst < count && ok; inst++) {
+		dt_group_ranks(me, grp->dims, grp->ndims, inst, ranks);
+		for (int64_t i = 0; i < size && ok; i++)
+			for (int d = 0; d < a->rank && ok; d++) {
+				int64_t ns = member_indices(me, &a->src, ranks[i],
+							    a, d, is);
+				int64_t nd = member_indices(
+				    me, &a->dst, ranks[perm[i]], a, d, id);
+				if (ns == nd && !memcmp(is, id, (size_t)ns *
+							sizeof *is))
+					continue;
+				snprintf(err, n, "perm sends position %lld's "
+					 "shard (rank %d) to position %lld "
+					 "(rank %d), whose shard under dst "
+					 "holds other elements: %lld of dim "
+					 "%d from index %lld, not %lld from "
+					 "%lld", (long long)i, ranks[i],
+					 (long long)perm[i], ranks[perm[i]],
+					 (long long)nd, d,
+					 (long long)(nd ? id[0] : 0),
+					 (long long)ns,
+					 (long long)(ns ? is[0] : 0));
+				ok = false;
+			}
+	}
+	dt_free(is);
+	dt_free(id);
+	dt_free(ranks);
+	dt_free(from);
+	return ok;
+}
+
 bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 		       const struct dt_bound_args *b, struct dt_spmd_args *a,
 		       char *err, size_t errlen)
@@ -53,7 +220,8 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 			return false;
 		}
 	const struct dt_mesh *me = &m->meshes.data[a->mesh];
-	int orders = op == DT_OP_LOCAL_SHARD ? 5 : 6;
+	int orders = op == DT_OP_LOCAL_SHARD ? 5
+		     : op == DT_OP_ALL_PERMUTE ? 7 : 6;
 	a->pieces = 1;
 	if (pieces) {
 		if (!read_placements(m, b, 2, 6, me, &a->src, a->rank, err,
@@ -79,6 +247,10 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 	dt_placements_print(&a->src, s, sizeof s);
 	dt_placements_print(&a->dst, d, sizeof d);
 	a->dim = a->mesh_dim = -1;
+	if (op == DT_OP_ALL_PERMUTE)
+		return check_permutation(m, b, a, err, errlen);
+	if (op == DT_OP_ALL_TO_ALL_V)
+		return check_transfer(m, b, a, err, errlen);
 	if (op == DT_OP_LOCAL_SHARD) {
 		if (dt_placements_refine(&a->src, &a->dst, a->rank))
 			return true;
@@ -102,8 +274,9 @@ bool dt_spmd_args_read(const struct dt_module *m, enum dt_op op,
 	return false;
 }
 
-/* dt.local_shard: self is the rank's shard under src, the result its
- * shard under dst. dt.pack_blocks: self has the n padded fine shards of
+/* dt.local_shard, dt.all_permute and dt.all_to_all_v: self is the rank's
+ * shard under src,
+ * the result its shard under dst. dt.pack_blocks: self has the n padded fine shards of
  * the group along the block level in dim, the result is the rank's coarse
  * shard; dt.unpack_blocks: the reverse. dt.pack_pieces and
  * dt.unpack_pieces keep the shape of the shard under placements, whose dim

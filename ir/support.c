@@ -184,22 +184,47 @@ char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n)
 
 /* ---- interning ---- */
 
-static uint32_t hash_bytes(const void *p, size_t n)
+uint32_t dt_hash_bytes(const void *p, size_t n)
 {
-	/* FNV-1a */
+	/* each word multiplied in, its high bits folded down (FxHash-like),
+	 * then splitmix64's finalizer */
+	const uint64_t k = 0x9e3779b97f4a7c15u;
 	const unsigned char *s = p;
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 16777619u;
-	return h;
+	uint64_t h = n * k;
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	if (n) {
+		uint64_t w = 0;
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)s[i] << (8 * i);
+		h = (h ^ w) * k;
+	}
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+	return (uint32_t)(h ^ (h >> 31));
 }
 
-static const char *intern_bytes_at(const struct dt_intern *t, uint32_t id,
-				   uint32_t *n)
+/* A record is its length as a varint written backwards (7 bits a byte,
+ * low bits nearest the bytes, the high bit set on all but the farthest),
+ * then its bytes, then a NUL: offsets[id] is where the bytes start, so
+ * dt_intern_get reads a string without arithmetic. Bytes whose length is a
+ * nonzero multiple of 8 start 8-aligned (int64 lists are read in place);
+ * padding goes before the length. A 10-byte name takes 12 bytes. */
+static uint32_t intern_len_at(const struct dt_intern *t, uint32_t id)
 {
-	const char *rec = t->bytes.data + t->offsets.data[id];
-	memcpy(n, rec, 4);
-	return rec + 8;
+	const unsigned char *q =
+	    (const unsigned char *)t->bytes.data + t->offsets.data[id];
+	uint32_t n = 0;
+	for (unsigned shift = 0;; shift += 7) {
+		unsigned char b = *--q;
+		n |= (uint32_t)(b & 127) << shift;
+		if (!(b & 128))
+			return n;
+	}
 }
 
 static void intern_rehash(struct dt_intern *t, uint32_t nslots)
@@ -230,33 +255,43 @@ void dt_intern_fini(struct dt_intern *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n)
+{
+	if (t->nslots)
+		__builtin_prefetch(
+		    &t->slots[dt_hash_bytes(p, n) & (t->nslots - 1)], 1);
+}
+
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 {
 	if (n > UINT32_MAX / 2)
 		dt_die(__FILE__, __LINE__, "interned string too long");
 	if ((t->offsets.len + 1) * 2 > t->nslots)
 		intern_rehash(t, t->nslots ? t->nslots * 2 : 64);
-	uint32_t h = hash_bytes(p, n);
+	uint32_t h = dt_hash_bytes(p, n);
 	uint32_t i = h & (t->nslots - 1);
 	while (t->slots[i]) {
-		uint32_t other = t->slots[i] - 1, len;
-		if (t->hashes.data[other] == h) {
-			const char *q = intern_bytes_at(t, other, &len);
-			if (len == n && memcmp(p, q, n) == 0)
-				return other;
-		}
+		uint32_t other = t->slots[i] - 1;
+		if (t->hashes.data[other] == h &&
+		    intern_len_at(t, other) == n &&
+		    memcmp(p, t->bytes.data + t->offsets.data[other], n) == 0)
+			return other;
 		i = (i + 1) & (t->nslots - 1);
 	}
-	uint32_t id = t->offsets.len;
-	/* Records are 8-aligned so int64 lists can be read in place. */
-	uint32_t at = (t->bytes.len + 7) & ~7u;
-	uint32_t len32 = (uint32_t)n;
-	dt_vec_grow(&t->bytes, at - t->bytes.len + 8 + len32 + 1);
-	memcpy(t->bytes.data + at, &len32, 4);
+	uint32_t id = t->offsets.len, len = (uint32_t)n, head = 1;
+	while (len >> (7 * head))
+		head++;
+	uint32_t at = t->bytes.len + head;
+	if (n && n % 8 == 0)
+		at = (at + 7) & ~7u;
+	dt_vec_grow(&t->bytes, at - t->bytes.len + len + 1);
+	unsigned char *q = (unsigned char *)t->bytes.data + at;
+	for (uint32_t k = 0; k < head; k++)
+		*--q = (unsigned char)((len >> (7 * k) & 127) |
+				       (k + 1 < head ? 128 : 0));
 	if (n)
-		memcpy(t->bytes.data + at + 8, p, n);
-	t->bytes.data[at + 8 + n] = 0;
-	/* the 4 bytes after the length are padding so payloads are 8-aligned */
+		memcpy(t->bytes.data + at, p, n);
+	t->bytes.data[at + n] = 0;
 	dt_vec_push(&t->offsets, at);
 	dt_vec_push(&t->hashes, h);
 	t->slots[i] = id + 1;
@@ -266,12 +301,9 @@ uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n)
 const void *dt_intern_get(const struct dt_intern *t, uint32_t id, size_t *n)
 {
 	DT_REQUIRE(id < t->offsets.len);
-	uint32_t len;
-	const char *rec = t->bytes.data + t->offsets.data[id];
-	memcpy(&len, rec, 4);
 	if (n)
-		*n = len;
-	return rec + 8;
+		*n = intern_len_at(t, id);
+	return t->bytes.data + t->offsets.data[id];
 }
 
 uint32_t dt_intern_count(const struct dt_intern *t) { return t->offsets.len; }

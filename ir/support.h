@@ -85,18 +85,27 @@ void dt_arena_reset(struct dt_arena *a);  /* keeps the first chunk */
 void *dt_arena_alloc(struct dt_arena *a, size_t size); /* 16-aligned, zeroed */
 char *dt_arena_strndup(struct dt_arena *a, const char *s, size_t n);
 
+/* A fast 32-bit hash of n bytes, eight at a time (not for adversaries:
+ * tables that use it keep their probe counts bounded by their load). */
+uint32_t dt_hash_bytes(const void *p, size_t n);
+
 /* Interning table: equal byte strings get equal dense ids (0 is the empty
- * string). Stored bytes are NUL-terminated and stay valid until fini. */
+ * string). Stored bytes are NUL-terminated, 8-aligned when their length is
+ * a nonzero multiple of 8, and valid until the next dt_intern (the store
+ * grows) or fini. */
 struct dt_intern {
-	DT_VEC(uint32_t) offsets;     /* id -> offset in bytes */
+	DT_VEC(uint32_t) offsets;     /* id -> offset of its bytes */
 	DT_VEC(uint32_t) hashes;      /* id -> hash of its bytes */
-	DT_VEC(char) bytes;           /* 4-byte length, payload, NUL */
+	DT_VEC(char) bytes;           /* records: length, bytes, NUL */
 	uint32_t *slots;              /* open addressing: id+1, 0 = empty */
 	uint32_t nslots;
 };
 void dt_intern_init(struct dt_intern *t);
 void dt_intern_fini(struct dt_intern *t);
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n);
+/* A hint that `p` will be interned soon: starts loading the table slot it
+ * probes first, so an insert some work later finds it in the cache. */
+void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n);
 /* Returns the bytes of `id` and stores their length in *n (if not NULL). */
 const void *dt_intern_get(const struct dt_intern *t, uint32_t id, size_t *n);
 uint32_t dt_intern_count(const struct dt_intern *t);

@@ -247,27 +247,30 @@ static void check_node(struct verifier *v, uint32_t id, uint32_t pos)
 	}
 }
 
-/* A collective's result may only be read by its wait. */
+/* Whether node `input` is a collective that v->node reads other than
+ * through its wait. */
+static void check_collective_input(void *ud, uint32_t input)
+{
+	struct verifier *v = ud;
+	const struct dt_node *n = dt_node_get(v->m, input);
+	if (v->node->op != DT_OP_WAIT && n->kind == DT_NODE_CALL &&
+	    n->op != DT_OP_UNKNOWN &&
+	    dt_op_has((enum dt_op)n->op, DT_OPF_COLLECTIVE))
+		fail(v, "uses collective '%s' directly; read it through its wait_tensor",
+		     dt_str_get(v->m, n->name));
+}
+
+/* A collective's result may only be read by its wait: every node's inputs
+ * are checked (no use lists: they would double the memory a big graph's
+ * check takes). */
 static void check_collective_users(struct verifier *v)
 {
-	struct dt_uses u;
-	dt_uses_fill(&u, v->m);
 	dt_foreach_node(v->m, id)
 	{
-		const struct dt_node *n = dt_node_get(v->m, id);
-		if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
-		    !dt_op_has((enum dt_op)n->op, DT_OPF_COLLECTIVE))
-			continue;
-		for (uint32_t k = u.first[id]; k < u.first[id + 1]; k++) {
-			const struct dt_node *user = dt_node_get(v->m, u.list[k]);
-			if (user->op != DT_OP_WAIT) {
-				v->node = user;
-				fail(v, "uses collective '%s' directly; read it through its wait_tensor",
-				     dt_str_get(v->m, n->name));
-			}
-		}
+		v->node = dt_node_get(v->m, id);
+		dt_node_for_each_input(v->m, v->node, check_collective_input, v);
 	}
-	dt_uses_fini(&u);
+	v->node = NULL;
 }
 
 /* The value node id reads its memory from (argument 0), or 0. */
@@ -326,8 +329,7 @@ static uint32_t read_after(struct verifier *v, const struct dt_uses *u,
  * graph input, and no value in it is read after the op. */
 static void check_inplace(struct verifier *v)
 {
-	struct dt_uses u;
-	dt_uses_fill(&u, v->m);
+	struct dt_uses u = {0}; /* filled at the first in-place op */
 	dt_foreach_node(v->m, id)
 	{
 		const struct dt_node *n = dt_node_get(v->m, id);
@@ -349,6 +351,8 @@ static void check_inplace(struct verifier *v)
 				     dt_node_name(v->m, self), dt_node_name(v->m, base));
 			continue;
 		}
+		if (!u.first)
+			dt_uses_fill(&u, v->m);
 		uint32_t reader = 0, seen = read_after(v, &u, base, id, v->position[id], &reader);
 		if (seen)
 			fail(v, "writes '%s' in place, and '%s' reads %s%s%s afterwards (dtopt runs in-place ops only where the write cannot be observed)",
@@ -357,7 +361,8 @@ static void check_inplace(struct verifier *v)
 			     seen == self ? "" : "', which shares its memory,");
 	}
 	v->node = NULL;
-	dt_uses_fini(&u);
+	if (u.first)
+		dt_uses_fini(&u);
 }
 
 int dt_verify(struct dt_module *m, struct dt_diag *d)

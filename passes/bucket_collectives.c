@@ -46,7 +46,15 @@
  * Decisions depend only on the graph's structure and on the sizes of the
  * key's own collectives, so every rank of a group buckets alike.
  *
- * Membership is this file's, the rewrite bucket_rewrite.c's. Merged
+ * Such a bucket is then cut by the cost model into runs of consecutive
+ * members, each one collective issued when its last member is ready,
+ * where the latency a merge saves is less than the overlap it loses
+ * (bucket_policy.c; the ready times are the modelled compute of the nodes
+ * up to each member's input, dt_compute_cost); a member the cut leaves
+ * alone gets remark `overlap`. --force-fusion keeps the buckets whole.
+ *
+ * Membership is this file's, the cut bucket_policy.c's, the rewrite
+ * bucket_rewrite.c's. Merged
  * nodes go before the last member's collective; the graph is then
  * reordered (users of a member's result that came before it follow it),
  * and schedule-collectives places starts and waits. Merged nodes are named
@@ -58,7 +66,8 @@
  * bucket a remark listing its members.
  *
  * Requires: VERIFIED, SHAPES. Preserves: both. O(keys * (nodes + uses))
- * plus O(keys^3) per collective (the closure), keys <= 64 at once.
+ * plus O(keys^3) per collective (the closure), keys <= 64 at once, plus
+ * O(members^2) per bucket (the cut).
  */
 #include "bucket_internal.h"
 #include "cost_model.h"
@@ -102,6 +111,7 @@ struct key {
 struct bucketing {
 	struct dt_pass_ctx *ctx;
 	struct dt_module *m;
+	const struct dt_topology *topo;
 	double limit;
 	struct dt_uses uses;
 	/* Per node, MAX_KEYS entries: for each key (slot of this phase), 1 +
@@ -110,6 +120,7 @@ struct bucketing {
 	uint32_t *reads;
 	uint32_t *phase;
 	uint32_t *bucket_of_wait; /* member wait -> its bucket + 1 */
+	double *ready;            /* node -> modelled compute up to it, µs */
 	uint32_t cur_phase;
 	struct key keys[MAX_KEYS];
 	int nkeys;
@@ -334,7 +345,10 @@ static void place(struct bucketing *b, uint32_t id, uint32_t *reads)
 static void form_buckets(struct bucketing *b)
 {
 	struct dt_module *m = b->m;
+	double now = 0;
 	dt_foreach_node(m, id) {
+		now += dt_compute_cost(m, dt_node_get(m, id));
+		b->ready[id] = now;
 		memset(b->gather, 0, sizeof b->gather);
 		dt_node_for_each_input(m, dt_node_get(m, id), collect_reads, b);
 		int kind = dt_comm_kind_of_op(dt_node_get(m, id)->op);
@@ -491,6 +505,66 @@ static void remark_alone(struct bucketing *b, const struct bucket *bk)
 	}
 }
 
+static void remark_cut(struct bucketing *b, const struct bucket *bk,
+		       const struct dt_bucket_member *mb)
+{
+	struct dt_module *m = b->m;
+	remark(b, mb->coll, "overlap",
+	       "%s %s not bucketed: the cost model keeps it alone (merged with the others of the bucket of %s it would add more exposed communication than the launch it saves)",
+	       kind_name(m, mb->coll), name_of(m, mb->coll),
+	       name_of(m, bk->head));
+}
+
+/* Bucket `bk` cut by the cost model (dt_bucket_cut) into runs, each
+ * rewritten as one collective or, alone, remarked. */
+static bool rewrite_runs(struct bucketing *b, const struct bucket *bk,
+			 uint32_t *replaced)
+{
+	struct dt_module *m = b->m;
+	const struct dt_bucket_member *mb = &b->members.data[bk->first];
+	uint32_t n = bk->count, nruns = 1;
+	uint32_t *run_first = dt_malloc((n + 1) * sizeof *run_first);
+	run_first[0] = 0;
+	if (!b->ctx->options->force_fusion) {
+		struct dt_bucket_args a;
+		DT_REQUIRE(dt_bucket_read_args(m, mb->coll, b->ctx->diag, &a));
+		const struct dt_group *g = &m->groups.data[a.group];
+		const struct dt_mesh *mesh = &m->meshes.data[g->mesh];
+		enum dt_comm_kind kind = (enum dt_comm_kind)dt_comm_kind_of_op(
+			dt_node_get(m, mb->coll)->op);
+		double alpha = dt_comm_cost(b->topo, mesh, g->dims, g->ndims, kind, 0);
+		double beta = (dt_comm_cost(b->topo, mesh, g->dims, g->ndims, kind,
+					    (double)(1 << 30)) - alpha) / (double)(1 << 30);
+		double *ready = dt_malloc(2 * n * sizeof *ready), *bytes = ready + n;
+		for (uint32_t i = 0; i < n; i++) {
+			ready[i] = b->ready[mb[i].input];
+			bytes[i] = mb[i].bytes;
+		}
+		nruns = dt_bucket_cut(ready, bytes, n, alpha, beta, run_first);
+		dt_free(ready);
+	}
+	run_first[nruns] = n;
+	bool changed = false;
+	for (uint32_t r = 0; r < nruns; r++) {
+		struct bucket run = *bk;
+		run.first = bk->first + run_first[r];
+		run.count = run_first[r + 1] - run_first[r];
+		run.bytes = 0;
+		for (uint32_t i = 0; i < run.count; i++)
+			run.bytes += b->members.data[run.first + i].bytes;
+		if (run.count == 1) {
+			remark_cut(b, bk, &b->members.data[run.first]);
+			continue;
+		}
+		uint32_t merged = dt_bucket_rewrite(b->ctx, &b->members.data[run.first],
+						    run.count, replaced);
+		remark_bucket(b, &run, merged);
+		changed = true;
+	}
+	dt_free(run_first);
+	return changed;
+}
+
 /* ------------------------------------------------------------------ */
 
 static int run_bucket_collectives(struct dt_pass_ctx *ctx)
@@ -505,6 +579,8 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 				 (size_t)count * MAX_KEYS * sizeof(uint32_t));
 	b.phase = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
 	b.bucket_of_wait = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
+	b.ready = dt_arena_alloc(ctx->scratch, count * sizeof(double));
+	b.topo = ctx->options->topology ? ctx->options->topology : &m->topology;
 	form_buckets(&b);
 	dt_uses_fini(&b.uses);
 	/* member wait (or moved cat) -> the node standing for it */
@@ -516,10 +592,7 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 			remark_alone(&b, bk);
 			continue;
 		}
-		uint32_t merged = dt_bucket_rewrite(ctx, &b.members.data[bk->first],
-						    bk->count, replaced);
-		remark_bucket(&b, bk, merged);
-		changed = true;
+		changed |= rewrite_runs(&b, bk, replaced);
 	}
 	if (changed)
 		dt_bucket_finish(ctx, replaced, count);

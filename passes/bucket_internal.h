@@ -33,6 +33,15 @@ struct dt_bucket_args {
 bool dt_bucket_read_args(const struct dt_module *m, uint32_t id,
 			 struct dt_diag *d, struct dt_bucket_args *a);
 
+/* Cut one bucket, members [0, count) in graph order (the modelled time,
+ * µs, the input of each is ready, and its bytes), into runs of
+ * consecutive members that each become one collective costing alpha +
+ * beta · bytes µs (bucket_policy.c). Writes the first member of each run
+ * to run_first (count entries at most), in order; returns the number of
+ * runs. */
+uint32_t dt_bucket_cut(const double *ready, const double *bytes, uint32_t count,
+		       double alpha, double beta, uint32_t *run_first);
+
 /* Replace members[0 .. count) (two or more of one kind, group, dtype and
  * reduce op, in graph order, none reading another's result) by one
  * collective over a flat buffer, inserted before the last member's

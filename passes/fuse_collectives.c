@@ -31,93 +31,29 @@
  * metadata and line, and the last wait's metadata and sharding.
  *
  * Requires: VERIFIED, SHAPES. Preserves: both. O(nodes + uses).
+ * The checks and plans of a window of links are fuse_plan.c's.
  */
-#include "cost_model.h"
-#include "passes.h"
+#include "fuse_internal.h"
 #include "views.h"
 
 #include <string.h>
 
-#define MAX_LINKS DT_MAX_MESH_DIMS
-#define MAX_PATH 16 /* view steps followed between two links */
-
-enum miss {
-	MISS_NONE,
-	MISS_MULTI_USER,
-	MISS_NOT_IDENTITY,
-	MISS_DTYPE,
-	MISS_MESH,
-	MISS_OVERLAP,
-	MISS_OP,
-	MISS_UNEVEN,
-	MISS_NO_GROUP,
-	MISS_ORDER,
-	MISS_COST,
-};
 static const char *const miss_tag[] = {
-	[MISS_MULTI_USER] = "fuse-collectives:multi_user",
-	[MISS_NOT_IDENTITY] = "fuse-collectives:not_identity",
-	[MISS_DTYPE] = "fuse-collectives:dtype_mismatch",
-	[MISS_MESH] = "fuse-collectives:mesh_mismatch",
-	[MISS_OVERLAP] = "fuse-collectives:overlapping_dims",
-	[MISS_OP] = "fuse-collectives:op_mismatch",
-	[MISS_UNEVEN] = "fuse-collectives:uneven",
-	[MISS_NO_GROUP] = "fuse-collectives:no_group",
-	[MISS_ORDER] = "fuse-collectives:order",
-	[MISS_COST] = "fuse-collectives:cost",
+	[DT_FUSE_MISS_MULTI_USER] = "fuse-collectives:multi_user",
+	[DT_FUSE_MISS_NOT_IDENTITY] = "fuse-collectives:not_identity",
+	[DT_FUSE_MISS_DTYPE] = "fuse-collectives:dtype_mismatch",
+	[DT_FUSE_MISS_MESH] = "fuse-collectives:mesh_mismatch",
+	[DT_FUSE_MISS_OVERLAP] = "fuse-collectives:overlapping_dims",
+	[DT_FUSE_MISS_OP] = "fuse-collectives:op_mismatch",
+	[DT_FUSE_MISS_UNEVEN] = "fuse-collectives:uneven",
+	[DT_FUSE_MISS_NO_GROUP] = "fuse-collectives:no_group",
+	[DT_FUSE_MISS_ORDER] = "fuse-collectives:order",
+	[DT_FUSE_MISS_COST] = "fuse-collectives:cost",
 };
 
-/* One collective, its wait, and the view steps from the wait to the next
- * link's collective (none for the last link). */
-struct link {
-	uint32_t coll, wait;
-	uint32_t path[MAX_PATH];
-	int npath;
-	int group;
-	int64_t size;
-	enum dt_reduce_op op; /* reduce_scatter, all_reduce */
-};
-
-struct fuse {
-	struct dt_pass_ctx *ctx;
-	struct dt_module *m;
-	const struct dt_topology *topo;
-	struct dt_uses uses;
-	uint32_t nuses;     /* node count the uses were built for */
-	uint8_t *consumed;  /* nodes already part of a chain */
-	uint32_t *replaced; /* original last wait -> what now stands for it */
-	char why[1024];     /* the reason of the last miss */
-};
-
-/* A fusion plan for links [lo, hi). */
-struct plan {
-	enum dt_comm_kind kind;
-	int mesh;
-	uint8_t dims[DT_MAX_MESH_DIMS];
-	int ndims;
-	int64_t size;
-	int group;                 /* -1: to declare (--create-groups) */
-	enum dt_reduce_op op;      /* emitted op */
-	int64_t avg_divisor;       /* >1: divide after a sum (sum with avg) */
-	double chain_us, fused_us;
-};
-
-static uint32_t first_input(const struct dt_module *m, uint32_t id)
+static uint32_t only_user(const struct dt_fuse *f, uint32_t id)
 {
-	const struct dt_node *n = dt_node_get(m, id);
-	if (n->nargs == 0 || dt_node_arg(m, n, 0)->kind != DT_ARG_NODE)
-		return 0;
-	return dt_node_arg(m, n, 0)->v.node;
-}
-
-static uint32_t nusers(const struct fuse *f, uint32_t id)
-{
-	return dt_uses_count(&f->uses, id);
-}
-
-static uint32_t only_user(const struct fuse *f, uint32_t id)
-{
-	return nusers(f, id) == 1 ? f->uses.list[f->uses.first[id]] : 0;
+	return dt_fuse_nusers(f, id) == 1 ? f->uses.list[f->uses.first[id]] : 0;
 }
 
 static bool is_kind(const struct dt_module *m, uint32_t id, enum dt_comm_kind k)
@@ -127,7 +63,7 @@ static bool is_kind(const struct dt_module *m, uint32_t id, enum dt_comm_kind k)
 }
 
 /* Group, size and reduce op of collective `id` from its bound args. */
-static bool read_link(struct fuse *f, struct link *l)
+static bool read_link(struct dt_fuse *f, struct dt_fuse_link *l)
 {
 	struct dt_module *m = f->m;
 	const struct dt_node *n = dt_node_get(m, l->coll);
@@ -153,11 +89,11 @@ static bool read_link(struct fuse *f, struct link *l)
 }
 
 /* The wait of collective `coll` when it is the collective's only user. */
-static uint32_t wait_of(const struct fuse *f, uint32_t coll)
+static uint32_t wait_of(const struct dt_fuse *f, uint32_t coll)
 {
 	uint32_t w = only_user(f, coll);
 	if (!w || dt_node_get(f->m, w)->op != DT_OP_WAIT ||
-	    first_input(f->m, w) != coll)
+	    dt_fuse_first_input(f->m, w) != coll)
 		return 0;
 	return w;
 }
@@ -178,17 +114,17 @@ static bool is_passthrough(const struct dt_module *m, uint32_t id)
 
 /* Depth-first from `from` through pass-through nodes to a collective of
  * kind `k` reading the path's end; fills path (without the collective). */
-static uint32_t find_next(const struct fuse *f, uint32_t from,
+static uint32_t find_next(const struct dt_fuse *f, uint32_t from,
 			  enum dt_comm_kind k, uint32_t *path, int *npath)
 {
 	const struct dt_module *m = f->m;
 	for (uint32_t u = f->uses.first[from]; u < f->uses.first[from + 1]; u++) {
 		uint32_t user = f->uses.list[u];
-		if (first_input(m, user) != from)
+		if (dt_fuse_first_input(m, user) != from)
 			continue;
 		if (is_kind(m, user, k))
 			return user;
-		if (*npath < MAX_PATH && is_passthrough(m, user)) {
+		if (*npath < DT_FUSE_MAX_PATH && is_passthrough(m, user)) {
 			path[(*npath)++] = user;
 			uint32_t next = find_next(f, user, k, path, npath);
 			if (next)
@@ -199,7 +135,7 @@ static uint32_t find_next(const struct fuse *f, uint32_t from,
 	return 0;
 }
 
-static void link_text(const struct dt_module *m, const struct link *l,
+static void link_text(const struct dt_module *m, const struct dt_fuse_link *l,
 		      char *buf, size_t n)
 {
 	const struct dt_group *g = &m->groups.data[l->group];
@@ -211,8 +147,9 @@ static void link_text(const struct dt_module *m, const struct link *l,
 }
 
 /* "all_gather chain ag_7(dp,16) -> ag_8(tp,8)" */
-static void chain_text(const struct fuse *f, const struct link *links,
-		       int lo, int hi, char *buf, size_t n)
+static void chain_text(const struct dt_fuse *f,
+		       const struct dt_fuse_link *links, int lo, int hi,
+		       char *buf, size_t n)
 {
 	size_t at = (size_t)snprintf(buf, n, "%s chain",
 				     dt_comm_kind_name((enum dt_comm_kind)
@@ -223,343 +160,6 @@ static void chain_text(const struct fuse *f, const struct link *links,
 		at += (size_t)snprintf(buf + at, n - at, "%s%s",
 				       i > lo ? " -> " : " ", one);
 	}
-}
-
-static void node_list_text(const struct dt_module *m, const uint32_t *ids,
-			   int n, char *buf, size_t len)
-{
-	size_t at = 0;
-	buf[0] = 0;
-	for (int i = 0; i < n && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s",
-				       i ? " -> " : "", dt_node_name(m, ids[i]));
-}
-
-/* Whether `next` can follow `l` in a chain; on a miss, f->why says why. */
-static enum miss check_link(struct fuse *f, const struct link *l,
-			    const struct link *next)
-{
-	struct dt_module *m = f->m;
-	char buf[256];
-	if (nusers(f, l->wait) != 1) {
-		snprintf(f->why, sizeof(f->why),
-			 "%s has %u users; fusing would drop the value the others read",
-			 dt_node_name(m, l->wait), nusers(f, l->wait));
-		return MISS_MULTI_USER;
-	}
-	for (int i = 0; i < l->npath; i++)
-		if (nusers(f, l->path[i]) != 1) {
-			snprintf(f->why, sizeof(f->why),
-				 "%s between them has %u users; fusing would drop the value the others read",
-				 dt_node_name(m, l->path[i]), nusers(f, l->path[i]));
-			return MISS_MULTI_USER;
-		}
-	const struct dt_tensor *start = dt_node_tensor0(m, l->wait);
-	uint32_t end_id = l->npath ? l->path[l->npath - 1] : l->wait;
-	const struct dt_tensor *end = dt_node_tensor0(m, end_id);
-	if (start->dtype != end->dtype) {
-		snprintf(f->why, sizeof(f->why),
-			 "the value changes dtype between them (%s -> %s); cast before the first %s instead",
-			 dt_dtype_name((enum dt_dtype)start->dtype),
-			 dt_dtype_name((enum dt_dtype)end->dtype),
-			 dt_op_get((enum dt_op)dt_node_get(m, l->coll)->op)->name);
-		return MISS_DTYPE;
-	}
-	bool views = true;
-	for (int i = 0; i < l->npath; i++)
-		views &= dt_is_view_step(m, dt_node_get(m, l->path[i]));
-	if (!views || !dt_tensor_same(start, end)) {
-		char a[96], b[96];
-		dt_tensor_print(m, start, a, sizeof(a));
-		dt_tensor_print(m, end, b, sizeof(b));
-		node_list_text(m, l->path, l->npath, buf, sizeof(buf));
-		snprintf(f->why, sizeof(f->why),
-			 views ? "the views between them (%s) do not compose to the identity: %s becomes %s"
-			       : "the nodes between them (%s) are not all views (a copy may reorder values): %s becomes %s",
-			 buf, a, b);
-		return MISS_NOT_IDENTITY;
-	}
-	const struct dt_group *g1 = &m->groups.data[l->group];
-	const struct dt_group *g2 = &m->groups.data[next->group];
-	if (g1->mesh != g2->mesh) {
-		snprintf(f->why, sizeof(f->why),
-			 "their groups are on different meshes (%s, %s)",
-			 dt_str_get(m, m->meshes.data[g1->mesh].name),
-			 dt_str_get(m, m->meshes.data[g2->mesh].name));
-		return MISS_MESH;
-	}
-	return MISS_NONE;
-}
-
-/* Dims of links [lo, hi) must be pairwise disjoint. */
-static enum miss check_disjoint(struct fuse *f, const struct link *links,
-				int lo, int hi)
-{
-	uint32_t seen = 0;
-	for (int i = lo; i < hi; i++) {
-		const struct dt_group *g = &f->m->groups.data[links[i].group];
-		for (int d = 0; d < g->ndims; d++) {
-			if (seen & (1u << g->dims[d])) {
-				const struct dt_mesh *me = &f->m->meshes.data[g->mesh];
-				snprintf(f->why, sizeof(f->why),
-					 "mesh dim %s is in more than one of their groups",
-					 dt_str_get(f->m, me->dims[g->dims[d]]));
-				return MISS_OVERLAP;
-			}
-			seen |= 1u << g->dims[d];
-		}
-	}
-	return MISS_NONE;
-}
-
-/* Combined reduce op of links [lo, hi): equal ops, or sum with avg. */
-static enum miss combine_ops(struct fuse *f, const struct link *links, int lo,
-			     int hi, struct plan *p)
-{
-	p->op = links[lo].op;
-	p->avg_divisor = 1;
-	if (p->kind == DT_COMM_ALL_GATHER)
-		return MISS_NONE;
-	bool all_avg = true, mixed = false;
-	int64_t avg_size = 1;
-	for (int i = lo; i < hi; i++) {
-		enum dt_reduce_op op = links[i].op;
-		bool linear = op == DT_REDUCE_SUM || op == DT_REDUCE_AVG;
-		if (op != links[lo].op) {
-			if (!linear || !(links[lo].op == DT_REDUCE_SUM ||
-					 links[lo].op == DT_REDUCE_AVG)) {
-				snprintf(f->why, sizeof(f->why),
-					 "reduce ops %s and %s do not combine (only equal ops, or sum with avg)",
-					 dt_reduce_name(links[lo].op), dt_reduce_name(op));
-				return MISS_OP;
-			}
-			mixed = true;
-		}
-		all_avg &= op == DT_REDUCE_AVG;
-		if (op == DT_REDUCE_AVG)
-			avg_size *= links[i].size;
-	}
-	if (!mixed || all_avg)
-		return MISS_NONE;
-	const struct dt_tensor *t = dt_node_tensor0(f->m, links[lo].coll);
-	if (!dt_dtype_is_float((enum dt_dtype)t->dtype)) {
-		snprintf(f->why, sizeof(f->why),
-			 "sum with avg needs a division after the sum, which %s cannot hold exactly",
-			 dt_dtype_name((enum dt_dtype)t->dtype));
-		return MISS_OP;
-	}
-	p->op = DT_REDUCE_SUM;
-	p->avg_divisor = avg_size;
-	return MISS_NONE;
-}
-
-/* Every tensor dim has equal local lengths on every rank of the mesh:
- * else *dim is the first that does not and lens its first lengths. Not
- * only dim 0: a collective on dim d moves d to the front, and a decision
- * that read one rank's local shapes would differ between ranks (ranks
- * holding a full chunk see no trim between the links and fuse, the others
- * do not, and the collectives no longer match: a hang). */
-static bool sharding_even(const struct dt_module *m, const struct dt_sharding *s,
-			  int *dim, int64_t *lens, int *nlens)
-{
-	if (!s->has_global_shape)
-		return true;
-	int rank;
-	const int64_t *shape = dt_ints_get(m, s->global_shape, &rank);
-	const struct dt_mesh *me = &m->meshes.data[s->mesh];
-	int64_t coord[DT_MAX_MESH_DIMS];
-	for (int d = 0; d < rank; d++) {
-		*nlens = 0;
-		bool even = true;
-		for (int64_t pos = 0; pos < me->size; pos++) {
-			dt_mesh_coords(me, pos, coord);
-			int64_t len = dt_shard_length(&s->placements, me->shape,
-						      coord, d, shape[d]);
-			if (*nlens < 8)
-				lens[(*nlens)++] = len;
-			even &= len == lens[0];
-		}
-		if (!even) {
-			*dim = d;
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool is_pad(const struct dt_module *m, uint32_t id)
-{
-	return dt_node_get(m, id)->op == DT_OP_CONSTANT_PAD_ND;
-}
-
-/* A narrow or slice of dim 0 (how DTensor trims padding). */
-static bool is_trim(const struct dt_module *m, uint32_t id, struct dt_diag *diag)
-{
-	const struct dt_node *n = dt_node_get(m, id);
-	if (n->op != DT_OP_NARROW && n->op != DT_OP_SLICE)
-		return false;
-	struct dt_bound_args b;
-	if (dt_op_bind(m, n, &b, diag) != DT_OK)
-		return false;
-	int64_t dim = b.arg[1] ? b.arg[1]->v.i : 0;
-	return dim == 0;
-}
-
-/* Gathers and scatters of links [lo, hi) need even shards. */
-static enum miss check_even(struct fuse *f, const struct link *links, int lo,
-			    int hi, enum dt_comm_kind kind)
-{
-	struct dt_module *m = f->m;
-	if (kind == DT_COMM_ALL_REDUCE)
-		return MISS_NONE;
-	uint32_t x = first_input(m, links[lo].coll);
-	if (is_pad(m, x)) {
-		snprintf(f->why, sizeof(f->why),
-			 "the shards are uneven: %s pads the input before the first collective",
-			 dt_node_name(m, x));
-		return MISS_UNEVEN;
-	}
-	uint32_t last = links[hi - 1].wait;
-	for (uint32_t u = f->uses.first[last]; u < f->uses.first[last + 1]; u++)
-		if (is_trim(m, f->uses.list[u], f->ctx->diag)) {
-			snprintf(f->why, sizeof(f->why),
-				 "the shards are uneven: %s trims the result after the last collective",
-				 dt_node_name(m, f->uses.list[u]));
-			return MISS_UNEVEN;
-		}
-	uint32_t values[2 * MAX_LINKS + 1];
-	int nvalues = 0;
-	values[nvalues++] = x;
-	for (int i = lo; i < hi; i++)
-		values[nvalues++] = links[i].wait;
-	for (int i = 0; i < nvalues; i++) {
-		const struct dt_sharding *s =
-			dt_node_sharding(m, dt_node_get(m, values[i]));
-		int64_t lens[8];
-		int nlens, dim;
-		if (s && !sharding_even(m, s, &dim, lens, &nlens)) {
-			char text[64];
-			dt_placements_print(&s->placements, text, sizeof(text));
-			int rank;
-			const int64_t *shape = dt_ints_get(m, s->global_shape, &rank);
-			char rows[96];
-			size_t at = 0;
-			for (int k = 0; k < nlens && at < sizeof(rows); k++)
-				at += (size_t)snprintf(rows + at, sizeof(rows) - at,
-						       "%s%lld", k ? "," : "",
-						       (long long)lens[k]);
-			snprintf(f->why, sizeof(f->why),
-				 "the shards are uneven: %s is %s of a global dim %d of %lld (local %s %s%s)",
-				 dt_node_name(m, values[i]), text, dim,
-				 (long long)shape[dim], dim ? "lengths" : "rows",
-				 rows, nlens == 8 ? ",..." : "");
-			return MISS_UNEVEN;
-		}
-	}
-	return MISS_NONE;
-}
-
-/* The group of the plan: by layout in the order the kind needs. */
-static enum miss find_group(struct fuse *f, struct plan *p)
-{
-	struct dt_module *m = f->m;
-	if (p->kind == DT_COMM_ALL_REDUCE) {
-		/* Prefer the mesh-order (row-major) group, then any order. */
-		uint8_t sorted[DT_MAX_MESH_DIMS];
-		int n = 0;
-		for (int d = 0; d < m->meshes.data[p->mesh].ndim; d++)
-			for (int i = 0; i < p->ndims; i++)
-				if (p->dims[i] == d)
-					sorted[n++] = (uint8_t)d;
-		memcpy(p->dims, sorted, (size_t)n);
-		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims, n);
-		if (p->group < 0)
-			p->group = dt_module_find_group_any_order(m, p->mesh,
-								  p->dims, n);
-	} else {
-		p->group = dt_module_find_group_by_layout(m, p->mesh, p->dims,
-							  p->ndims);
-	}
-	if (p->group >= 0 || f->ctx->options->create_groups)
-		return MISS_NONE;
-	char dims[96], name[96];
-	dt_mesh_dims_join(m, p->mesh, p->dims, p->ndims, " ", dims, sizeof(dims));
-	dt_module_new_group_name(m, p->mesh, p->dims, p->ndims, name,
-				 sizeof(name));
-	const char *mesh = dt_str_get(m, m->meshes.data[p->mesh].name);
-	int other = dt_module_find_group_any_order(m, p->mesh, p->dims,
-						   p->ndims);
-	if (other >= 0) {
-		const struct dt_group *g = &m->groups.data[other];
-		char have[96];
-		dt_mesh_dims_join(m, g->mesh, g->dims, g->ndims, " ", have, sizeof(have));
-		snprintf(f->why, sizeof(f->why),
-			 "group %.64s (dims %s) has the wrong rank order: this chain needs dims (%s), %s; add <group name=\"%s\" mesh=\"%.64s\" dims=\"%s\"/> or pass --create-groups",
-			 dt_str_get(m, g->name), have, dims,
-			 p->kind == DT_COMM_ALL_GATHER
-				 ? "the dim gathered last is the slowest"
-				 : "the dim scattered first is the slowest",
-			 name, mesh, dims);
-		return MISS_ORDER;
-	}
-	snprintf(f->why, sizeof(f->why),
-		 "no group over dims (%s) is declared; add <group name=\"%s\" mesh=\"%.64s\" dims=\"%s\"/> or pass --create-groups",
-		 dims, name, mesh, dims);
-	return MISS_NO_GROUP;
-}
-
-/* Modelled time of the links separately and fused. */
-static enum miss check_cost(struct fuse *f, const struct link *links, int lo,
-			    int hi, struct plan *p)
-{
-	struct dt_module *m = f->m;
-	const struct dt_mesh *me = &m->meshes.data[p->mesh];
-	p->chain_us = 0;
-	for (int i = lo; i < hi; i++) {
-		const struct dt_group *g = &m->groups.data[links[i].group];
-		p->chain_us += dt_comm_cost(f->topo, me, g->dims, g->ndims, p->kind,
-					    dt_comm_bytes(m, dt_node_get(m, links[i].coll)));
-	}
-	/* The fused collective reads the first input and writes the last
-	 * output: it charges the larger of the two, as its kind does. */
-	double bytes = p->kind == DT_COMM_ALL_GATHER
-			       ? dt_comm_bytes(m, dt_node_get(m, links[hi - 1].coll))
-			       : dt_comm_bytes(m, dt_node_get(m, links[lo].coll));
-	p->fused_us = dt_comm_cost(f->topo, me, p->dims, p->ndims, p->kind, bytes);
-	if (p->fused_us <= p->chain_us || f->ctx->options->force_fusion)
-		return MISS_NONE;
-	snprintf(f->why, sizeof(f->why),
-		 "the cost model says it is slower: %.1f us fused vs %.1f us chained (one %lld-rank ring pays every hop at the slowest dim's link); pass --force-fusion to fuse anyway",
-		 p->fused_us, p->chain_us, (long long)p->size);
-	return MISS_COST;
-}
-
-/* Plan the fusion of links [lo, hi), or say why not. */
-static enum miss plan_window(struct fuse *f, const struct link *links, int lo,
-			     int hi, struct plan *p)
-{
-	struct dt_module *m = f->m;
-	p->kind = (enum dt_comm_kind)dt_comm_kind_of_op(
-		dt_node_get(m, links[lo].coll)->op);
-	p->mesh = m->groups.data[links[lo].group].mesh;
-	enum miss r;
-	if ((r = check_disjoint(f, links, lo, hi)) ||
-	    (r = combine_ops(f, links, lo, hi, p)) ||
-	    (r = check_even(f, links, lo, hi, p->kind)))
-		return r;
-	p->ndims = 0;
-	p->size = 1;
-	for (int k = lo; k < hi; k++) {
-		/* Gathers: the last gathered is the slowest, so reversed. */
-		int i = p->kind == DT_COMM_ALL_GATHER ? hi - 1 - (k - lo) : k;
-		const struct dt_group *g = &m->groups.data[links[i].group];
-		memcpy(p->dims + p->ndims, g->dims, g->ndims);
-		p->ndims += g->ndims;
-		p->size *= links[i].size;
-	}
-	if ((r = find_group(f, p)))
-		return r;
-	return check_cost(f, links, lo, hi, p);
 }
 
 static dt_str unique_name(struct dt_module *m, const char *base,
@@ -592,8 +192,8 @@ static uint32_t collect_metas(const struct dt_module *m, uint32_t id,
 
 /* Replace links [lo, hi) with one collective and its wait (and the
  * division of sum with avg). */
-static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
-		       int hi, struct plan *p)
+static uint32_t rewrite(struct dt_fuse *f, const struct dt_fuse_link *links,
+			int lo, int hi, struct dt_fuse_plan *p)
 {
 	struct dt_module *m = f->m;
 	if (p->group < 0)
@@ -615,7 +215,7 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 				     dt_str_intern(m, from)};
 
 	const struct dt_node *first = dt_node_get(m, links[lo].coll);
-	uint32_t x = first_input(m, links[lo].coll);
+	uint32_t x = dt_fuse_first_input(m, links[lo].coll);
 	struct dt_arg args[4];
 	int nargs = 0;
 	args[nargs++] = (struct dt_arg){.kind = DT_ARG_NODE, .v.node = x};
@@ -693,8 +293,9 @@ static uint32_t rewrite(struct fuse *f, const struct link *links, int lo,
 	return coll;
 }
 
-static void remark_fired(struct fuse *f, const struct link *links, int lo,
-			 int hi, const struct plan *p, uint32_t fused)
+static void remark_fired(struct dt_fuse *f, const struct dt_fuse_link *links,
+			 int lo, int hi, const struct dt_fuse_plan *p,
+			 uint32_t fused)
 {
 	struct dt_module *m = f->m;
 	char chain[512], dims[128], scale[96] = "";
@@ -713,8 +314,8 @@ static void remark_fired(struct fuse *f, const struct link *links, int lo,
 		       p->fused_us > p->chain_us ? ", slower: forced by --force-fusion" : "");
 }
 
-static void remark_missed(struct fuse *f, const struct link *links, int lo,
-			  int hi, enum miss why)
+static void remark_missed(struct dt_fuse *f, const struct dt_fuse_link *links,
+			  int lo, int hi, enum dt_fuse_miss why)
 {
 	char chain[512];
 	chain_text(f, links, lo, hi, chain, sizeof(chain));
@@ -725,21 +326,23 @@ static void remark_missed(struct fuse *f, const struct link *links, int lo,
 
 /* Fuse the longest fusable window of links [lo, hi), then the rest on
  * either side. The first attempt of the whole range reports its miss. */
-static void fuse_range(struct fuse *f, const struct link *links, int lo,
-		       int hi, bool report)
+static void fuse_range(struct dt_fuse *f, const struct dt_fuse_link *links,
+		       int lo, int hi, bool report)
 {
 	for (int len = hi - lo; len >= 2; len--)
 		for (int s = lo; s + len <= hi; s++) {
-			struct plan p;
-			enum miss r = plan_window(f, links, s, s + len, &p);
-			if (r == MISS_NONE &&
-			    !dt_pass_rewrite_ok(f->ctx, "fuse-collectives",
-						"fuse %s .. %s (%d collectives)",
-						dt_node_name(f->m, links[s].coll),
-						dt_node_name(f->m, links[s + len - 1].coll),
-						len))
+			struct dt_fuse_plan p;
+			enum dt_fuse_miss r =
+			    dt_fuse_plan_window(f, links, s, s + len, &p);
+			if (r == DT_FUSE_MISS_NONE &&
+			    !dt_pass_rewrite_ok(
+				f->ctx, "fuse-collectives",
+				"fuse %s .. %s (%d collectives)",
+				dt_node_name(f->m, links[s].coll),
+				dt_node_name(f->m, links[s + len - 1].coll),
+				len))
 				continue;
-			if (r == MISS_NONE) {
+			if (r == DT_FUSE_MISS_NONE) {
 				uint32_t fused = rewrite(f, links, s, s + len, &p);
 				remark_fired(f, links, s, s + len, &p, fused);
 				fuse_range(f, links, lo, s, false);
@@ -752,29 +355,29 @@ static void fuse_range(struct fuse *f, const struct link *links, int lo,
 }
 
 /* Build the chain starting at collective `start` and fuse what can be. */
-static void fuse_chain(struct fuse *f, uint32_t start)
+static void fuse_chain(struct dt_fuse *f, uint32_t start)
 {
 	struct dt_module *m = f->m;
 	enum dt_comm_kind kind =
 		(enum dt_comm_kind)dt_comm_kind_of_op(dt_node_get(m, start)->op);
-	struct link links[MAX_LINKS + 1];
+	struct dt_fuse_link links[DT_FUSE_MAX_LINKS + 1];
 	int n = 0;
-	links[0] = (struct link){.coll = start};
+	links[0] = (struct dt_fuse_link){.coll = start};
 	if (!read_link(f, &links[0]) || !(links[0].wait = wait_of(f, start)))
 		return;
 	f->consumed[start] = 1;
 	n = 1;
-	while (n < MAX_LINKS) {
-		struct link *cur = &links[n - 1];
-		struct link next = {0};
+	while (n < DT_FUSE_MAX_LINKS) {
+		struct dt_fuse_link *cur = &links[n - 1];
+		struct dt_fuse_link next = {0};
 		next.coll = find_next(f, cur->wait, kind, cur->path, &cur->npath);
 		if (!next.coll || f->consumed[next.coll] || !read_link(f, &next))
 			break;
 		next.wait = wait_of(f, next.coll);
 		if (!next.wait)
 			break;
-		enum miss r = check_link(f, cur, &next);
-		if (r != MISS_NONE) {
+		enum dt_fuse_miss r = dt_fuse_check_link(f, cur, &next);
+		if (r != DT_FUSE_MISS_NONE) {
 			links[n] = next;
 			remark_missed(f, links, n - 1, n + 1, r);
 			break;
@@ -789,7 +392,7 @@ static void fuse_chain(struct fuse *f, uint32_t start)
 
 static uint32_t replacement_of(void *ud, uint32_t input)
 {
-	const struct fuse *f = ud;
+	const struct dt_fuse *f = ud;
 	return input < f->nuses && f->replaced[input] ? f->replaced[input]
 						      : input;
 }
@@ -797,7 +400,7 @@ static uint32_t replacement_of(void *ud, uint32_t input)
 /* Point every use of a replaced wait at its replacement: one sweep. Until
  * then a fused collective may read a replaced wait of an earlier chain; it
  * has the same metadata, so the checks in between see the same thing. */
-static void replace_all(struct fuse *f)
+static void replace_all(struct dt_fuse *f)
 {
 	dt_foreach_node(f->m, id)
 		dt_node_map_inputs(f->m, id, replacement_of, f);
@@ -805,7 +408,7 @@ static void replace_all(struct fuse *f)
 
 static int run_fuse_collectives(struct dt_pass_ctx *ctx)
 {
-	struct fuse f = {.ctx = ctx, .m = ctx->m};
+	struct dt_fuse f = {.ctx = ctx, .m = ctx->m};
 	f.topo = ctx->options->topology ? ctx->options->topology
 					: &ctx->m->topology;
 	dt_uses_fill(&f.uses, f.m);
@@ -838,3 +441,4 @@ const struct dt_pass dt_pass_fuse_collectives = {
 	.preserves = DT_PROP_VERIFIED | DT_PROP_SHAPES,
 	.run = run_fuse_collectives,
 };
+

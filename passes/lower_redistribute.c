@@ -828,6 +828,8 @@ static int run_lower(struct dt_pass_ctx *ctx)
 		l.first_getitem[src] = id;
 	}
 	int rc = dt_lower_check_rules(&l);
+	int32_t was = m->rank;
+	m->rank = rank; /* the shapes of the dt ops emitted read it */
 	uint32_t next;
 	for (uint32_t id = m->first; id && rc == DT_OK; id = next) {
 		next = dt_node_get(m, id)->next;
@@ -839,10 +841,11 @@ static int run_lower(struct dt_pass_ctx *ctx)
 		}
 	}
 	dt_redist_warned_fini(&l.warned);
-	if (rc != DT_OK)
+	if (rc != DT_OK) {
+		m->rank = was;
 		return rc;
+	}
 	m->view = DT_VIEW_LOCAL;
-	m->rank = rank;
 	return DT_OK;
 }
 

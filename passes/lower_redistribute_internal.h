@@ -88,6 +88,14 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 			    uint32_t x, const struct dt_placements *a,
 			    const struct dt_placements *b, const int64_t *g,
 			    int rank, int dim, double fill);
+/* dt.all_permute of x, a value of global shape g[0..rank) on mesh `mesh`,
+ * from placements a to b: position i of module group `group` sends its
+ * shard to position perm[i] (n entries); with perm NULL dt.all_to_all_v
+ * instead. 0 after a report. */
+uint32_t dt_lower_emit_move(struct dt_lower *l, int mesh, uint32_t x,
+			    const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, const int64_t *perm, int64_t n, int group);
 /* How an op of an SPMD program reads an input padded in some dims
  * (lower_redistribute_padding.c, semantics §7). */
 enum dt_pad_use {

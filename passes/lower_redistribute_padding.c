@@ -45,12 +45,14 @@ static struct dt_arg str_arg(struct dt_module *m, const char *s)
 }
 
 /* Args of a dt.* op (ops.def): x, the mesh, placements a and b, the
- * global shape, [dim,] the orders and local_shard's fill (left out when
- * default). Returns the count. */
+ * global shape, the op's own nmid args (blocks: dim; all_permute: perm,
+ * group), the orders and local_shard's fill (left out when default).
+ * Returns the count. */
 static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
 			  const struct dt_placements *a,
 			  const struct dt_placements *b, const int64_t *g,
-			  int rank, int dim, double fill, struct dt_arg *args)
+			  int rank, const struct dt_arg *mid, uint32_t nmid,
+			  double fill, struct dt_arg *args)
 {
 	const struct dt_mesh *me = &l->m->meshes.data[mesh];
 	const struct dt_placements *pl[2] = {a, b};
@@ -64,8 +66,8 @@ static uint32_t spmd_args(struct dt_lower *l, int mesh, uint32_t x,
 	}
 	args[n++] = (struct dt_arg){.kind = DT_ARG_INTS, .len = (uint32_t)rank,
 				    .v.ints = dt_ints_intern(l->m, g, (size_t)rank)};
-	if (dim >= 0)
-		args[n++] = (struct dt_arg){.kind = DT_ARG_INT, .v.i = dim};
+	for (uint32_t i = 0; i < nmid; i++)
+		args[n++] = mid[i];
 	last = n;
 	for (int i = 0; i < 2; i++) {
 		dt_placements_print_order(pl[i], me, &l->m->strings, buf,
@@ -121,10 +123,30 @@ uint32_t dt_lower_emit_spmd(struct dt_lower *l, enum dt_op op, int mesh,
 		a = &a1;
 		b = &b1;
 	}
-	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, dim, fill, args);
+	struct dt_arg d = {.kind = DT_ARG_INT, .v.i = dim};
+	uint32_t n = spmd_args(l, mesh, x, a, b, g, rank, &d, dim >= 0, fill,
+			       args);
 	const char *suffix = op == DT_OP_LOCAL_SHARD ? "local_shard"
 			     : op == DT_OP_PACK_BLOCKS ? "pack" : "unpack";
 	return dt_lower_emit(l, op, suffix, args, n);
+}
+
+uint32_t dt_lower_emit_move(struct dt_lower *l, int mesh, uint32_t x,
+			    const struct dt_placements *a,
+			    const struct dt_placements *b, const int64_t *g,
+			    int rank, const int64_t *perm, int64_t n, int group)
+{
+	struct dt_arg args[9], mid[2] = {
+		{.kind = DT_ARG_INTS, .len = (uint32_t)n},
+		{.kind = DT_ARG_STR, .v.s = l->m->groups.data[group].name}};
+	if (perm)
+		mid[0].v.ints = dt_ints_intern(l->m, perm, (size_t)n);
+	uint32_t count = spmd_args(l, mesh, x, a, b, g, rank, mid + !perm,
+				   2 - !perm, 0, args);
+	return perm ? dt_lower_emit(l, DT_OP_ALL_PERMUTE, "all_permute", args,
+				    count)
+		    : dt_lower_emit(l, DT_OP_ALL_TO_ALL_V, "all_to_all_v", args,
+				    count);
 }
 
 unsigned dt_lower_padded_bits(const struct dt_mesh *me,

@@ -470,52 +470,25 @@ static int whole_mesh_group(struct dt_lower *l, int mesh)
 	return (int)dt_vec_push(&m->groups, grp);
 }
 
-/* all_permute (min-memory plans), lowered for one rank: flatten the
- * shard, all_to_all_single over the whole mesh sending all of it to the
- * rank that holds the same block after the step and receiving all of the
- * shard of the rank that sends here (one nonzero split each way:
- * MPI_Alltoallv / ncclSend+ncclRecv), reshape to the shard after. */
-static uint32_t step_permute(struct dt_lower *l, const struct step_ctx *k,
-			     uint32_t x, const int64_t *coord)
+/* all_permute and all_to_all_v (min-memory plans) over the whole mesh:
+ * dt.all_permute sends each rank's shard to the rank holding that block
+ * after the step, dt.all_to_all_v the pieces each rank needs; both name
+ * placements, so one program serves every rank. Then the wait. */
+static uint32_t step_whole_mesh(struct dt_lower *l, const struct step_ctx *k,
+				uint32_t x)
 {
-	const struct dt_mesh *me = &k->plan->mesh;
-	int64_t n = me->size, pos = 0, from = -1;
-	if (n > DT_MAX_RESULTS * 16) {
-		dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file, l->line, NULL,
-			       "cannot lower redistribute '%s': an all_permute "
-			       "over %lld ranks needs more all_to_all splits "
-			       "than a node holds (%d)",
-			       l->base, (long long)n, DT_MAX_RESULTS * 16);
-		return 0;
+	const struct dt_redist_plan *plan = k->plan;
+	int64_t *dest = NULL;
+	if (k->s->kind == DT_REDIST_PERMUTE) {
+		dest = dt_calloc((size_t)plan->mesh.size, sizeof *dest);
+		dt_redist_permute_map(plan, k->s, dest);
 	}
-	for (int d = 0; d < me->ndim; d++)
-		pos = pos * me->shape[d] + coord[d];
-	int64_t dest[DT_MAX_RESULTS * 16], in_splits[DT_MAX_RESULTS * 16],
-		out_splits[DT_MAX_RESULTS * 16];
-	dt_redist_permute_map(k->plan, k->s, dest);
-	for (int64_t p = 0; p < n; p++)
-		if (dest[p] == pos)
-			from = p;
-	DT_REQUIRE(from >= 0);
-	int rank = k->plan->rank;
-	for (int64_t p = 0; p < n; p++) {
-		in_splits[p] = p == dest[pos] ? dt_numel(k->in, rank) : 0;
-		out_splits[p] = p == from ? dt_numel(k->out, rank) : 0;
-	}
-	int64_t numel = dt_numel(k->in, rank);
-	struct dt_arg flat[2] = {arg_node(x), arg_ints(l->m, &numel, 1)};
-	uint32_t v = emit(l, DT_OP_RESHAPE, "flat", flat, 2);
-	if (!v)
-		return 0;
-	dt_str group = l->m->groups.data[whole_mesh_group(l, k->mesh)].name;
-	struct dt_arg args[4] = {arg_node(v), arg_ints(l->m, out_splits, (int)n),
-				 arg_ints(l->m, in_splits, (int)n),
-				 {.kind = DT_ARG_STR, .v.s = group}};
-	v = emit_wait(l, emit(l, DT_OP_ALL_TO_ALL, "all_permute", args, 4));
-	if (!v)
-		return 0;
-	struct dt_arg shape[2] = {arg_node(v), arg_ints(l->m, k->out, rank)};
-	return emit(l, DT_OP_RESHAPE, "unflat", shape, 2);
+	uint32_t v = dt_lower_emit_move(l, k->mesh, x, &k->s->before,
+					&k->s->after, plan->shape, plan->rank,
+					dest, plan->mesh.size,
+					whole_mesh_group(l, k->mesh));
+	dt_free(dest);
+	return emit_wait(l, v);
 }
 
 /* Emit step `s` on value x; returns the node of its result (x itself for
@@ -526,16 +499,8 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 {
 	struct step_ctx k = {.plan = plan, .s = s, .mesh = mesh,
 			     .n = s->group_size};
-	if (s->kind == DT_REDIST_PERMUTE && l->rank < 0) {
-		dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file, l->line, NULL,
-			       "cannot lower for every rank at once (SPMD): "
-			       "redistribute '%s' has an all_permute step "
-			       "(--redistribute=min-memory), whose splits "
-			       "differ by rank; lower per rank instead "
-			       "(dtopt opt --rank R)",
-			       l->base);
-		return 0;
-	}
+	if (s->kind == DT_REDIST_PERMUTE || s->kind == DT_REDIST_TRANSFER)
+		return step_whole_mesh(l, &k, x);
 	int g = s->group >= 0 ? s->group : dt_lower_dim_group(l, mesh, s->dims[0]);
 	k.group = l->m->groups.data[g].name;
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
@@ -575,7 +540,8 @@ static uint32_t emit_step(struct dt_lower *l, const struct dt_redist_plan *plan,
 	case DT_REDIST_CHUNK: return step_chunk(l, &k, x, coord);
 	case DT_REDIST_PARTITION:
 		return s->divisor > 1 ? emit_div(l, x, s->divisor) : x;
-	case DT_REDIST_PERMUTE: return step_permute(l, &k, x, coord);
+	case DT_REDIST_PERMUTE:
+	case DT_REDIST_TRANSFER:
 	case DT_REDIST_NKINDS: break;
 	}
 	DT_REQUIRE(!"unknown step kind");

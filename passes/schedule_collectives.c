@@ -12,6 +12,10 @@
  *   z = add(y, 1)                    w2 = wait(ag)
  *   o = mm(z, w2)                    o = mm(z, w2)
  *
+ * Views of a waited result that read nothing else (a bucket's narrows and
+ * views, its members' results) move down with the wait: they are free,
+ * and the first node that computes on them is the wait's first real use.
+ *
  * Collectives keep their relative order (every rank issues them in one
  * order on each communicator). Moving a start up keeps its buffers alive
  * longer, and so does moving a wait down: at every point the bytes held
@@ -49,6 +53,7 @@ struct sched {
 	uint32_t *work;        /* stack of ready hoistables */
 	uint32_t nwork;
 	bool dirty;            /* room or order changed: retry `ready` */
+	bool sink_all;         /* scratch of all_sinkable */
 	uint32_t moved_up, moved_down, held;
 	uint8_t *reported;
 };
@@ -87,8 +92,15 @@ static uint32_t only_user(const struct sched *s, uint32_t id)
 						: 0;
 }
 
+static void all_sinkable(void *ud, uint32_t input)
+{
+	struct sched *s = ud;
+	s->sink_all &= s->sinkable[input] != 0;
+}
+
 /* Which nodes may move up (collectives whose only user is their wait, and
- * prep nodes all of whose users may) and which waits may move down. */
+ * prep nodes all of whose users may) and which may move down (those
+ * waits, and the views that read only them or such views). */
 static void classify(struct sched *s)
 {
 	struct dt_module *m = s->m;
@@ -115,6 +127,17 @@ static void classify(struct sched *s)
 			s->bytes[id] = dt_op_has((enum dt_op)dt_node_get(m, id)->op,
 						 DT_OPF_VIEW) ? 0 : tensor_bytes(m, id);
 		}
+	}
+	for (uint32_t p = 0; p < s->n; p++) {
+		uint32_t id = s->order[p];
+		const struct dt_node *n = dt_node_get(m, id);
+		if (s->hoist[id] || n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN ||
+		    !(dt_op_has((enum dt_op)n->op, DT_OPF_VIEW) ||
+		      n->op == DT_OP_GETITEM))
+			continue;
+		s->sink_all = true;
+		dt_node_for_each_input(m, n, all_sinkable, s);
+		s->sinkable[id] = s->sink_all; /* bytes 0: the wait's buffer */
 	}
 }
 
@@ -223,14 +246,19 @@ static void drain(struct sched *s)
 	}
 }
 
+/* Emit held node `input` (a wait or a view of one) after the held nodes
+ * it reads. */
 static void emit_pending_input(void *ud, uint32_t input)
 {
 	struct sched *s = ud;
 	if (s->pending[input]) {
 		s->pending[input] = 0;
+		dt_node_for_each_input(s->m, dt_node_get(s->m, input),
+				       emit_pending_input, s);
 		s->extra -= s->bytes[input];
 		s->dirty = true;
-		s->moved_down += s->missing[input] != s->nout;
+		if (dt_node_get(s->m, input)->op == DT_OP_WAIT)
+			s->moved_down += s->missing[input] != s->nout;
 		emit(s, input);
 	}
 }

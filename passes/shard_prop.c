@@ -653,9 +653,12 @@ static int plan_graph(struct prop *p)
 	bool global = o && o->shard_search == DT_SEARCH_GLOBAL;
 	if (!global && !(o && o->problem_out))
 		return DT_OK;
-	int rc = dt_shard_problem_build(
-	    &p->problem, p->m, p->topology,
-	    o->memory_budget > 0 ? o->memory_budget : -1, p->ctx->diag);
+	struct dt_shard_problem_options po = {
+	    .topology = p->topology,
+	    .budget = o->memory_budget > 0 ? o->memory_budget : -1,
+	    .create_groups = o->create_groups,
+	};
+	int rc = dt_shard_problem_build(&p->problem, p->m, &po, p->ctx->diag);
 	if (rc != DT_OK)
 		return rc;
 	if (p->problem.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {

@@ -29,7 +29,8 @@
  * (on dtopt's problems the best is found within the first few). */
 #define DT_GLOBAL_STALL_ROUNDS 8
 /* The exact search's budget before the anytime one: a reduced problem it
- * has not solved in this many visits it rarely solves in 10x more. */
+ * has not solved in this many visits (3-D meshes' cores of ~60 nodes) it
+ * rarely solves in 10x more, and the search finds its plan in a round. */
 #define DT_GLOBAL_EXACT_VISITS 200000
 
 static const char *node_name(const struct dt_module *m, uint32_t id)

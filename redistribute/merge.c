@@ -185,7 +185,9 @@ static int run_group(const struct dt_redist_plan *plan,
 	uint8_t wanted[DT_MAX_MESH_DIMS];
 	int nwanted = nontrivial_dims(&plan->mesh, dims, ndims, wanted);
 	if (opt->create_groups)
-		return dt_module_declare_group(m, opt->mesh, wanted, nwanted);
+		return opt->price_only ? (int)m->groups.len /* its index */
+				       : dt_module_declare_group(m, opt->mesh,
+								 wanted, nwanted);
 	warn_missed(plan, opt, run, n, wanted, nwanted,
 		    any >= 0 ? MISS_ORDER : MISS_NO_GROUP, any);
 	return -1;

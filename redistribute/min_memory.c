@@ -14,9 +14,11 @@
  * all_gather (the last mesh dim of d's order replicates), all_permute (to
  * any state whose ranks hold the same multiset of blocks, at most
  * DT_REDIST_MAX_PERMUTES times). A state's size is its largest shard on
- * any rank. The plan: for the smallest bound B >= max(src, dst size) under
- * which dst is reachable through states of size <= B, the cheapest path
- * (Dijkstra on the modelled cost, ties to fewer steps).
+ * any rank. The plan: for the smallest bound B >= L = max(src, dst size)
+ * under which dst is reachable through states of size <= B and whose
+ * cheapest path (Dijkstra on the modelled cost, ties to fewer steps) costs
+ * at most 1.2x the cheapest within 2L, that path; when no path fits in
+ * 2L, one all_to_all_v (src to dst directly).
  *
  * Worked case (semantics §3.1), mesh {x1:2, x2:2, y1:3, y2:2}, f32[12, 12],
  * [S(0) S(0) S(1) S(1)] -> [S(1) S(1) S(0) S(0)] (dim 0 on x1,x2 to dim 0
@@ -37,6 +39,9 @@
 #define MAX_STATE_RANKS (1u << 18)
 /* int64 per block row: (start, length) per tensor dim, zeros after. */
 #define BLOCK (2 * DT_MAX_RANK)
+/* A plan with smaller shards may cost this much more than the cheapest
+ * within twice the larger end (the time bound of semantics §3.1). */
+#define TIME_SLACK 1.2
 
 struct mm_state {
 	struct dt_placements pl;
@@ -75,25 +80,14 @@ static int order_of(const struct dt_placements *pl, int d, int *seq)
 }
 
 /* The block (start, length per tensor dim) that the rank at `coord` holds
- * under `pl` (S and R only): nested torch.chunk in shard order. */
+ * under `pl` (S and R only). */
 static void block_of(const struct dt_redist_plan *plan,
 		     const struct dt_placements *pl, const int64_t *coord,
 		     int64_t *out)
 {
-	for (int d = 0; d < plan->rank; d++) {
-		int seq[DT_MAX_MESH_DIMS];
-		int k = order_of(pl, d, seq);
-		int64_t start = 0, len = plan->shape[d];
-		for (int i = 0; i < k; i++) {
-			int64_t s, l;
-			dt_chunk(len, plan->mesh.shape[seq[i]], coord[seq[i]],
-				 &s, &l);
-			start += s;
-			len = l;
-		}
-		out[2 * d] = start;
-		out[2 * d + 1] = len;
-	}
+	for (int d = 0; d < plan->rank; d++)
+		dt_shard_interval(pl, plan->mesh.shape, coord, d,
+				  plan->shape[d], &out[2 * d], &out[2 * d + 1]);
 }
 
 static int cmp_block(const void *a, const void *b)
@@ -241,13 +235,14 @@ static void moves_of(const struct mm *s, uint32_t i,
 	}
 }
 
-static void fill_permute(const struct dt_redist_plan *plan,
-			 struct dt_redist_step *st,
-			 const struct dt_placements *before,
-			 const struct dt_placements *after)
+/* A step over the whole mesh: all_permute or all_to_all_v (`kind`). */
+static void fill_whole(const struct dt_redist_plan *plan,
+		       struct dt_redist_step *st, enum dt_redist_kind kind,
+		       const struct dt_placements *before,
+		       const struct dt_placements *after)
 {
 	memset(st, 0, sizeof *st);
-	st->kind = DT_REDIST_PERMUTE;
+	st->kind = kind;
 	st->ndims = plan->mesh.ndim;
 	for (int m = 0; m < plan->mesh.ndim; m++)
 		st->dims[m] = (uint8_t)m;
@@ -266,7 +261,7 @@ static void step_of(const struct mm *s, uint32_t from, const struct move *mv,
 	const struct dt_placements *a = &s->states.data[from].pl;
 	const struct dt_placements *b = &s->states.data[mv->to].pl;
 	if (mv->m < 0)
-		fill_permute(s->plan, st, a, b);
+		fill_whole(s->plan, st, DT_REDIST_PERMUTE, a, b);
 	else
 		dt_redist_step_fill(s->plan, st, mv->m, a, b);
 }
@@ -402,6 +397,44 @@ static bool plain(const struct dt_placements *pl)
 	return true;
 }
 
+/* Modelled µs of the plan's steps from index `from` on. */
+static double steps_cost(const struct dt_redist_plan *plan, uint32_t from)
+{
+	double us = 0;
+	for (uint32_t i = from; i < plan->steps.len; i++)
+		us += plan->steps.data[i].cost_us;
+	return us;
+}
+
+/* Appends the plan: among the bounds in sizes[0..n) (ascending state
+ * sizes, the first >= max(src, dst) = low), the smallest whose cheapest
+ * path costs at most TIME_SLACK x the cheapest path within 2 x low; when
+ * no path fits there, one all_to_all_v (its shards are src and dst). */
+static void plan_bounded(struct mm *s, uint32_t src, uint32_t dst,
+			 const double *sizes, uint32_t n, double low)
+{
+	struct dt_redist_plan *plan = s->plan;
+	uint32_t base = plan->steps.len;
+	if (!search(s, src, dst, 2 * low)) {
+		struct dt_redist_step zero = {0};
+		uint32_t i = dt_vec_push(&plan->steps, zero);
+		fill_whole(plan, &plan->steps.data[i], DT_REDIST_TRANSFER,
+			   &s->states.data[src].pl, &s->states.data[dst].pl);
+		return;
+	}
+	double cheapest = steps_cost(plan, base);
+	plan->steps.len = base;
+	for (uint32_t i = 0; i < n; i++) {
+		if (i > 0 && sizes[i] == sizes[i - 1])
+			continue;
+		if (search(s, src, dst, sizes[i]) &&
+		    steps_cost(plan, base) <= TIME_SLACK * cheapest)
+			return;
+		plan->steps.len = base;
+	}
+	DT_REQUIRE(!"the bound 2 x low has a path");
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -436,11 +469,7 @@ bool dt_redist_min_memory(struct dt_redist_plan *plan)
 			if (s.states.data[i].bytes >= low)
 				sizes[n++] = s.states.data[i].bytes;
 		qsort(sizes, n, sizeof *sizes, cmp_double);
-		ok = false;
-		for (uint32_t i = 0; i < n && !ok; i++)
-			if (i == 0 || sizes[i] != sizes[i - 1])
-				ok = search(&s, (uint32_t)src, (uint32_t)dst,
-					    sizes[i]);
+		plan_bounded(&s, (uint32_t)src, (uint32_t)dst, sizes, n, low);
 		dt_free(sizes);
 	}
 	dt_free(s.index);

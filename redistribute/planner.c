@@ -25,6 +25,7 @@ static const char *const kind_names[DT_REDIST_NKINDS] = {
 	[DT_REDIST_CHUNK] = "chunk",
 	[DT_REDIST_PARTITION] = "partition",
 	[DT_REDIST_PERMUTE] = "all_permute",
+	[DT_REDIST_TRANSFER] = "all_to_all_v",
 };
 
 const char *dt_redist_kind_name(enum dt_redist_kind kind)
@@ -41,6 +42,7 @@ int dt_redist_kind_comm(enum dt_redist_kind kind)
 	case DT_REDIST_REDUCE_SCATTER: return DT_COMM_REDUCE_SCATTER;
 	case DT_REDIST_ALL_TO_ALL: return DT_COMM_ALL_TO_ALL;
 	case DT_REDIST_PERMUTE: return DT_COMM_ALL_TO_ALL;
+	case DT_REDIST_TRANSFER: return DT_COMM_ALL_TO_ALL;
 	default: return -1;
 	}
 }

@@ -47,11 +47,17 @@ enum dt_redist_kind {
 				     equal local shapes. Priced as an
 				     all_to_all of the local bytes over the
 				     mesh (the model has no point-to-point) */
+	DT_REDIST_TRANSFER,       /* dt.all_to_all_v over the whole mesh (as
+				     PERMUTE): `before` to `after` in one
+				     collective, each rank receiving exactly
+				     its shard; the min-memory plan when no
+				     other stays within 2x. Priced as an
+				     all_to_all of the local bytes */
 	DT_REDIST_NKINDS
 };
 
 /* "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk",
- * "partition", "all_permute". */
+ * "partition", "all_permute", "all_to_all_v". */
 const char *dt_redist_kind_name(enum dt_redist_kind kind);
 /* The collective of a step kind (enum dt_comm_kind), or -1 for local work. */
 int dt_redist_kind_comm(enum dt_redist_kind kind);
@@ -208,6 +214,10 @@ struct dt_redist_merge_options {
 				     "redistribute:order",
 				     "redistribute:uneven"; NULL = silent */
 	struct dt_redist_warned *warned; /* NULL = warn every time */
+	bool price_only;          /* the plan is only priced: declare
+				     nothing; a group create_groups would
+				     declare merges as if declared (its
+				     step's group: the index it would get) */
 };
 
 /* Merge runs of adjacent steps as DTensor does: all_gather, all_reduce or

@@ -39,7 +39,12 @@ struct dt_pending {
 	const struct dt_node *node;
 	struct dt_rt_tensor *output;
 	float *stage_in, *stage_out; /* float32 copies (16-bit reductions) */
-	int *counts; /* all_to_all: send counts, displs; recv counts, displs */
+	int *counts; /* all_to_all, all_permute: send counts, displs; recv
+			counts, displs; all_to_all_v: the same and per
+			peer its send and receive type */
+	MPI_Datatype *types; /* all_to_all_v: 2n subarray types or
+				MPI_DATATYPE_NULL */
+	int ntypes;
 };
 
 /* ------------------------------------------------------------------ */
@@ -262,8 +267,113 @@ static int start_all_to_all(struct mpi_backend *b, MPI_Comm comm,
 			comm, &p->req);
 }
 
+/* all_permute: this rank's whole input to position permutation[me], its
+ * output from the position whose entry is me; one MPI_Ialltoallv with a
+ * single nonzero count each way, so it is one request like the others. */
+static int start_all_permute(struct mpi_backend *b, MPI_Comm comm,
+			     const struct dt_collective_call *c,
+			     struct dt_pending *p)
+{
+	int n = (int)c->group_size, me = 0;
+	int rc = MPI_CALL(b, c->node, MPI_Comm_rank, comm, &me);
+	if (rc != DT_OK)
+		return rc;
+	p->counts = dt_calloc(4 * (size_t)n, sizeof(int));
+	int *scount = p->counts, *sdispl = scount + n;
+	int *rcount = sdispl + n, *rdispl = rcount + n;
+	rc = to_count(b, c->node, dt_rt_numel(c->input),
+		      &scount[c->permutation[me]]);
+	for (int i = 0; i < n && rc == DT_OK; i++)
+		if (c->permutation[i] == me)
+			rc = to_count(b, c->node, dt_rt_numel(c->output),
+				      &rcount[i]);
+	if (rc != DT_OK)
+		return rc;
+	MPI_Datatype type = mpi_type(c->input->dtype);
+	return MPI_CALL(b, c->node, MPI_Ialltoallv, tensor_data(c->input),
+			scount, sdispl, type, tensor_data(c->output), rcount,
+			rdispl, type, comm, &p->req);
+}
+
+/* The subarray of box b (from: the sender's start, else the receiver's)
+ * in shard t, or MPI_BYTE (count 0) when nothing moves. */
+static int box_type(struct mpi_backend *b, const struct dt_node *n,
+		    const struct dt_rt_tensor *t, const struct dt_rt_box *box,
+		    bool from, MPI_Datatype *out, int *count)
+{
+	*out = MPI_BYTE;
+	*count = 0;
+	if (!box->any)
+		return DT_OK;
+	int sizes[DT_MAX_RANK], subs[DT_MAX_RANK], starts[DT_MAX_RANK];
+	for (int d = 0; d < t->rank; d++) {
+		int rc = to_count(b, n, t->shape[d], &sizes[d]);
+		if (rc == DT_OK)
+			rc = to_count(b, n, box->len[d], &subs[d]);
+		if (rc == DT_OK)
+			rc = to_count(b, n, from ? box->from[d] : box->to[d],
+				      &starts[d]);
+		if (rc != DT_OK)
+			return rc;
+	}
+	MPI_Datatype type;
+	int rc = MPI_CALL(b, n, MPI_Type_create_subarray, t->rank, sizes,
+			  subs, starts, MPI_ORDER_C, mpi_type(t->dtype), &type);
+	if (rc == DT_OK)
+		rc = MPI_CALL(b, n, MPI_Type_commit, &type);
+	if (rc == DT_OK) {
+		*out = type;
+		*count = 1;
+	}
+	return rc;
+}
+
+/* all_to_all_v: every box straight from the input shard into the output
+ * shard (subarray types, one MPI_Ialltoallw: no staging), the output's
+ * padding zeroed first. */
+static int start_all_to_all_v(struct mpi_backend *b, MPI_Comm comm,
+			      const struct dt_collective_call *c,
+			      struct dt_pending *p)
+{
+	int n = (int)c->group_size, me = 0;
+	int rc = MPI_CALL(b, c->node, MPI_Comm_rank, comm, &me);
+	if (rc != DT_OK)
+		return rc;
+	DT_REQUIRE(c->input->rank == c->layout.rank &&
+		   c->output->rank == c->layout.rank && c->layout.rank >= 1);
+	struct dt_rt_box *box = dt_calloc(2 * (size_t)n, sizeof *box);
+	dt_rt_transfer_boxes(c, me, true, box);
+	dt_rt_transfer_boxes(c, me, false, box + n);
+	p->counts = dt_calloc(4 * (size_t)n, sizeof(int));
+	p->types = dt_calloc(2 * (size_t)n, sizeof(MPI_Datatype));
+	for (int i = 0; i < 2 * n; i++)
+		p->types[i] = MPI_DATATYPE_NULL;
+	p->ntypes = 2 * n;
+	int *scount = p->counts, *sdispl = scount + n;
+	int *rcount = sdispl + n, *rdispl = rcount + n;
+	for (int q = 0; q < n && rc == DT_OK; q++) {
+		rc = box_type(b, c->node, c->input, &box[q], true,
+			      &p->types[q], &scount[q]);
+		if (rc == DT_OK)
+			rc = box_type(b, c->node, c->output, &box[n + q], false,
+				      &p->types[n + q], &rcount[q]);
+	}
+	dt_free(box);
+	if (rc != DT_OK)
+		return rc;
+	memset(tensor_data(c->output), 0, (size_t)dt_rt_numel(c->output) *
+		      dt_dtype_size(c->output->dtype));
+	return MPI_CALL(b, c->node, MPI_Ialltoallw, tensor_data(c->input),
+			scount, sdispl, p->types, tensor_data(c->output),
+			rcount, rdispl, p->types + n, comm, &p->req);
+}
+
 static void pending_free(struct dt_pending *p)
 {
+	for (int i = 0; i < p->ntypes; i++)
+		if (p->types[i] != MPI_DATATYPE_NULL && p->types[i] != MPI_BYTE)
+			MPI_Type_free(&p->types[i]);
+	dt_free(p->types);
 	free(p->stage_in);
 	free(p->stage_out);
 	dt_free(p->counts);
@@ -305,6 +415,12 @@ static int mpi_collective(struct dt_backend *base,
 	case DT_COLL_REDUCE_SCATTER:
 	case DT_COLL_ALL_REDUCE: rc = start_reduction(b, g->comm, c, p); break;
 	case DT_COLL_ALL_TO_ALL: rc = start_all_to_all(b, g->comm, c, p); break;
+	case DT_COLL_ALL_PERMUTE:
+		rc = start_all_permute(b, g->comm, c, p);
+		break;
+	case DT_COLL_ALL_TO_ALL_V:
+		rc = start_all_to_all_v(b, g->comm, c, p);
+		break;
 	default: dt_die(__FILE__, __LINE__, "bad collective %d", (int)c->kind);
 	}
 	if (rc != DT_OK) {

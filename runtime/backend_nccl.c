@@ -425,6 +425,12 @@ static int nccl_collective(struct dt_backend *base,
 		    base, c->m, c->node,
 		    "group size %lld differs from group '%s' (%lld ranks)",
 		    (long long)c->group_size, group, (long long)g->size);
+	if (c->kind == DT_COLL_ALL_TO_ALL_V) /* semantics §3.1 */
+		return dt_rt_fail(
+		    base, c->m, c->node,
+		    "dt.all_to_all_v runs on the MPI backend only (NCCL has no "
+		    "strided sends; plan with --redistribute=dtensor to run "
+		    "this redistribution on GPUs)");
 	struct dt_pending *p = pending_get(b, c->node);
 	if (!p)
 		return DT_ERUNTIME;
@@ -454,6 +460,12 @@ static int nccl_collective(struct dt_backend *base,
 					  (size_t)(nin * size / esize), type,
 					  g->comm, b->comm_stream),
 			    g->comm);
+		} else if (rc == DT_OK && c->kind == DT_COLL_ALL_PERMUTE) {
+			rc = nccl_check(b, c->node, "ncclSend/ncclRecv",
+					(ncclResult_t)dt_nccl_all_permute(
+					    g->comm, b->comm_stream, c,
+					    (int)type, size, esize),
+					g->comm);
 		} else if (rc == DT_OK) {
 			rc = start_all_to_all(b, g->comm, c, type, size, esize);
 		}

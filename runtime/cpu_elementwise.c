@@ -13,9 +13,8 @@
 /* Per-call constants of an op; `bad` is set by an op that hits an error
  * PyTorch raises (integer division by zero, negative integer powers). */
 struct ew_ctx {
-	double alpha, lo, hi;
-	bool has_lo, has_hi, tanh, int_compute, boolean;
-	int mode; /* div rounding: 0 none, 1 trunc, 2 floor */
+	struct dt_ew_consts k;
+	bool int_compute, boolean;
 	const char *bad;
 };
 
@@ -51,13 +50,13 @@ static double floor_div(double a, double b)
 
 static double div_value(double a, double b, struct ew_ctx *e)
 {
-	if (e->int_compute && e->mode != 0 && b == 0) {
+	if (e->int_compute && e->k.mode != 0 && b == 0) {
 		e->bad = "ZeroDivisionError (integer division by zero)";
 		return 0;
 	}
-	if (e->mode == 1)
+	if (e->k.mode == 1)
 		return trunc(a / b);
-	if (e->mode == 2)
+	if (e->k.mode == 2)
 		return e->int_compute ? floor(a / b) : floor_div(a, b);
 	return a / b;
 }
@@ -120,24 +119,24 @@ static double clamp(double v, const struct ew_ctx *e)
 {
 	if (isnan(v))
 		return v;
-	if (e->has_lo && v < e->lo)
-		v = e->lo;
-	if (e->has_hi && v > e->hi)
-		v = e->hi;
+	if (e->k.has_lo && v < e->k.lo)
+		v = e->k.lo;
+	if (e->k.has_hi && v > e->k.hi)
+		v = e->k.hi;
 	return v;
 }
 
-EW(f_add, X0 + e->alpha * X1)
-EW(f_sub, X0 - e->alpha * X1)
-EW(f_rsub, X1 - e->alpha * X0)
+EW(f_add, X0 + e->k.alpha * X1)
+EW(f_sub, X0 - e->k.alpha * X1)
+EW(f_rsub, X1 - e->k.alpha * X0)
 EW(f_mul, X0 * X1)
 EW(f_div, div_value(X0, X1, e))
 EW(f_pow, pow_value(X0, X1, e))
 EW(f_rem, rem_value(X0, X1, e))
 EW(f_maximum, isnan(X0) || isnan(X1) ? NAN : X0 > X1 ? X0 : X1)
 EW(f_minimum, isnan(X0) || isnan(X1) ? NAN : X0 < X1 ? X0 : X1)
-EW(f_addcmul, X0 + e->alpha * X1 * X2)
-EW(f_addcdiv, X0 + e->alpha * (X1 / X2))
+EW(f_addcmul, X0 + e->k.alpha * X1 * X2)
+EW(f_addcdiv, X0 + e->k.alpha * (X1 / X2))
 EW(f_eq, X0 == X1)
 EW(f_ne, X0 != X1)
 EW(f_lt, X0 < X1)
@@ -150,7 +149,7 @@ EW(f_masked_fill, X1 != 0 ? X2 : X0)
 EW(f_neg, -X0)
 EW(f_abs, fabs(X0))
 EW(f_relu, isnan(X0) || X0 > 0 ? X0 : 0)
-EW(f_gelu, gelu(X0, e->tanh))
+EW(f_gelu, gelu(X0, e->k.tanh))
 EW(f_silu, X0 * sigmoid(X0))
 EW(f_sigmoid, sigmoid(X0))
 EW(f_tanh, tanh(X0))
@@ -166,13 +165,13 @@ EW(f_log1p, log1p(X0))
 EW(f_expm1, expm1(X0))
 EW(f_clamp, clamp(X0, e))
 /* threshold_backward(grad, self, threshold): the threshold is in lo */
-EW(f_threshold_bw, X1 <= e->lo ? 0 : X0)
-EW(f_gelu_bw, gelu_backward(X0, X1, e->tanh))
+EW(f_threshold_bw, X1 <= e->k.lo ? 0 : X0)
+EW(f_gelu_bw, gelu_backward(X0, X1, e->k.tanh))
 EW(f_silu_bw, X0 * sigmoid(X1) * (1 + X1 * (1 - sigmoid(X1))))
 EW(f_sigmoid_bw, X0 * (1 - X1) * X1)
 EW(f_tanh_bw, X0 * (1 - X1 * X1))
 /* native_dropout_backward(grad, mask, scale): the scale is in alpha */
-EW(f_dropout_bw, X0 * X1 * e->alpha)
+EW(f_dropout_bw, X0 * X1 * e->k.alpha)
 /* bitwise ops on integral values (exact below 2^53, as every int64 the
  * CPU runtime holds); ~ of a bool is logical not */
 EW(f_band, (double)((int64_t)X0 & (int64_t)X1))
@@ -189,7 +188,7 @@ EW(f_sign, (double)(0 < X0) - (double)(X0 < 0))
 /* mse_loss (none) and mse_loss_backward(grad, self, target) iterated as
  * (self, target, grad); the norm (2 or 2 / numel) is in alpha */
 EW(f_mse, (X0 - X1) * (X0 - X1))
-EW(f_mse_bw, e->alpha * (X0 - X1) * X2)
+EW(f_mse_bw, e->k.alpha * (X0 - X1) * X2)
 
 /* How an op reads its operands: params in operand order, which of them
  * keep their dtype (masks, conditions), and whether it computes in the
@@ -296,14 +295,12 @@ static const struct ew_def defs[DT_NOPS] = {
 
 /* The op's constants: alpha/value/scale, clamp bounds, threshold, the
  * gelu approximation and the div rounding mode, cast like PyTorch. */
-static void read_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
-			struct ew_ctx *e)
+void dt_cpu_ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
+		      struct dt_ew_consts *e)
 {
 	enum dt_op op = c->op;
 	memset(e, 0, sizeof(*e));
 	e->alpha = 1;
-	e->int_compute = !dt_dtype_is_float(compute);
-	e->boolean = compute == DT_BOOL;
 	switch (op) {
 	case DT_OP_ADD_TENSOR: case DT_OP_SUB_TENSOR: case DT_OP_RSUB_TENSOR:
 	case DT_OP_ADD_SCALAR: case DT_OP_SUB_SCALAR: case DT_OP_RSUB_SCALAR:
@@ -364,6 +361,23 @@ static void cast_chunk(enum dt_dtype t, double *v, int64_t n)
 		v[i] = dt_round_to(t, v[i]);
 }
 
+int dt_cpu_ew_operands(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const int8_t *params, int n, bool compare,
+		       struct dt_cpu_operand *ops, enum dt_dtype *compute)
+{
+	const struct dt_cpu_operand *opp[3];
+	DT_REQUIRE(n <= 3);
+	for (int k = 0; k < n; k++) {
+		if (!dt_cpu_operand(c, params[k], &ops[k]))
+			return dt_cpu_fail(b, c, "argument '%s' is missing",
+					   dt_op_get(c->op)->params[params[k]].name);
+		opp[k] = &ops[k];
+	}
+	*compute = compare ? dt_cpu_result_type(opp, n)
+			   : (enum dt_dtype)c->outputs[0].dtype;
+	return DT_OK;
+}
+
 #define CHUNK 512
 
 int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c)
@@ -373,19 +387,14 @@ int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c)
 		dt_die(__FILE__, __LINE__, "no elementwise kernel for %s",
 		       dt_op_get(c->op)->target);
 	struct dt_cpu_operand ops[3];
-	const struct dt_cpu_operand *opp[3];
-	for (int k = 0; k < def->nin; k++) {
-		if (!dt_cpu_operand(c, def->params[k], &ops[k]))
-			return dt_cpu_fail(b, c, "argument '%s' is missing",
-					   dt_op_get(c->op)->params[def->params[k]].name);
-		opp[k] = &ops[k];
-	}
+	enum dt_dtype compute;
+	if (dt_cpu_ew_operands(b, c, def->params, def->nin,
+			       def->kind == EW_COMPARE, ops, &compute) != DT_OK)
+		return DT_ERUNTIME;
 	struct dt_rt_tensor *out = &c->outputs[0];
-	enum dt_dtype compute = def->kind == EW_COMPARE
-					? dt_cpu_result_type(opp, def->nin)
-					: (enum dt_dtype)out->dtype;
-	struct ew_ctx e;
-	read_consts(c, compute, &e);
+	struct ew_ctx e = {.int_compute = !dt_dtype_is_float(compute),
+			   .boolean = compute == DT_BOOL};
+	dt_cpu_ew_consts(c, compute, &e.k);
 
 	/* numbers are cast once; tensors of another dtype per chunk */
 	bool cast[3] = {false};

@@ -261,8 +261,12 @@ static int gather(struct dt_backend *b, const struct dt_kernel_call *c)
 	return rc;
 }
 
-/* repeat: out[at] = self[at mod self's shape] (self right-aligned). */
-static int repeat(struct dt_backend *b, const struct dt_kernel_call *c)
+/* repeat and flip: out[at] = self[from] over the output's row-major
+ * coordinates, from[d] = at[d + lead] mod self's size (repeat: self
+ * right-aligned and tiled; flip: the same shape, so the identity),
+ * reversed on the `flipped` dims of self. */
+static int move_tiled(struct dt_backend *b, const struct dt_kernel_call *c,
+		      const bool *flipped)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
 	struct dt_rt_tensor *y = &c->outputs[0];
@@ -276,8 +280,11 @@ static int repeat(struct dt_backend *b, const struct dt_kernel_call *c)
 	dt_cpu_read(x, xv);
 	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK] = {0};
 	for (int64_t e = 0; e < n; e++, step(at, y->shape, y->rank)) {
-		for (int d = 0; d < x->rank; d++)
+		for (int d = 0; d < x->rank; d++) {
 			from[d] = at[d + lead] % x->shape[d];
+			if (flipped[d])
+				from[d] = x->shape[d] - 1 - from[d];
+		}
 		out[e] = xv[offset_in(from, x->shape, x->rank)];
 	}
 	dt_cpu_write(y, out);
@@ -286,7 +293,6 @@ static int repeat(struct dt_backend *b, const struct dt_kernel_call *c)
 	return DT_OK;
 }
 
-/* flip: out[at] = self[at with the flipped dims reversed]. */
 static int flip(struct dt_backend *b, const struct dt_kernel_call *c)
 {
 	const struct dt_rt_tensor *x = dt_kernel_input(c, 0);
@@ -296,24 +302,7 @@ static int flip(struct dt_backend *b, const struct dt_kernel_call *c)
 	for (int i = 0; i < nd; i++)
 		if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
 			flipped[dims[i]] = true;
-	int64_t n = dt_rt_numel(x);
-	double *xv = dt_cpu_scratch(b, c, n);
-	double *out = xv ? dt_cpu_scratch(b, c, n) : NULL;
-	if (!out) {
-		dt_cpu_release(b, xv);
-		return DT_ERUNTIME;
-	}
-	dt_cpu_read(x, xv);
-	int64_t at[DT_MAX_RANK] = {0}, from[DT_MAX_RANK];
-	for (int64_t e = 0; e < n; e++, step(at, x->shape, x->rank)) {
-		for (int d = 0; d < x->rank; d++)
-			from[d] = flipped[d] ? x->shape[d] - 1 - at[d] : at[d];
-		out[e] = xv[offset_in(from, x->shape, x->rank)];
-	}
-	dt_cpu_write(&c->outputs[0], out);
-	dt_cpu_release(b, xv);
-	dt_cpu_release(b, out);
-	return DT_OK;
+	return move_tiled(b, c, flipped);
 }
 
 static int cumsum(struct dt_backend *b, const struct dt_kernel_call *c)
@@ -360,7 +349,7 @@ int dt_cpu_index(struct dt_backend *b, const struct dt_kernel_call *c)
 	case DT_OP_SCATTER_VALUE:
 		return gather(b, c);
 	case DT_OP_REPEAT:
-		return repeat(b, c);
+		return move_tiled(b, c, (const bool[DT_MAX_RANK]){false});
 	case DT_OP_FLIP:
 		return flip(b, c);
 	case DT_OP_CUMSUM:

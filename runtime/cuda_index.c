@@ -67,17 +67,6 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		    ctx, c, &p->err,
 		    "the repeats are negative or do not sum to %lld",
 		    (long long)p->size);
-	case DT_OP_FLIP: {
-		int64_t dims[DT_MAX_RANK];
-		int nd = dt_cpu_ints(c, 1, dims, DT_MAX_RANK);
-		p->kind = DT_CU_FLIP;
-		p->rank = x->rank;
-		copy_shape(p->shape, x, x->rank);
-		for (int i = 0; i < nd; i++)
-			if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
-				p->flip_mask |= 1u << dims[i];
-		return DT_OK;
-	}
 	case DT_OP_CUMSUM:
 		p->kind = DT_CU_CUMSUM;
 		dt_cpu_int(c, 1, &dim);
@@ -85,12 +74,21 @@ static int prepare(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 		dt_rt_around(x, dim, &p->outer, &p->size, &p->inner);
 		return DT_OK;
 	case DT_OP_REPEAT:
-		p->kind = DT_CU_REPEAT;
+	case DT_OP_FLIP: {
+		/* one kernel: the output tiles self (flip: once) */
+		p->kind = c->op == DT_OP_FLIP ? DT_CU_FLIP : DT_CU_REPEAT;
 		p->rank = c->outputs[0].rank;
 		copy_shape(p->shape, &c->outputs[0], p->rank);
 		p->self_rank = x->rank;
 		copy_shape(p->self_shape, x, x->rank);
+		int64_t dims[DT_MAX_RANK];
+		int nd = c->op == DT_OP_FLIP ? dt_cpu_ints(c, 1, dims, DT_MAX_RANK)
+					     : 0;
+		for (int i = 0; i < nd; i++)
+			if (dt_rt_wrap_dim(&dims[i], x->rank) && x->rank)
+				p->flip_mask |= 1u << dims[i];
 		return DT_OK;
+	}
 	default:
 		break;
 	}

@@ -3,7 +3,7 @@
  * (cpu_index.c's semantics): tril/triu, index_select, index_add and
  * scatter_add (into double accumulators), repeat_interleave (one thread:
  * the result's positions follow a running sum of the repeats), gather,
- * repeat, flip and cumsum (a thread per row, in double). See
+ * repeat and flip (one kernel) and cumsum (a thread per row, in double). See
  * cuda_internal.h. */
 #include "cuda_internal.h"
 
@@ -86,6 +86,15 @@ static __global__ void repeat_kernel(const __grid_constant__ dt_cu_index_op p)
 		dt_cu_raise(p.err);
 }
 
+/* Elements of p.shape. */
+static __host__ __device__ int64_t numel(const dt_cu_index_op &p)
+{
+	int64_t n = 1;
+	for (int d = 0; d < p.rank; d++)
+		n *= p.shape[d];
+	return n;
+}
+
 /* Coordinates of row-major element e of p.shape. */
 static __device__ void unravel(const dt_cu_index_op &p, int64_t e, int64_t *at)
 {
@@ -110,9 +119,7 @@ static __device__ int64_t ravel(const int64_t *at, const int64_t *shape,
 static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 {
 	int size = dt_cu_size(p.dst_dtype);
-	int64_t n = 1;
-	for (int d = 0; d < p.rank; d++)
-		n *= p.shape[d];
+	int64_t n = numel(p);
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
 	     e += (int64_t)gridDim.x * blockDim.x) {
 		int64_t at[DT_CU_MAX_RANK];
@@ -146,40 +153,25 @@ static __global__ void gather_kernel(const __grid_constant__ dt_cu_index_op p)
 	}
 }
 
-/* repeat: dst[at] = src[at mod self_shape], self right-aligned. */
-static __global__ void
-repeat_tile_kernel(const __grid_constant__ dt_cu_index_op p)
+/* repeat and flip: dst[at] = src[from], from[d] = at[d + lead] mod
+ * self_shape[d] (repeat: self right-aligned and tiled; flip: the same
+ * shape, so the identity), reversed on the dims of flip_mask. */
+static __global__ void tile_kernel(const __grid_constant__ dt_cu_index_op p)
 {
 	int size = dt_cu_size(p.dst_dtype);
-	int64_t n = 1;
-	for (int d = 0; d < p.rank; d++)
-		n *= p.shape[d];
+	int64_t n = numel(p);
 	int lead = p.rank - p.self_rank;
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
 	     e += (int64_t)gridDim.x * blockDim.x) {
 		int64_t at[DT_CU_MAX_RANK];
 		unravel(p, e, at);
-		for (int d = 0; d < p.self_rank; d++)
+		for (int d = 0; d < p.self_rank; d++) {
 			at[d] = at[d + lead] % p.self_shape[d];
+			if ((p.flip_mask >> d) & 1)
+				at[d] = p.self_shape[d] - 1 - at[d];
+		}
 		dt_cu_move(p.dst, e, p.src,
 			   ravel(at, p.self_shape, p.self_rank), size);
-	}
-}
-
-static __global__ void flip_kernel(const __grid_constant__ dt_cu_index_op p)
-{
-	int size = dt_cu_size(p.dst_dtype);
-	int64_t n = 1;
-	for (int d = 0; d < p.rank; d++)
-		n *= p.shape[d];
-	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
-	     e += (int64_t)gridDim.x * blockDim.x) {
-		int64_t at[DT_CU_MAX_RANK];
-		unravel(p, e, at);
-		for (int d = 0; d < p.rank; d++)
-			if ((p.flip_mask >> d) & 1)
-				at[d] = p.shape[d] - 1 - at[d];
-		dt_cu_move(p.dst, e, p.src, ravel(at, p.shape, p.rank), size);
 	}
 }
 
@@ -208,11 +200,8 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 	int64_t n = p->outer * (tri ? p->size : p->n) * p->inner;
 	if (p->kind == DT_CU_CUMSUM)
 		n = p->outer * p->inner;
-	else if (p->kind >= DT_CU_GATHER) {
-		n = 1;
-		for (int d = 0; d < p->rank; d++)
-			n *= p->shape[d];
-	}
+	else if (p->kind >= DT_CU_GATHER)
+		n = numel(*p);
 	switch (p->kind) {
 	case DT_CU_TRIL:
 	case DT_CU_TRIU:
@@ -235,17 +224,13 @@ extern "C" cudaError_t dt_cu_index(const struct dt_cu_index_op *p,
 			gather_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_FLIP:
+	case DT_CU_REPEAT:
 		if (n > 0)
-			flip_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
+			tile_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
 		break;
 	case DT_CU_CUMSUM:
 		if (n > 0 && p->size > 0)
 			cumsum_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(*p);
-		break;
-	case DT_CU_REPEAT:
-		if (n > 0)
-			repeat_tile_kernel<<<dt_cu_blocks_for(n), DT_CU_THREADS, 0, s>>>(
-			    *p);
 		break;
 	default:
 		repeat_kernel<<<1, 1, 0, s>>>(*p);

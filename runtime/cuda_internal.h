@@ -240,12 +240,12 @@ struct dt_cu_nll_op {
  * index_add adds alpha * src [outer, n, inner] into the double
  * accumulators dst [outer, size, inner]; repeat_interleave reads n
  * repeats from `index` and writes `size` positions into dst. gather,
- * scatter_add and repeat walk `shape` (rank dims: index's, or repeat's
- * result) and address self (`self_shape`) and scatter_add's src
+ * scatter_add, repeat and flip walk `shape` (rank dims: index's, or the
+ * result's) and address self (`self_shape`) and scatter_add's src
  * (`src_shape`) by coordinates; scatter_add adds into double
  * accumulators of self's shape, scatter.src and scatter.value write into
- * dst holding self (the value in `alpha`). flip walks `shape`; cumsum sums
- * [outer, size, inner] along size in double. */
+ * dst holding self (the value in `alpha`); flip reverses the dims of
+ * `flip_mask`. cumsum sums [outer, size, inner] along size in double. */
 enum dt_cu_index_kind {
 	DT_CU_TRIL,
 	DT_CU_TRIU,
@@ -573,6 +573,14 @@ void dt_cuda_release(struct dt_cuda_ctx *ctx, struct dt_buffer *holder);
 /* Address of t's first element. */
 void *dt_cuda_ptr(const struct dt_rt_tensor *t);
 
+/* Issue all_permute call c on `comm` (an ncclComm_t) and `stream`:
+ * elements of `size` bytes move as ncclDataType_t `type` of `unit` bytes
+ * (nccl_permute.c). Returns the ncclResult_t. */
+struct ncclComm;
+int dt_nccl_all_permute(struct ncclComm *comm, cudaStream_t stream,
+			const struct dt_collective_call *c, int type,
+			int size, int unit);
+
 /* Run compute node c on the GPU: DT_OK, DT_ERUNTIME after reporting, or
  * DT_CUDA_FALLBACK when no CUDA kernel covers the op or its dtypes. */
 int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
@@ -583,8 +591,15 @@ int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
  * library stays loaded). */
 void dt_cuda_blas_close(struct dt_cuda_ctx *ctx);
 
-/* Families in cuda_ops.c and cuda_nn.c (same contract as
- * dt_cuda_kernel). */
+/* The elementwise ops of cuda_elementwise.c's table (what
+ * dt_cuda_elementwise runs; not mse_loss, which reduces). */
+bool dt_cuda_is_elementwise(uint32_t op);
+/* Families in cuda_elementwise.c, cuda_ops.c and cuda_nn.c (same contract
+ * as dt_cuda_kernel). */
+int dt_cuda_elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_random(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
+int dt_cuda_create(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_copy_op(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_join(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);
 int dt_cuda_pad(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c);

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* cuda_kernel.c: the NCCL+CUDA backend's kernel dispatch: one entry per
- * computing op of ir/ops.def (the families mirror cpu_kernel.c's), the
- * elementwise, random and creation ops on the generic kernels of
- * cuda_ew.cu, strided walks, scratch and temporaries, deferred kernel
- * errors, and the CPU-kernel fallback for what no CUDA kernel covers. */
+ * computing op of ir/ops.def (the families mirror cpu_kernel.c's; the
+ * elementwise, random and creation ops are cuda_elementwise.c's), strided
+ * walks, scratch and temporaries, deferred kernel errors, and the
+ * CPU-kernel fallback for what no CUDA kernel covers. */
 #include "cuda_internal.h"
 
-#include <math.h>
 #include <string.h>
 
 _Static_assert(DT_CU_MAX_RANK == DT_MAX_RANK, "walk rank");
@@ -262,385 +261,6 @@ int dt_cuda_contiguous(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c,
 	return dt_cuda_copy(ctx, c, out, t);
 }
 
-/* ---- elementwise ---- */
-
-enum { EW_PLAIN, EW_COMPARE };
-
-/* cpu_elementwise.c's table: kernel op, params in operand order, which
- * operands keep their dtype, whether the op compares. */
-struct ew_def {
-	uint8_t op, nin;
-	int8_t params[3];
-	uint8_t keep, kind;
-	bool valid;
-};
-
-#define EW2(cu)                                                                \
-	{                                                                      \
-		cu, 2, {0, 1, 0}, 0, EW_PLAIN, true                            \
-	}
-#define EW1(cu)                                                                \
-	{                                                                      \
-		cu, 1, {0, 0, 0}, 0, EW_PLAIN, true                            \
-	}
-#define CMP(cu)                                                                \
-	{                                                                      \
-		cu, 2, {0, 1, 0}, 0, EW_COMPARE, true                          \
-	}
-static const struct ew_def ew_defs[DT_NOPS] = {
-    [DT_OP_ADD_TENSOR] = EW2(DT_CU_ADD),
-    [DT_OP_ADD_SCALAR] = EW2(DT_CU_ADD),
-    [DT_OP_SUB_TENSOR] = EW2(DT_CU_SUB),
-    [DT_OP_SUB_SCALAR] = EW2(DT_CU_SUB),
-    [DT_OP_RSUB_TENSOR] = EW2(DT_CU_RSUB),
-    [DT_OP_RSUB_SCALAR] = EW2(DT_CU_RSUB),
-    [DT_OP_MUL_TENSOR] = EW2(DT_CU_MUL),
-    [DT_OP_MUL_SCALAR] = EW2(DT_CU_MUL),
-    [DT_OP_DIV_TENSOR] = EW2(DT_CU_DIV),
-    [DT_OP_DIV_SCALAR] = EW2(DT_CU_DIV),
-    [DT_OP_DIV_TENSOR_MODE] = EW2(DT_CU_DIV),
-    [DT_OP_DIV_SCALAR_MODE] = EW2(DT_CU_DIV),
-    [DT_OP_POW_TENSOR_SCALAR] = EW2(DT_CU_POW),
-    [DT_OP_POW_TENSOR_TENSOR] = EW2(DT_CU_POW),
-    [DT_OP_POW_SCALAR] = EW2(DT_CU_POW),
-    [DT_OP_MAXIMUM] = EW2(DT_CU_MAXIMUM),
-    [DT_OP_MINIMUM] = EW2(DT_CU_MINIMUM),
-    [DT_OP_ADDCMUL] = {DT_CU_ADDCMUL, 3, {0, 1, 2}, 0, EW_PLAIN, true},
-    [DT_OP_ADDCDIV] = {DT_CU_ADDCDIV, 3, {0, 1, 2}, 0, EW_PLAIN, true},
-    [DT_OP_EQ_TENSOR] = CMP(DT_CU_EQ),
-    [DT_OP_EQ_SCALAR] = CMP(DT_CU_EQ),
-    [DT_OP_NE_TENSOR] = CMP(DT_CU_NE),
-    [DT_OP_NE_SCALAR] = CMP(DT_CU_NE),
-    [DT_OP_LT_TENSOR] = CMP(DT_CU_LT),
-    [DT_OP_LT_SCALAR] = CMP(DT_CU_LT),
-    [DT_OP_LE_TENSOR] = CMP(DT_CU_LE),
-    [DT_OP_LE_SCALAR] = CMP(DT_CU_LE),
-    [DT_OP_GT_TENSOR] = CMP(DT_CU_GT),
-    [DT_OP_GT_SCALAR] = CMP(DT_CU_GT),
-    [DT_OP_GE_TENSOR] = CMP(DT_CU_GE),
-    [DT_OP_GE_SCALAR] = CMP(DT_CU_GE),
-    [DT_OP_LOGICAL_NOT] = {DT_CU_NOT, 1, {0, 0, 0}, 1, EW_PLAIN, true},
-    [DT_OP_WHERE_SELF] = {DT_CU_WHERE, 3, {0, 1, 2}, 1, EW_PLAIN, true},
-    [DT_OP_MASKED_FILL_SCALAR] =
-	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
-    [DT_OP_MASKED_FILL_TENSOR] =
-	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
-    [DT_OP_NEG] = EW1(DT_CU_NEG),
-    [DT_OP_ABS] = EW1(DT_CU_ABS),
-    [DT_OP_RELU] = EW1(DT_CU_RELU),
-    [DT_OP_GELU] = EW1(DT_CU_GELU),
-    [DT_OP_SILU] = EW1(DT_CU_SILU),
-    [DT_OP_SIGMOID] = EW1(DT_CU_SIGMOID),
-    [DT_OP_TANH] = EW1(DT_CU_TANH),
-    [DT_OP_EXP] = EW1(DT_CU_EXP),
-    [DT_OP_LOG] = EW1(DT_CU_LOG),
-    [DT_OP_SQRT] = EW1(DT_CU_SQRT),
-    [DT_OP_RSQRT] = EW1(DT_CU_RSQRT),
-    [DT_OP_ERF] = EW1(DT_CU_ERF),
-    [DT_OP_RECIPROCAL] = EW1(DT_CU_RECIPROCAL),
-    [DT_OP_SIN] = EW1(DT_CU_SIN),
-    [DT_OP_COS] = EW1(DT_CU_COS),
-    [DT_OP_LOG1P] = EW1(DT_CU_LOG1P),
-    [DT_OP_EXPM1] = EW1(DT_CU_EXPM1),
-    [DT_OP_CLAMP] = EW1(DT_CU_CLAMP),
-    [DT_OP_CLAMP_MIN] = EW1(DT_CU_CLAMP),
-    [DT_OP_CLAMP_MAX] = EW1(DT_CU_CLAMP),
-    [DT_OP_THRESHOLD_BACKWARD] = EW2(DT_CU_THRESHOLD_BW),
-    [DT_OP_GELU_BACKWARD] = EW2(DT_CU_GELU_BW),
-    [DT_OP_SILU_BACKWARD] = EW2(DT_CU_SILU_BW),
-    [DT_OP_SIGMOID_BACKWARD] = EW2(DT_CU_SIGMOID_BW),
-    [DT_OP_TANH_BACKWARD] = EW2(DT_CU_TANH_BW),
-    [DT_OP_NATIVE_DROPOUT_BACKWARD] =
-	{DT_CU_DROPOUT_BW, 2, {0, 1, 0}, 2, EW_PLAIN, true},
-    [DT_OP_BITWISE_AND_TENSOR] = EW2(DT_CU_BAND),
-    [DT_OP_BITWISE_AND_SCALAR] = EW2(DT_CU_BAND),
-    [DT_OP_BITWISE_OR_TENSOR] = EW2(DT_CU_BOR),
-    [DT_OP_BITWISE_OR_SCALAR] = EW2(DT_CU_BOR),
-    [DT_OP_BITWISE_XOR_TENSOR] = EW2(DT_CU_BXOR),
-    [DT_OP_BITWISE_XOR_SCALAR] = EW2(DT_CU_BXOR),
-    [DT_OP_BITWISE_NOT] = EW1(DT_CU_BNOT),
-    [DT_OP_LOGICAL_AND] = CMP(DT_CU_LAND),
-    [DT_OP_LOGICAL_OR] = CMP(DT_CU_LOR),
-    [DT_OP_LOGICAL_XOR] = CMP(DT_CU_LXOR),
-    [DT_OP_ADD_INPLACE] = CMP(DT_CU_ADD),
-    [DT_OP_SUB_INPLACE] = CMP(DT_CU_SUB),
-    [DT_OP_MUL_INPLACE] = CMP(DT_CU_MUL),
-    [DT_OP_FILL_INPLACE_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
-    [DT_OP_FILL_INPLACE_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
-    [DT_OP_FILL_SCALAR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
-    [DT_OP_FILL_TENSOR] = {DT_CU_FILL, 1, {1, 0, 0}, 0, EW_PLAIN, true},
-    [DT_OP_SIGN] = EW1(DT_CU_SIGN),
-    [DT_OP_REMAINDER_TENSOR] = EW2(DT_CU_REM),
-    [DT_OP_REMAINDER_SCALAR] = EW2(DT_CU_REM),
-    [DT_OP_SGN] = EW1(DT_CU_SIGN),
-    [DT_OP_MASKED_FILL_INPLACE_SCALAR] =
-	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
-    [DT_OP_MASKED_FILL_INPLACE_TENSOR] =
-	{DT_CU_MASKED_FILL, 3, {0, 1, 2}, 2, EW_PLAIN, true},
-    [DT_OP_MSE_LOSS_BACKWARD] = {DT_CU_MSE_BW, 3, {1, 2, 0}, 0, EW_PLAIN, true},
-    /* not `valid`: dispatched to mse_loss, which reduces */
-    [DT_OP_MSE_LOSS] = {DT_CU_MSE, 2, {0, 1, 0}, 0, EW_PLAIN, false},
-};
-#undef EW2
-#undef EW1
-#undef CMP
-
-/* The op's constants, cast like PyTorch (cpu_elementwise.c's
- * read_consts). */
-static void ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
-		      struct dt_cu_ew *p)
-{
-	bool has_lo = false, has_hi = false;
-	p->alpha = 1;
-	p->int_compute = !dt_dtype_is_float(compute);
-	switch (c->op) {
-	case DT_OP_ADD_TENSOR:
-	case DT_OP_SUB_TENSOR:
-	case DT_OP_RSUB_TENSOR:
-	case DT_OP_ADD_SCALAR:
-	case DT_OP_SUB_SCALAR:
-	case DT_OP_RSUB_SCALAR:
-	case DT_OP_ADD_INPLACE:
-	case DT_OP_SUB_INPLACE:
-		dt_cpu_number(c, 2, &p->alpha);
-		break;
-	case DT_OP_MSE_LOSS_BACKWARD: {
-		int64_t reduction = 1;
-		dt_cpu_int(c, 3, &reduction);
-		int64_t n = dt_rt_numel(dt_kernel_input(c, 1));
-		p->alpha = dt_round_to(compute,
-				       reduction == 1 ? 2.0 / (double)n : 2.0);
-		break;
-	}
-	case DT_OP_ADDCMUL:
-	case DT_OP_ADDCDIV:
-		dt_cpu_number(c, 3, &p->alpha);
-		p->alpha = dt_round_to(compute, p->alpha);
-		break;
-	case DT_OP_NATIVE_DROPOUT_BACKWARD:
-		dt_cpu_number(c, 2, &p->alpha);
-		p->alpha = dt_round_to(compute, p->alpha);
-		break;
-	case DT_OP_DIV_TENSOR_MODE:
-	case DT_OP_DIV_SCALAR_MODE:
-		p->mode = dt_cpu_str_is(c, 2, "trunc")	 ? 1
-			  : dt_cpu_str_is(c, 2, "floor") ? 2
-							 : 0;
-		break;
-	case DT_OP_GELU:
-	case DT_OP_GELU_BACKWARD:
-		p->tanh_approx =
-		    dt_cpu_str_is(c, c->op == DT_OP_GELU ? 1 : 2, "tanh");
-		break;
-	case DT_OP_CLAMP:
-		has_lo = dt_cpu_number(c, 1, &p->lo);
-		has_hi = dt_cpu_number(c, 2, &p->hi);
-		break;
-	case DT_OP_CLAMP_MIN:
-		has_lo = dt_cpu_number(c, 1, &p->lo);
-		break;
-	case DT_OP_CLAMP_MAX:
-		has_hi = dt_cpu_number(c, 1, &p->hi);
-		break;
-	case DT_OP_THRESHOLD_BACKWARD:
-		dt_cpu_number(c, 2, &p->lo);
-		break;
-	default:
-		break;
-	}
-	p->has_lo = has_lo;
-	p->has_hi = has_hi;
-	p->lo = dt_round_to(compute, p->lo);
-	p->hi = dt_round_to(compute, p->hi);
-}
-
-static bool is_narrow_float(enum dt_dtype t)
-{
-	return t == DT_FLOAT32 || t == DT_FLOAT16 || t == DT_BFLOAT16;
-}
-
-static int elementwise(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
-{
-	const struct ew_def *def = &ew_defs[c->op];
-	struct dt_cpu_operand ops[3];
-	const struct dt_cpu_operand *opp[3];
-	for (int k = 0; k < def->nin; k++) {
-		if (!dt_cpu_operand(c, def->params[k], &ops[k]))
-			return dt_cpu_fail(
-			    ctx->b, c, "argument '%s' is missing",
-			    dt_op_get(c->op)->params[def->params[k]].name);
-		opp[k] = &ops[k];
-	}
-	struct dt_rt_tensor *out = &c->outputs[0];
-	enum dt_dtype compute = def->kind == EW_COMPARE
-				    ? dt_cpu_result_type(opp, def->nin)
-				    : (enum dt_dtype)out->dtype;
-	struct dt_cu_ew p;
-	memset(&p, 0, sizeof(p));
-	p.op = def->op;
-	p.nin = def->nin;
-	p.compute = compute;
-	ew_consts(c, compute, &p);
-	/* rounding divisions run in double, so their integer results match */
-	p.wide = !is_narrow_float(compute) || p.mode != 0;
-	const struct dt_rt_tensor *ts[4] = {out, NULL, NULL, NULL};
-	for (int k = 0; k < def->nin; k++) {
-		bool keep = (def->keep >> k) & 1;
-		if (ops[k].number) {
-			p.number |= 1u << k;
-			p.value[k] = keep ? ops[k].value
-					  : dt_round_to(compute, ops[k].value);
-		} else {
-			ts[k + 1] = &ops[k].t;
-			if (!keep && ops[k].t.dtype != compute)
-				p.cast |= 1u << k;
-		}
-	}
-	if (p.int_compute && ((p.op == DT_CU_DIV && p.mode != 0) ||
-			      p.op == DT_CU_POW || p.op == DT_CU_REM)) {
-		const char *what =
-		    p.op == DT_CU_POW
-			? "Integers to negative integer powers are not allowed."
-			: "ZeroDivisionError (integer division by zero)";
-		if (dt_cuda_status(ctx, c, &p.err, "%s", what) != DT_OK)
-			return DT_ERUNTIME;
-	}
-	struct dt_cu_walk w;
-	dt_cuda_walk(&w, out->shape, out->rank, ts, def->nin + 1);
-	return check(ctx, c, "dt_cu_elementwise",
-		     dt_cu_elementwise(&w, &p, ctx->stream));
-}
-
-/* mse_loss: reduction none is elementwise; mean and sum reduce the
- * squared differences, computed in the result's dtype into a temporary of
- * the broadcast shape. */
-static int mse_loss(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
-{
-	int64_t reduction = 1;
-	dt_cpu_int(c, 2, &reduction);
-	if (reduction == 0)
-		return elementwise(ctx, c);
-	const struct dt_rt_tensor *x = dt_kernel_input(c, 0),
-				  *y = dt_kernel_input(c, 1);
-	int64_t shape[DT_MAX_RANK];
-	int rank = dt_rt_broadcast(x, y, shape);
-	struct dt_rt_tensor sq;
-	struct dt_buffer holder = {0};
-	int rc = dt_cuda_temp(ctx, c, shape, rank,
-			      (enum dt_dtype)c->outputs[0].dtype, &sq, &holder);
-	if (rc == DT_OK) {
-		struct dt_kernel_call squares = *c;
-		squares.outputs = &sq;
-		rc = elementwise(ctx, &squares);
-	}
-	if (rc == DT_OK)
-		rc = dt_cuda_reduce_all(ctx, c, reduction == 1, &sq,
-					&c->outputs[0]);
-	dt_cuda_release(ctx, &holder);
-	return rc;
-}
-
-/* ---- random ops and factories ---- */
-
-static int random_op(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
-{
-	struct dt_cu_random_op p;
-	memset(&p, 0, sizeof(p));
-	p.seed = c->seed;
-	p.name = dt_rt_fnv1a(dt_str_get(c->m, c->node->name));
-	p.p = 0.5;
-	bool train = true;
-	const struct dt_rt_tensor *ts[3] = {&c->outputs[0], NULL, NULL};
-	switch (c->op) {
-	case DT_OP_NATIVE_DROPOUT:
-		p.kind = DT_CU_DROPOUT;
-		dt_cpu_number(c, 1, &p.p);
-		dt_cpu_bool(c, 2, &train);
-		if (train && (p.p < 0 || p.p > 1))
-			return dt_cpu_fail(ctx->b, c,
-					   "dropout probability has to be "
-					   "between 0 and 1, but got %g",
-					   p.p);
-		ts[1] = &c->outputs[1];
-		ts[2] = dt_kernel_input(c, 0);
-		break;
-	case DT_OP_BERNOULLI:
-		p.kind = DT_CU_BERNOULLI;
-		ts[2] = dt_kernel_input(c, 0);
-		if (dt_cuda_status(ctx, c, &p.err,
-				   "bernoulli expects 0 <= p <= 1") != DT_OK)
-			return DT_ERUNTIME;
-		break;
-	case DT_OP_BERNOULLI_P:
-		p.kind = DT_CU_BERNOULLI_P;
-		dt_cpu_number(c, 1, &p.p);
-		if (!(p.p >= 0 && p.p <= 1))
-			return dt_cpu_fail(
-			    ctx->b, c,
-			    "bernoulli expects 0 <= p <= 1, but got p=%g", p.p);
-		break;
-	case DT_OP_RAND_LIKE:
-		p.kind = DT_CU_RAND;
-		break;
-	default:
-		p.kind = DT_CU_RANDN;
-		break;
-	}
-	p.train = train;
-	struct dt_rt_tensor *out = &c->outputs[0];
-	struct dt_cu_walk w;
-	dt_cuda_walk(&w, out->shape, out->rank, ts, 3);
-	return check(ctx, c, "dt_cu_random", dt_cu_random(&w, &p, ctx->stream));
-}
-
-/* cpu_create.c's factories: a fill, or arange's start + i * step. */
-static int create(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
-{
-	struct dt_rt_tensor *out = &c->outputs[0];
-	double v = 0, start = 0, end = 0, step = 1;
-	switch (c->op) {
-	case DT_OP_ONES_LIKE:
-	case DT_OP_ONES:
-	case DT_OP_NEW_ONES:
-		v = 1;
-		break;
-	case DT_OP_FULL_LIKE:
-	case DT_OP_FULL:
-		dt_cpu_number(c, 1, &v);
-		break;
-	case DT_OP_NEW_FULL:
-		dt_cpu_number(c, 2, &v);
-		break;
-	case DT_OP_SCALAR_TENSOR:
-		dt_cpu_number(c, 0, &v);
-		break;
-	case DT_OP_ARANGE:
-	case DT_OP_ARANGE_START:
-	case DT_OP_ARANGE_START_STEP: {
-		if (c->op == DT_OP_ARANGE) {
-			dt_cpu_number(c, 0, &end);
-		} else {
-			dt_cpu_number(c, 0, &start);
-			dt_cpu_number(c, 1, &end);
-			if (c->op == DT_OP_ARANGE_START_STEP)
-				dt_cpu_number(c, 2, &step);
-		}
-		if (!dt_dtype_is_float((enum dt_dtype)out->dtype)) {
-			start = trunc(start);
-			step = trunc(step);
-		}
-		struct dt_cu_walk w;
-		const struct dt_rt_tensor *t = out;
-		dt_cuda_walk(&w, out->shape, out->rank, &t, 1);
-		return check(ctx, c, "dt_cu_arange",
-			     dt_cu_arange(&w, start, step, ctx->stream));
-	}
-	default:
-		break; /* empty* and zeros*: zero-filled */
-	}
-	return dt_cuda_fill(ctx, c, out, v);
-}
-
 /* ---- the CPU fallback ---- */
 
 /* The distinct nodes a call reads (ids NULL: only count the uses). */
@@ -734,8 +354,8 @@ int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 
 int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 {
-	if ((unsigned)c->op < DT_NOPS && ew_defs[c->op].valid)
-		return elementwise(ctx, c);
+	if (dt_cuda_is_elementwise(c->op))
+		return dt_cuda_elementwise(ctx, c);
 	switch (c->op) {
 	case DT_OP_REDISTRIBUTE:
 	case DT_OP_UNSAFE_VIEW:
@@ -763,7 +383,7 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_BERNOULLI_P:
 	case DT_OP_RAND_LIKE:
 	case DT_OP_RANDN_LIKE:
-		return random_op(ctx, c);
+		return dt_cuda_random(ctx, c);
 	case DT_OP_SUM:
 	case DT_OP_SUM_DIM:
 	case DT_OP_MEAN:
@@ -801,7 +421,7 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_NLL_LOSS_BACKWARD:
 		return dt_cuda_nll_loss(ctx, c);
 	case DT_OP_MSE_LOSS:
-		return mse_loss(ctx, c);
+		return dt_cuda_mse_loss(ctx, c);
 	case DT_OP_TRIL:
 	case DT_OP_TRIU:
 	case DT_OP_INDEX_SELECT:
@@ -832,8 +452,9 @@ int dt_cuda_kernel(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 	case DT_OP_ARANGE:
 	case DT_OP_ARANGE_START:
 	case DT_OP_ARANGE_START_STEP:
-		return create(ctx, c);
+		return dt_cuda_create(ctx, c);
 	default:
 		return DT_CUDA_FALLBACK;
 	}
 }
+

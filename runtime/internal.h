@@ -177,6 +177,23 @@ uint64_t dt_rt_fnv1a(const char *s);
 typedef int (*dt_cpu_kernel_fn)(struct dt_backend *b,
 				const struct dt_kernel_call *c);
 int dt_cpu_elementwise(struct dt_backend *b, const struct dt_kernel_call *c);
+/* An elementwise op's constants, read from call c and cast to the compute
+ * dtype as PyTorch does (cpu_elementwise.c; shared with the CUDA
+ * backend). */
+struct dt_ew_consts {
+	double alpha, lo, hi; /* alpha/scale; clamp bounds, threshold */
+	bool has_lo, has_hi;  /* clamp bounds given */
+	bool tanh;            /* gelu's tanh approximation */
+	int mode;             /* div rounding: 0 none, 1 trunc, 2 floor */
+};
+void dt_cpu_ew_consts(const struct dt_kernel_call *c, enum dt_dtype compute,
+		      struct dt_ew_consts *k);
+/* Operands params[0..n) (n <= 3) of elementwise call c into ops, and the
+ * dtype they compute in: for a comparison the inputs' promoted type, else
+ * the output's. DT_ERUNTIME after reporting a missing one. */
+int dt_cpu_ew_operands(struct dt_backend *b, const struct dt_kernel_call *c,
+		       const int8_t *params, int n, bool compare,
+		       struct dt_cpu_operand *ops, enum dt_dtype *compute);
 int dt_cpu_backward_ew(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_random(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_reduce(struct dt_backend *b, const struct dt_kernel_call *c);
@@ -206,6 +223,13 @@ int dt_cpu_pad(struct dt_backend *b, const struct dt_kernel_call *c);
 int dt_cpu_spmd_views(struct dt_backend *b, const struct dt_kernel_call *c,
 		      struct dt_rt_tensor (**pairs)[2], int *npairs);
 int dt_cpu_create(struct dt_backend *b, const struct dt_kernel_call *c);
+/* What factory call c makes (cpu_create.c; shared with the CUDA backend):
+ * false, with the fill *value (0 for empty* and zeros*: zero-filled, so
+ * runs are deterministic); or, for arange, true with *start and *step of
+ * start + i * step (truncated for integer results, as ATen computes
+ * them). */
+bool dt_cpu_factory(const struct dt_kernel_call *c, double *value,
+		    double *start, double *step);
 
 /* world.c: a hash of what communicator creation depends on (mesh shapes
  * and device lists, group meshes and ordered dims; not names), which all
@@ -242,6 +266,20 @@ int dt_trace_write(const char *path, const struct dt_module *m, int rank,
 int dt_rt_collective_args(const struct dt_module *m, const struct dt_node *n,
 			  const struct dt_bound_args *a,
 			  struct dt_collective_call *c, const char **why);
+
+/* transfer.c: the boxes of all_to_all_v call c (semantics §3.1) between
+ * group position `me` and every position q: box[q] is what me sends q
+ * (sending) or receives from q: per tensor dim its start in the sender's
+ * shard, in the receiver's, and its length; `any` false when nothing
+ * moves. Every element of the receiver's dst shard comes from exactly one
+ * sender: the rank holding it under src that agrees with the receiver on
+ * the mesh dims src replicates. */
+struct dt_rt_box {
+	int64_t from[DT_MAX_RANK], to[DT_MAX_RANK], len[DT_MAX_RANK];
+	bool any;
+};
+void dt_rt_transfer_boxes(const struct dt_collective_call *c, int64_t me,
+			  bool sending, struct dt_rt_box *box);
 
 /* world.c: the watchdog's report at collective node n (of `kind` over
  * module group `group`) whose wait outlived b->timeout; DT_ERUNTIME. */

@@ -41,8 +41,10 @@ struct interp {
 	uint32_t *stat_of;               /* node id -> index in stats */
 	DT_VEC(struct dt_run_stat) stats;
 	DT_VEC(struct dt_trace_event) events;
-	size_t live, peak;
-	uint32_t peak_node;              /* the node whose buffer set peak */
+	size_t live, peak, largest;      /* values (dt_run_result) */
+	size_t buffers, buffer_peak;     /* collective buffers */
+	size_t memory_peak;              /* both */
+	uint32_t memory_node;            /* the node whose buffer set it */
 	double t0;
 };
 
@@ -55,24 +57,33 @@ double dt_rt_now(void)
 
 /* ---- buffers with accounting ---- */
 
-static void account(struct interp *ip, const struct dt_node *n, size_t bytes)
+/* `bytes` more of values or of collective buffers (in_flight), at n. */
+static void account(struct interp *ip, const struct dt_node *n, size_t bytes,
+		    bool in_flight)
 {
-	ip->live += bytes;
-	if (ip->live > ip->peak) {
+	*(in_flight ? &ip->buffers : &ip->live) += bytes;
+	if (!in_flight && bytes > ip->largest)
+		ip->largest = bytes;
+	if (ip->live > ip->peak)
 		ip->peak = ip->live;
-		ip->peak_node = (uint32_t)(n - ip->m->nodes.data);
+	if (ip->buffers > ip->buffer_peak)
+		ip->buffer_peak = ip->buffers;
+	if (ip->live + ip->buffers > ip->memory_peak) {
+		ip->memory_peak = ip->live + ip->buffers;
+		ip->memory_node = (uint32_t)(n - ip->m->nodes.data);
 	}
 }
 
 static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
-				    size_t bytes)
+				    size_t bytes, bool in_flight)
 {
 	struct dt_buffer *buf = dt_buffer_create(ip->b, bytes);
 	if (!buf) {
 		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
 		return NULL;
 	}
-	account(ip, n, bytes);
+	buf->in_flight = in_flight;
+	account(ip, n, bytes, in_flight);
 	return buf;
 }
 
@@ -81,7 +92,7 @@ static void buffer_drop(struct interp *ip, struct dt_buffer *buf)
 	if (!buf)
 		return;
 	if (buf->refs == 1)
-		ip->live -= buf->bytes;
+		*(buf->in_flight ? &ip->buffers : &ip->live) -= buf->bytes;
 	dt_buffer_release(ip->b, buf);
 }
 
@@ -334,7 +345,7 @@ static int run_kernel(struct interp *ip, uint32_t id)
 	for (uint32_t r = 0; r < n->ntensors; r++) {
 		struct dt_rt_tensor *t = &ip->values[id][r];
 		dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
-		if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t))))
+		if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false)))
 			return DT_ERUNTIME;
 	}
 	struct dt_kernel_call c = {
@@ -361,7 +372,8 @@ static int run_collective(struct interp *ip, uint32_t id)
 		staged = *x;
 		staged.offset = 0;
 		dt_contiguous_strides(staged.shape, staged.rank, staged.stride);
-		if (!(staged.buf = buffer_new(ip, n, dt_rt_storage_bytes(&staged))))
+		if (!(staged.buf = buffer_new(ip, n, dt_rt_storage_bytes(&staged),
+					      true)))
 			return DT_ERUNTIME;
 		ip->pinned[id] = staged.buf;
 		if (ip->b->ops->copy(ip->b, &staged, x) != DT_OK)
@@ -375,7 +387,7 @@ static int run_collective(struct interp *ip, uint32_t id)
 	dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
 	if (!dt_rt_is_contiguous(y) || y->offset != 0)
 		return dt_rt_fail(ip->b, ip->m, n, "a collective's result must be contiguous");
-	if (!(y->buf = buffer_new(ip, n, dt_rt_storage_bytes(y))))
+	if (!(y->buf = buffer_new(ip, n, dt_rt_storage_bytes(y), true)))
 		return DT_ERUNTIME;
 	c.input = x;
 	c.output = y;
@@ -406,7 +418,13 @@ static int run_wait(struct interp *ip, uint32_t id)
 		return dt_rt_fail(ip->b, ip->m, n, "wait_tensor needs a tensor input");
 	if (ip->step[in] == STEP_COLLECTIVE && complete(ip, in) != DT_OK)
 		return DT_ERUNTIME;
-	return describe(ip, id, 0, ip->values[in][0].buf);
+	struct dt_buffer *buf = ip->values[in][0].buf;
+	if (buf->in_flight) { /* received: a value from now on */
+		buf->in_flight = false;
+		ip->buffers -= buf->bytes;
+		account(ip, n, buf->bytes, false);
+	}
+	return describe(ip, id, 0, buf);
 }
 
 static int run_output(struct interp *ip, uint32_t id, struct dt_run_result *res)
@@ -500,10 +518,15 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 				if (ip->opt->trace_path)
 					dt_vec_push(&ip->events, e);
 			}
-		} else if (ip->in_flight && ip->b->ops->progress &&
-			   ip->b->ops->progress(ip->b) != DT_OK) {
-			drain(ip);
-			return DT_ERUNTIME;
+		} else if (ip->in_flight && ip->b->ops->progress) {
+			/* Moving collectives on this thread is communication
+			 * the step pays for: exposed too. */
+			if (ip->b->ops->progress(ip->b) != DT_OK) {
+				drain(ip);
+				return DT_ERUNTIME;
+			}
+			if (timed)
+				ip->comm_exposed += dt_rt_now() - now;
 		}
 		if (timed) {
 			struct dt_run_stat *s = &ip->stats.data[ip->stat_of[id]];
@@ -550,7 +573,7 @@ static int materialize(struct interp *ip)
 			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
 						   ip->b, &ip->inputs[id]) != DT_OK)
 			return DT_ERUNTIME;
-		account(ip, n, ip->inputs[id].buf->bytes);
+		account(ip, n, ip->inputs[id].buf->bytes, false);
 	}
 	return DT_OK;
 }
@@ -639,13 +662,13 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 		const struct dt_node *n = dt_node_get(m, id);
 		struct dt_rt_tensor *t = &ip.inputs[id];
 		dt_rt_from_meta(t, m, dt_node_tensor(m, n, 0));
-		if (!(t->buf = buffer_new(&ip, n, dt_rt_storage_bytes(t))))
+		if (!(t->buf = buffer_new(&ip, n, dt_rt_storage_bytes(t), false)))
 			rc = DT_ERUNTIME;
 	}
 	if (rc == DT_OK)
 		rc = iterate(&ip, false, NULL);
-	*peak = ip.peak;
-	*at = ip.peak_node;
+	*peak = ip.memory_peak;
+	*at = ip.memory_node;
 	interp_fini(&ip);
 	return rc;
 }
@@ -688,6 +711,9 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 	out->seconds_per_iter = rc == DT_OK ? (dt_rt_now() - start) / iters : 0;
 	out->iters = iters;
 	out->peak_bytes = ip.peak;
+	out->largest_bytes = ip.largest;
+	out->buffer_bytes = ip.buffer_peak;
+	out->memory_bytes = ip.memory_peak;
 	out->comm_count = ip.comm_count / iters;
 	out->comm_flight_seconds = ip.comm_flight / iters;
 	out->comm_exposed_seconds = ip.comm_exposed / iters;

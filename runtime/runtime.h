@@ -13,6 +13,8 @@ struct dt_buffer {
 	void *data;      /* host or device memory, per backend */
 	size_t bytes;
 	uint32_t refs;
+	bool in_flight;  /* the interpreter's accounting: a collective's
+			    staged input or receive buffer, not a value */
 };
 
 struct dt_rt_tensor {
@@ -86,8 +88,11 @@ enum dt_collective_kind {
 	DT_COLL_REDUCE_SCATTER,
 	DT_COLL_ALL_REDUCE,
 	DT_COLL_ALL_TO_ALL,
+	DT_COLL_ALL_PERMUTE, /* dt.all_permute: one send, one receive */
+	DT_COLL_ALL_TO_ALL_V, /* dt.all_to_all_v: boxes between any ranks */
 };
-/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all". */
+/* "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
+ * "all_permute", "all_to_all_v". */
 const char *dt_collective_name(enum dt_collective_kind k);
 
 struct dt_collective_call {
@@ -98,6 +103,11 @@ struct dt_collective_call {
 	const struct dt_rt_tensor *input;  /* contiguous */
 	struct dt_rt_tensor *output;       /* contiguous, preallocated */
 	const int64_t *output_splits, *input_splits; /* all_to_all, dim-0 rows */
+	const int64_t *permutation; /* all_permute: group position i sends
+				       its whole input to position
+				       permutation[i] (group_size entries) */
+	struct dt_spmd_args layout; /* all_to_all_v: mesh, src, dst, size
+				       (dt_rt_transfer_boxes) */
 	const struct dt_node *node;        /* for error messages */
 	const struct dt_module *m;         /* node's module, for messages */
 };
@@ -290,10 +300,17 @@ struct dt_run_result {
 	uint32_t noutputs;
 	double seconds_per_iter;
 	int iters;         /* timed iterations */
-	size_t peak_bytes; /* most backend memory live at once */
+	/* Memory (semantics §3.1): the most bytes of values live at once
+	 * (inputs, results; a collective's input read in place counts until
+	 * the collective completes), the largest value, the most bytes of
+	 * collective buffers live at once (staged inputs and receive buffers,
+	 * from the start to the wait), and the most of both together: the
+	 * backend memory the run needs (dt_interpret_peak). */
+	size_t peak_bytes, largest_bytes, buffer_bytes, memory_bytes;
 	/* Communication per timed iteration: collectives started, seconds
 	 * from each start to the end of its wait (in flight), and seconds the
-	 * host spent in starts and waits (exposed: not hidden by compute). */
+	 * host spent in starts, waits and the progress tests between nodes
+	 * (exposed: not hidden by compute). */
 	double comm_count, comm_flight_seconds, comm_exposed_seconds;
 	struct dt_run_stat *stats; /* by first appearance of the target */
 	uint32_t nstats;
@@ -312,8 +329,8 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 		 const struct dt_run_options *opt, struct dt_run_result *out);
 void dt_run_result_fini(struct dt_run_result *r);
 /* The memory plan of running `m` on backend `b` for rank b->rank: the most
- * backend memory one iteration holds at once (inputs, results, staged
- * collective inputs; the peak_bytes a run reports), found by walking the
+ * backend memory one iteration holds at once (values and collective
+ * buffers; the memory_bytes a run reports), found by walking the
  * schedule without allocating, computing or communicating. *at is the
  * node whose result reaches the peak (0 when nothing is allocated).
  * Reports and returns DT_ERUNTIME when the graph cannot run (as

@@ -22,12 +22,14 @@
 static const struct {
 	enum dt_op op;
 	enum dt_collective_kind kind;
-	int8_t reduce, group, splits; /* parameter indices, -1 none */
+	int8_t reduce, group, splits, perm; /* parameter indices, -1 none */
 } collectives[] = {
-	{DT_OP_ALL_GATHER, DT_COLL_ALL_GATHER, -1, 2, -1},
-	{DT_OP_REDUCE_SCATTER, DT_COLL_REDUCE_SCATTER, 1, 3, -1},
-	{DT_OP_ALL_REDUCE, DT_COLL_ALL_REDUCE, 1, 2, -1},
-	{DT_OP_ALL_TO_ALL, DT_COLL_ALL_TO_ALL, -1, 3, 1},
+	{DT_OP_ALL_GATHER, DT_COLL_ALL_GATHER, -1, 2, -1, -1},
+	{DT_OP_REDUCE_SCATTER, DT_COLL_REDUCE_SCATTER, 1, 3, -1, -1},
+	{DT_OP_ALL_REDUCE, DT_COLL_ALL_REDUCE, 1, 2, -1, -1},
+	{DT_OP_ALL_TO_ALL, DT_COLL_ALL_TO_ALL, -1, 3, 1, -1},
+	{DT_OP_ALL_PERMUTE, DT_COLL_ALL_PERMUTE, -1, 6, -1, 5},
+	{DT_OP_ALL_TO_ALL_V, DT_COLL_ALL_TO_ALL_V, -1, 5, -1, -1},
 };
 
 /* The int list bound to parameter p (NULL when none). */
@@ -69,6 +71,24 @@ int dt_rt_collective_args(const struct dt_module *m, const struct dt_node *n,
 	if (collectives[k].splits >= 0) {
 		c->output_splits = split_sizes(m, a, collectives[k].splits);
 		c->input_splits = split_sizes(m, a, collectives[k].splits + 1);
+	}
+	if (collectives[k].perm >= 0) {
+		const struct dt_arg *p = a->arg[collectives[k].perm];
+		int len = 0;
+		c->permutation = p && p->kind == DT_ARG_INTS
+					 ? dt_ints_get(m, p->v.ints, &len)
+					 : NULL;
+		if (len != c->group_size) {
+			*why = "perm does not list one position per group rank";
+			return DT_EINPUT;
+		}
+	}
+	char err[8];
+	if (n->op == DT_OP_ALL_TO_ALL_V &&
+	    !dt_spmd_args_read(m, DT_OP_ALL_TO_ALL_V, a, &c->layout, err,
+			       sizeof err)) {
+		*why = "bad all_to_all_v attributes (run dtopt verify)";
+		return DT_EINPUT;
 	}
 	return DT_OK;
 }
@@ -135,8 +155,11 @@ void dt_collective_sequence(const struct dt_module *m,
 		it.index = seq.len;
 		it.hash = mix(mix(mix(mix(0, it.kind), it.group), it.dtype),
 			      it.reduce);
-		/* all_to_all's counts and splits differ by rank */
-		it.counts = it.kind == DT_OP_ALL_TO_ALL
+		/* all_to_all's and all_permute's counts and splits differ
+		 * by rank */
+		it.counts = it.kind == DT_OP_ALL_TO_ALL ||
+					    it.kind == DT_OP_ALL_PERMUTE ||
+					    it.kind == DT_OP_ALL_TO_ALL_V
 				    ? 0
 				    : mix(mix(1, it.in), it.out);
 		h = mix(h, (int64_t)it.hash);
@@ -373,7 +396,9 @@ static int compare_counts(struct agree *g, const struct dt_collective_item *seq,
 		uint64_t h = 7;
 		for (uint32_t i = 0; i < n; i++)
 			if (seq[i].group == (int32_t)gi &&
-			    seq[i].kind != DT_OP_ALL_TO_ALL) {
+			    seq[i].kind != DT_OP_ALL_TO_ALL &&
+			    seq[i].kind != DT_OP_ALL_PERMUTE &&
+			    seq[i].kind != DT_OP_ALL_TO_ALL_V) {
 				mine[k++] = seq[i];
 				h = mix(h, (int64_t)seq[i].counts);
 			}

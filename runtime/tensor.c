@@ -70,6 +70,7 @@ struct dt_buffer *dt_buffer_create(struct dt_backend *b, size_t bytes)
 	buf->data = data;
 	buf->bytes = bytes;
 	buf->refs = 1;
+	buf->in_flight = false;
 	return buf;
 }
 

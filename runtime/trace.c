@@ -183,8 +183,12 @@ void dt_run_summary_print(const struct dt_run_result *r, FILE *out)
 			s->seconds * 1e3 / iters, total > 0 ? 100 * s->seconds / total : 0,
 			(unsigned long long)(s->bytes / (uint64_t)iters));
 	}
-	fprintf(out, "%-48s %8s %11.3f %11.3f  (%d iteration%s, peak %zu bytes)\n",
-		"total", "", total * 1e3, total * 1e3 / iters, iters,
-		iters == 1 ? "" : "s", r->peak_bytes);
+	fprintf(out, "%-48s %8s %11.3f %11.3f  (%d iteration%s)\n", "total", "",
+		total * 1e3, total * 1e3 / iters, iters, iters == 1 ? "" : "s");
+	fprintf(out, "memory: values %zu bytes at peak (largest tensor %zu "
+		"bytes), collective buffers %zu bytes at peak, %zu bytes in "
+		"all\n",
+		r->peak_bytes, r->largest_bytes, r->buffer_bytes,
+		r->memory_bytes);
 }
 

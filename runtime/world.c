@@ -135,6 +135,8 @@ const char *dt_collective_name(enum dt_collective_kind k)
 		[DT_COLL_REDUCE_SCATTER] = "reduce_scatter",
 		[DT_COLL_ALL_REDUCE] = "all_reduce",
 		[DT_COLL_ALL_TO_ALL] = "all_to_all",
+		[DT_COLL_ALL_PERMUTE] = "all_permute",
+		[DT_COLL_ALL_TO_ALL_V] = "all_to_all_v",
 	};
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }

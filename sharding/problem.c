@@ -8,21 +8,19 @@
  * matmul pays its whole product), plus a pinned node's move to its pin;
  * its usage the per-rank bytes of its results, live from its position in
  * graph order to its last user's (inputs throughout, as the interpreter
- * holds them; a value several inputs read through its publisher). An edge joins a producer and a
- * consumer; its matrix holds the planner's cost of moving the value
- * between their placements (summed over the inputs reading it). Costs in
- * integer ns, DT_SOLVE_INFINITE where no redistribution exists.
+ * holds them; a value several inputs read through its publisher). Its
+ * edges (the moves between a producer's and a consumer's placements) and
+ * publishers are sharding/problem_moves.c's.
  *
  *   x (placeholder S(0)) ─ mm(x, w) ─ relu     node mm: 6 strategies on
  *   w (placeholder R)   ─┘                     a 1-D mesh; edge x→mm:
  *                                              0 where mm reads S(0)
  *
  * Time: per node its strategies (enumeration, as --search=exhaustive);
- * per edge the planner on each distinct (source, target) placement pair,
- * then a pass over the |S_from| × |S_to| matrix. */
+ * the edges as problem_moves.c says. */
 #include "cost_model.h"
+#include "problem_internal.h"
 #include "problem_prune.h"
-#include "sharding.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -34,23 +32,6 @@
  * and HBM bandwidth, rounded. Only their ratio to the links' matters. */
 #define DT_DEVICE_TFLOPS 400.0
 #define DT_DEVICE_GBPS 2000.0
-
-/* A consumer's input as the edges see it. */
-struct input {
-	uint32_t consumer, index; /* problem node, input of its rules */
-	uint32_t producer, result;
-	struct dt_rule_tensor tensor;
-};
-
-/* The planner's costs, by (tensor, source, target): edges between values
- * of one shape ask for the same moves. Open addressing on a key of
- * int64 words. */
-#define KEY_WORDS (2 + DT_MAX_RANK + 2 * (1 + DT_MAX_MESH_DIMS))
-struct move_cache {
-	DT_VEC(int64_t) keys;  /* KEY_WORDS per slot; word 0 = 0: empty */
-	DT_VEC(int64_t) cost;  /* ns */
-	uint32_t used;
-};
 
 /* What a problem node's results may carry: the _S split factors (the
  * kinds its users' placeholders are filled with, as a node's own search
@@ -90,12 +71,11 @@ struct builder {
 	struct dt_shard_space space;
 	DT_VEC(struct dt_placements) current; /* all-replicate, per input */
 	DT_VEC(struct dt_placements) kinds;
-	DT_VEC(struct input) inputs;
 	DT_VEC(uint32_t) pos;                 /* graph node -> position */
 	DT_VEC(int64_t) cost, usage, pin;     /* the node being built */
 	DT_VEC(struct factors) factors;       /* per problem node */
 	struct dt_shard_pnode *node;          /* while enumerating */
-	struct move_cache cache;
+	struct dt_shard_edges edges;          /* the edges' half */
 	struct dt_prune prune;
 	DT_VEC(struct dt_prune_input) prune_in; /* the node being pruned */
 	DT_VEC(const struct dt_placements *) srcs;
@@ -111,16 +91,6 @@ static struct dt_node *gnode(const struct builder *b, uint32_t id)
 	return dt_node_get(b->m, id);
 }
 
-static int64_t to_ns(double us)
-{
-	return isfinite(us) ? (int64_t)llround(us * 1000) : DT_SOLVE_INFINITE;
-}
-
-static int64_t add_sat(int64_t a, int64_t b)
-{
-	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
-}
-
 static void replicated(struct dt_placements *pl, int ndim)
 {
 	memset(pl, 0, sizeof *pl);
@@ -128,8 +98,7 @@ static void replicated(struct dt_placements *pl, int ndim)
 	dt_placements_default_order(pl);
 }
 
-/* Per-rank bytes of tensor t under pl: its largest shard. */
-static double local_bytes(const struct dt_mesh *mesh,
+double dt_shard_local_bytes(const struct dt_mesh *mesh,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *pl)
 {
@@ -168,7 +137,7 @@ static double compute_us(const struct builder *b,
 			continue;
 		double numel = (double)dt_numel(ten->shape, ten->rank);
 		flops = numel > flops ? numel : flops;
-		bytes += local_bytes(mesh, ten, &pl[t]);
+		bytes += dt_shard_local_bytes(mesh, ten, &pl[t]);
 		for (int k = 0; k < mesh->ndim; k++)
 			split[k] |= pl[t].p[k].kind == DT_PL_SHARD ||
 				    pl[t].p[k].kind == DT_PL_STRIDED_SHARD;
@@ -199,12 +168,12 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	for (uint32_t k = 0; k < b->node->nout; k++)
 		bytes += b->node->kind == DT_PNODE_SOURCE
 			     ? 0
-			     : local_bytes(&b->space.mesh,
+			     : dt_shard_local_bytes(&b->space.mesh,
 					   &b->rules.tensors.data[k], &pl[k]);
 	dt_vec_push(&pr->compute_us, c);
 	dt_vec_push(&pr->pin_us, pin_us);
-	dt_vec_push(&b->cost, add_sat(to_ns(c), to_ns(pin_us)));
-	dt_vec_push(&b->pin, to_ns(pin_us));
+	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
+	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
 	dt_vec_push(&b->usage, (int64_t)bytes);
 }
 
@@ -216,10 +185,9 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 || b->pin_only
 			     ? INFINITY
-			     : dt_shard_move_cost(&b->space.mesh,
-						  &b->space.topology,
-						  &b->rules.tensors.data[0],
-						  &pl[0], &b->node->pin);
+			     : dt_shard_edges_move_us(&b->edges, b->node->mesh,
+						      &b->rules.tensors.data[0],
+						      &pl[0], &b->node->pin);
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
@@ -297,7 +265,7 @@ static void add_source(struct builder *b, uint32_t id)
 		const int64_t *shape = dt_ints_get(b->m, t->shape, &rank);
 		rt.rank = (uint8_t)rank;
 		memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
-		b->usage.data[0] = (int64_t)local_bytes(
+		b->usage.data[0] = (int64_t)dt_shard_local_bytes(
 		    &b->m->meshes.data[mesh], &rt, &pl);
 	}
 }
@@ -450,289 +418,16 @@ static int add_call(struct builder *b, uint32_t id)
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
 			continue;
-		struct input in = {
+		struct dt_shard_input in = {
 		    .consumer = b->pr->pnodes.len - 1,
 		    .index = i,
 		    .producer = b->pr->of_node.data[t->node],
 		    .result = b->pr->result.data[t->node],
 		    .tensor = *t,
 		};
-		dt_vec_push(&b->inputs, in);
+		dt_vec_push(&b->edges.inputs, in);
 	}
 	return DT_OK;
-}
-
-/* The placements a problem node's strategy gives its users for result r
- * (a pinned node's result 0: the pin, moved to after it if need be). */
-static const struct dt_placements *
-result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s, uint32_t r)
-{
-	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-	if (n->pinned && r == 0)
-		return &n->pin;
-	return &dt_shard_problem_pl(pr, k, s)[r];
-}
-
-static int64_t placements_word(const struct dt_placements *pl, int m)
-{
-	const struct dt_placement *p = &pl->p[m];
-	return (int64_t)p->kind | (int64_t)p->reduce << 8 |
-	       (int64_t)(uint16_t)p->dim << 16 |
-	       (int64_t)(uint32_t)p->split_factor << 32;
-}
-
-static void fill_key(int64_t *key, const struct dt_rule_tensor *t,
-		     const struct dt_placements *src,
-		     const struct dt_placements *dst)
-{
-	memset(key, 0, KEY_WORDS * sizeof *key);
-	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
-	for (int d = 0; d < t->rank; d++)
-		key[2 + d] = t->shape[d];
-	const struct dt_placements *pl[2] = {src, dst};
-	for (int k = 0; k < 2; k++) {
-		int64_t *w = &key[2 + DT_MAX_RANK + k * (1 + DT_MAX_MESH_DIMS)];
-		w[0] = pl[k]->ndim;
-		for (int m = 0; m < pl[k]->ndim; m++)
-			w[0] |= (int64_t)pl[k]->order_pos[m] << (8 + 4 * m),
-			    w[1 + m] = placements_word(pl[k], m);
-	}
-}
-
-static uint64_t hash_key(const int64_t *key)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (int k = 0; k < KEY_WORDS; k++)
-		h = (h ^ (uint64_t)key[k]) * 1099511628211ull;
-	return h ^ (h >> 29);
-}
-
-static void cache_grow(struct move_cache *c)
-{
-	uint32_t old = c->cost.len, cap = old ? 2 * old : 1024;
-	int64_t *keys = c->keys.data, *cost = c->cost.data;
-	c->keys.data = c->cost.data = NULL;
-	c->keys.len = c->keys.cap = c->cost.len = c->cost.cap = 0;
-	dt_vec_grow(&c->keys, cap * KEY_WORDS);
-	dt_vec_grow(&c->cost, cap);
-	memset(c->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
-	for (uint32_t k = 0; k < old; k++) {
-		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
-		if (!key[0])
-			continue;
-		uint32_t h = (uint32_t)hash_key(key) & (cap - 1);
-		while (c->keys.data[(size_t)h * KEY_WORDS])
-			h = (h + 1) & (cap - 1);
-		memcpy(&c->keys.data[(size_t)h * KEY_WORDS], key,
-		       KEY_WORDS * sizeof *key);
-		c->cost.data[h] = cost[k];
-	}
-	dt_free(keys);
-	dt_free(cost);
-}
-
-/* The planner's cost of moving t from src to dst in ns, cached. */
-static int64_t move_ns(struct builder *b, const struct dt_mesh *mesh,
-		       const struct dt_rule_tensor *t,
-		       const struct dt_placements *src,
-		       const struct dt_placements *dst)
-{
-	if (dt_placements_equal(src, dst))
-		return 0;
-	struct move_cache *c = &b->cache;
-	if (2 * (c->used + 1) > c->cost.len)
-		cache_grow(c);
-	int64_t key[KEY_WORDS];
-	fill_key(key, t, src, dst);
-	uint32_t mask = c->cost.len - 1;
-	uint32_t h = (uint32_t)hash_key(key) & mask;
-	for (;; h = (h + 1) & mask) {
-		int64_t *slot = &c->keys.data[(size_t)h * KEY_WORDS];
-		if (!slot[0])
-			break;
-		if (memcmp(slot, key, sizeof key) == 0)
-			return c->cost.data[h];
-	}
-	int64_t ns = to_ns(dt_shard_move_cost(mesh, b->topology, t, src, dst));
-	memcpy(&c->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
-	c->cost.data[h] = ns;
-	c->used++;
-	return ns;
-}
-
-/* Index of pl in list (appended when new). */
-static uint32_t distinct(struct dt_placements **list, uint32_t *len,
-			 uint32_t *cap, const struct dt_placements *pl)
-{
-	for (uint32_t k = 0; k < *len; k++)
-		if (dt_placements_equal(&(*list)[k], pl))
-			return k;
-	if (*len == *cap) {
-		*cap = *cap ? 2 * *cap : 16;
-		*list = dt_realloc(*list, *cap * sizeof **list);
-	}
-	(*list)[*len] = *pl;
-	return (*len)++;
-}
-
-/* Add input `in`'s moves into its edge's matrix. */
-static void cost_input(struct builder *b, const struct input *in,
-		       struct dt_solve_edge *e)
-{
-	struct dt_shard_problem *pr = b->pr;
-	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
-	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
-	int32_t nf = pr->solve.nodes[in->producer].nstrategies;
-	int32_t nt = pr->solve.nodes[in->consumer].nstrategies;
-	uint32_t *fi = dt_malloc((size_t)(nf + nt) * sizeof *fi);
-	uint32_t *ti = fi + nf;
-	struct dt_placements *src = NULL, *dst = NULL;
-	uint32_t ns = 0, nd = 0, cs = 0, cd = 0;
-	for (int32_t s = 0; s < nf; s++)
-		fi[s] = distinct(&src, &ns, &cs,
-				 result_pl(pr, in->producer, s, in->result));
-	for (int32_t s = 0; s < nt; s++)
-		ti[s] = distinct(
-		    &dst, &nd, &cd,
-		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
-							       in->index]);
-	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
-	const struct dt_mesh *mesh = &b->m->meshes.data[to->mesh];
-	for (uint32_t i = 0; i < ns; i++)
-		for (uint32_t j = 0; j < nd; j++)
-			table[i * nd + j] =
-			    from->mesh != to->mesh
-				? DT_SOLVE_INFINITE
-				: move_ns(b, mesh, &in->tensor, &src[i],
-					  &dst[j]);
-	for (int32_t s = 0; s < nf; s++)
-		for (int32_t t = 0; t < nt; t++) {
-			int64_t *c = &e->cost[(size_t)s * (size_t)nt + (size_t)t];
-			*c = add_sat(*c, table[fi[s] * nd + ti[t]]);
-		}
-	dt_free(table);
-	dt_free(src);
-	dt_free(dst);
-	dt_free(fi);
-}
-
-/* The value node `holder` makes, published at one placement for all its
- * readers: a DT_PNODE_PUBLISH node between its producer and the inputs
- * reading it (whose edges are rewritten to start there). */
-static void add_publisher(struct builder *b, uint32_t holder)
-{
-	struct dt_shard_problem *pr = b->pr;
-	uint32_t k = pr->of_node.data[holder], r = pr->result.data[holder];
-	int32_t nk = pr->solve.nodes[k].nstrategies;
-	struct dt_placements *cand = NULL;
-	uint32_t n = 0, cap = 0;
-	for (int32_t s = 0; s < nk; s++)
-		distinct(&cand, &n, &cap, result_pl(pr, k, s, r));
-	struct input link = {0};
-	for (uint32_t j = 0; j < b->inputs.len; j++) {
-		struct input *in = &b->inputs.data[j];
-		if (in->tensor.node != holder)
-			continue;
-		const struct dt_shard_pnode *c = &pr->pnodes.data[in->consumer];
-		for (int32_t s = 0; s < pr->solve.nodes[in->consumer].nstrategies;
-		     s++)
-			distinct(&cand, &n, &cap,
-				 &dt_shard_problem_pl(pr, in->consumer,
-						      s)[c->nout + in->index]);
-		link = *in;
-	}
-	struct dt_shard_pnode v = {
-	    .node = holder,
-	    .mesh = pr->pnodes.data[k].mesh,
-	    .kind = DT_PNODE_PUBLISH,
-	    .width = 1,
-	    .first = pr->compute_us.len,
-	    .pl = pr->placements.len,
-	};
-	uint32_t at = dt_vec_push(&pr->pnodes, v);
-	pr->publish.data[holder] = at;
-	struct dt_solve_node sn = {.nstrategies = (int32_t)n};
-	sn.cost = dt_calloc(n, sizeof *sn.cost);
-	sn.usage = dt_calloc(n, sizeof *sn.usage);
-	for (uint32_t j = 0; j < n; j++)
-		sn.usage[j] = (int64_t)local_bytes(&b->m->meshes.data[v.mesh],
-						   &link.tensor, &cand[j]);
-	pr->solve.nodes[at] = sn;
-	for (uint32_t j = 0; j < n; j++) {
-		dt_vec_push(&pr->placements, cand[j]);
-		dt_vec_push(&pr->compute_us, 0.0);
-		dt_vec_push(&pr->pin_us, 0.0);
-	}
-	dt_free(cand);
-	for (uint32_t j = 0; j < b->inputs.len; j++) {
-		struct input *in = &b->inputs.data[j];
-		if (in->tensor.node == holder) {
-			in->producer = at;
-			in->result = 0;
-		}
-	}
-	link.consumer = at;
-	link.index = 0;
-	link.producer = k;
-	link.result = r;
-	dt_vec_push(&b->inputs, link);
-}
-
-/* A publisher for every value two inputs or more read, unless its
- * producer is pinned (its users read the pin) or it is a getitem with a
- * pin of its own. */
-static void add_publishers(struct builder *b)
-{
-	struct dt_shard_problem *pr = b->pr;
-	DT_VEC(uint32_t) readers = {0};
-	dt_vec_grow(&readers, b->m->nodes.len);
-	memset(readers.data, 0, readers.len * sizeof *readers.data);
-	uint32_t ninputs = b->inputs.len;
-	for (uint32_t j = 0; j < ninputs; j++)
-		readers.data[b->inputs.data[j].tensor.node]++;
-	for (uint32_t id = 0; id < readers.len; id++) {
-		if (readers.data[id] < 2)
-			continue;
-		const struct dt_shard_pnode *k =
-		    &pr->pnodes.data[pr->of_node.data[id]];
-		const struct dt_node *g = gnode(b, id);
-		bool pinned = k->pinned && pr->result.data[id] == 0;
-		if (pinned || (g->op == DT_OP_GETITEM &&
-			       dt_node_sharding(b->m, g)))
-			continue;
-		add_publisher(b, id);
-	}
-	dt_vec_free(&readers);
-}
-
-/* One edge per (producer, consumer) pair; inputs are grouped by
- * consumer, in order. */
-static void build_edges(struct builder *b)
-{
-	struct dt_shard_problem *pr = b->pr;
-	pr->solve.edges = dt_calloc(b->inputs.len + 1, sizeof *pr->solve.edges);
-	uint32_t first_of_consumer = 0;
-	for (uint32_t k = 0; k < b->inputs.len; k++) {
-		const struct input *in = &b->inputs.data[k];
-		if (k && in->consumer != b->inputs.data[k - 1].consumer)
-			first_of_consumer = (uint32_t)pr->solve.nedges;
-		struct dt_solve_edge *e = NULL;
-		for (uint32_t j = first_of_consumer;
-		     j < (uint32_t)pr->solve.nedges; j++)
-			if (pr->solve.edges[j].from == (int32_t)in->producer)
-				e = &pr->solve.edges[j];
-		if (!e) {
-			e = &pr->solve.edges[pr->solve.nedges++];
-			e->from = (int32_t)in->producer;
-			e->to = (int32_t)in->consumer;
-			size_t n = (size_t)pr->solve.nodes[in->producer]
-				       .nstrategies *
-				   (size_t)pr->solve.nodes[in->consumer]
-				       .nstrategies;
-			e->cost = dt_calloc(n, sizeof *e->cost);
-		}
-		cost_input(b, in, e);
-	}
 }
 
 /* Intervals: a node is live from its position to just after its last
@@ -790,11 +485,13 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 			  const struct dt_placements *dst)
 {
 	struct builder *b = ud;
-	const struct input *in = &b->inputs.data[b->prune_first + i];
+	const struct dt_shard_input *in =
+	    &b->edges.inputs.data[b->prune_first + i];
 	const struct dt_shard_pnode *to = &b->pr->pnodes.data[in->consumer];
 	if (b->pr->pnodes.data[in->producer].mesh != to->mesh)
 		return DT_SOLVE_INFINITE;
-	return move_ns(b, &b->m->meshes.data[to->mesh], &in->tensor, src, dst);
+	return dt_shard_edges_move_ns(&b->edges, to->mesh, &in->tensor, src,
+				      dst);
 }
 
 /* Cut the strategies of the node just built to those dt_prune_node
@@ -803,24 +500,24 @@ static void prune_node(struct builder *b)
 {
 	struct dt_shard_problem *pr = b->pr;
 	struct dt_shard_pnode *n = &pr->pnodes.data[pr->pnodes.len - 1];
-	uint32_t k = pr->pnodes.len - 1, first = b->inputs.len;
-	while (first > 0 && b->inputs.data[first - 1].consumer == k)
+	const struct dt_shard_input *inputs = b->edges.inputs.data;
+	uint32_t k = pr->pnodes.len - 1, first = b->edges.inputs.len;
+	while (first > 0 && inputs[first - 1].consumer == k)
 		first--;
 	b->prune_first = first;
-	uint32_t nin = b->inputs.len - first, total = 0;
-	for (uint32_t i = first; i < b->inputs.len; i++)
-		total += (uint32_t)pr->solve.nodes[b->inputs.data[i].producer]
-			     .nstrategies;
+	uint32_t nin = b->edges.inputs.len - first, total = 0;
+	for (uint32_t i = first; i < b->edges.inputs.len; i++)
+		total += (uint32_t)pr->solve.nodes[inputs[i].producer].nstrategies;
 	b->srcs.len = b->prune_in.len = 0;
 	dt_vec_grow(&b->srcs, total);
 	dt_vec_grow(&b->prune_in, nin);
 	total = 0;
 	for (uint32_t i = 0; i < nin; i++) {
-		const struct input *in = &b->inputs.data[first + i];
+		const struct dt_shard_input *in = &inputs[first + i];
 		int32_t ns = pr->solve.nodes[in->producer].nstrategies;
 		for (int32_t s = 0; s < ns; s++)
-			b->srcs.data[total + (uint32_t)s] =
-			    result_pl(pr, in->producer, s, in->result);
+			b->srcs.data[total + (uint32_t)s] = dt_shard_result_pl(
+			    pr, in->producer, s, in->result);
 		b->prune_in.data[i] = (struct dt_prune_input){
 		    .producer = in->producer,
 		    .nsrc = ns,
@@ -862,17 +559,20 @@ static void prune_node(struct builder *b)
 /* The size of input k's edge matrix. */
 static double entries_of(const struct builder *b, uint32_t k)
 {
-	const struct input *in = &b->inputs.data[k];
+	const struct dt_shard_input *in = &b->edges.inputs.data[k];
 	return (double)b->pr->solve.nodes[in->producer].nstrategies *
 	       (double)b->pr->solve.nodes[in->consumer].nstrategies;
 }
 
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
-			   const struct dt_topology *topology, int64_t budget,
+			   const struct dt_shard_problem_options *o,
 			   struct dt_diag *diag)
 {
-	struct builder b = {.pr = pr, .m = m, .topology = topology,
-			    .diag = diag, .prune.cap = DT_SHARD_PRUNE_CAP};
+	struct builder b = {.pr = pr, .m = m, .topology = o->topology,
+			    .diag = diag,
+			    .edges = {.m = m, .topology = o->topology,
+				      .create_groups = o->create_groups},
+			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	uint32_t count = 0, npos = 0;
 	dt_vec_grow(&pr->of_node, m->nodes.len);
 	dt_vec_grow(&pr->result, m->nodes.len);
@@ -885,7 +585,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		count++;
 	}
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
-	pr->solve.usage_limit = budget;
+	pr->solve.usage_limit = o->budget;
 	int rc = DT_OK;
 	uint32_t counted = 0;
 	dt_foreach_node(m, id)
@@ -909,7 +609,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		prune_node(&b);
 		finish_node(&b);
 		/* Stop weighing strategies once the edges are too many. */
-		for (; counted < b.inputs.len; counted++)
+		for (; counted < b.edges.inputs.len; counted++)
 			pr->entries += entries_of(&b, counted);
 		if (pr->entries > DT_SHARD_PROBLEM_MAX_ENTRIES)
 			break;
@@ -917,14 +617,14 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_grow(&pr->publish, m->nodes.len);
 	memset(pr->publish.data, 0xff, m->nodes.len * sizeof(uint32_t));
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
-		add_publishers(&b);
+		dt_shard_edges_publish(&b.edges, pr);
 		pr->entries = 0;
-		for (uint32_t k = 0; k < b.inputs.len; k++)
+		for (uint32_t k = 0; k < b.edges.inputs.len; k++)
 			pr->entries += entries_of(&b, k);
 	}
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
-		build_edges(&b);
+		dt_shard_edges_build(&b.edges, pr);
 		build_intervals(&b, npos);
 	}
 	if (rc == DT_OK && diag->remarks && b.prune.capped) {
@@ -944,12 +644,10 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_free(&b.current);
 	dt_vec_free(&b.kinds);
 	dt_vec_free(&b.factors);
-	dt_vec_free(&b.inputs);
+	dt_shard_edges_fini(&b.edges);
 	dt_vec_free(&b.pos);
 	dt_vec_free(&b.cost);
 	dt_vec_free(&b.usage);
-	dt_vec_free(&b.cache.keys);
-	dt_vec_free(&b.cache.cost);
 	dt_vec_free(&b.pin);
 	dt_vec_free(&b.prune_in);
 	dt_vec_free(&b.srcs);

@@ -15,14 +15,10 @@
  * Time: per input, its distinct placements over the node's strategies ×
  * the producer's distinct kept placements (planner calls, cached by the
  * caller), then a sort of the node's strategies. */
+#include "problem_internal.h"
 #include "problem_prune.h"
 
 #include <stdlib.h>
-
-static int64_t add_sat(int64_t a, int64_t b)
-{
-	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
-}
 
 /* A hash consistent with dt_placements_equal. */
 static uint32_t pl_hash(const struct dt_placements *pl)
@@ -137,14 +133,14 @@ static void weigh_input(struct dt_prune *p, uint32_t i,
 		const struct dt_placements *dst = p->distinct.data[d];
 		p->dfl.data[d] = move(ud, i, fl, dst);
 		p->dgr.data[d] = qgr == qfl ? p->dfl.data[d] : move(ud, i, gr, dst);
-		int64_t best = add_sat(p->qf.data[qfl], p->dfl.data[d]);
-		int64_t alt = add_sat(p->qf.data[qgr], p->dgr.data[d]);
+		int64_t best = dt_shard_add_sat(p->qf.data[qfl], p->dfl.data[d]);
+		int64_t alt = dt_shard_add_sat(p->qf.data[qgr], p->dgr.data[d]);
 		best = alt < best ? alt : best;
 		for (uint32_t j = 0; j < nq && p->order.data[j].fwd < best; j++) {
 			uint32_t q = (uint32_t)p->order.data[j].s;
 			if (q == qfl || q == qgr)
 				continue;
-			int64_t c = add_sat(p->qf.data[q],
+			int64_t c = dt_shard_add_sat(p->qf.data[q],
 					    move(ud, i, p->distinct.data[q], dst));
 			best = c < best ? c : best;
 		}
@@ -152,9 +148,9 @@ static void weigh_input(struct dt_prune *p, uint32_t i,
 	}
 	for (int32_t s = 0; s < n; s++) {
 		uint32_t d = p->idx.data[s];
-		p->lb.data[s] = add_sat(p->lb.data[s], p->dmin.data[d]);
-		p->nb.data[s] = add_sat(p->nb.data[s], p->dfl.data[d]);
-		p->gr.data[s] = add_sat(p->gr.data[s], p->dgr.data[d]);
+		p->lb.data[s] = dt_shard_add_sat(p->lb.data[s], p->dmin.data[d]);
+		p->nb.data[s] = dt_shard_add_sat(p->nb.data[s], p->dfl.data[d]);
+		p->gr.data[s] = dt_shard_add_sat(p->gr.data[s], p->dgr.data[d]);
 	}
 }
 

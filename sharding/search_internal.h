@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* sharding/search_internal.h: what the strategy search's files share
- * (sharding/search.c: expansion, costs, strategies, exhaustive search;
- * sharding/pq.c: the priority queue). Nothing else uses it. */
+ * (sharding/space.c: expansion; sharding/search.c: costs, strategies,
+ * exhaustive search; sharding/pq.c: the priority queue). Nothing else
+ * uses it. */
 #ifndef DTOPT_SHARDING_INTERNAL_H
 #define DTOPT_SHARDING_INTERNAL_H
 
@@ -14,6 +15,11 @@ bool dt_shard_same_placement(const struct dt_placement *a,
 			     const struct dt_placement *b);
 /* Whether input i takes part in the search (its placement matters). */
 bool dt_shard_input_active(const struct dt_shard_space *s, uint32_t i);
+/* Index of placement p among input i's candidates, or -1. */
+int dt_shard_cand_index(const struct dt_shard_space *s, uint32_t i,
+			const struct dt_placement *p);
+/* The row_origin of the all-replicate row (filled from no rule row). */
+#define DT_SHARD_NO_ORIGIN UINT32_MAX
 
 /* A state: per input, a candidate index per mesh dim and then its
  * keep-the-start-order flag (s->state_bytes in all). */

@@ -348,12 +348,16 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
  * costs on `mesh` (µs, from the planner's plan; a value that is no shard
  * order gathers through its unflattened view first), INFINITY when no
- * redistribution gets there. */
+ * redistribution gets there. With `merge` (its price_only set, its mesh
+ * `mesh`), the plan's steps are merged onto flattened groups first, as
+ * lowering does (redistribute.h); NULL: the plain steps. */
+struct dt_redist_merge_options;
 double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_topology *topology,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *src,
-			  const struct dt_placements *dst);
+			  const struct dt_placements *dst,
+			  const struct dt_redist_merge_options *merge);
 
 /* ------------------------------------------------------------------ */
 /* The whole-graph problem (sharding/problem.c; semantics §6.6): one
@@ -422,16 +426,25 @@ dt_shard_problem_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s)
 	return &pr->placements.data[n->pl + (uint32_t)s * n->width];
 }
 
-/* Build the problem of global-view module `m` (SHAPES known) on
- * `topology`; `budget` per-rank bytes (< 0: none) becomes the usage
- * limit. Returns DT_OK, or DT_EINPUT after reporting to `diag` (inputs on
- * different meshes, a node with too many tensors, a pin no strategy
- * reaches). With more than DT_SHARD_PROBLEM_MAX_ENTRIES entries, returns
- * DT_OK with no edges (pr->entries says why). Start from a zeroed
- * problem; fini it either way. Time: per node its strategies × inputs,
- * per edge the distinct placement pairs of its ends (planner calls). */
+/* What the problem is built for: the cost model's machine, the per-rank
+ * memory budget (bytes, < 0: none) that becomes the usage limit, and
+ * whether lowering may declare missing flattened groups (--create-groups:
+ * moves are priced merged onto any; otherwise onto the declared ones). */
+struct dt_shard_problem_options {
+	const struct dt_topology *topology;
+	int64_t budget;
+	bool create_groups;
+};
+
+/* Build the problem of global-view module `m` (SHAPES known). Returns
+ * DT_OK, or DT_EINPUT after reporting to `diag` (inputs on different
+ * meshes, a node with too many tensors, a pin no strategy reaches). With
+ * more than DT_SHARD_PROBLEM_MAX_ENTRIES entries, returns DT_OK with no
+ * edges (pr->entries says why). Start from a zeroed problem; fini it
+ * either way. Time: per node its strategies × inputs, per edge the
+ * distinct placement pairs of its ends (planner calls). */
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
-			   const struct dt_topology *topology, int64_t budget,
+			   const struct dt_shard_problem_options *o,
 			   struct dt_diag *diag);
 void dt_shard_problem_fini(struct dt_shard_problem *pr);
 /* Write the problem in the IOPDDL contest's JSON, the form

@@ -167,6 +167,16 @@ int64_t dt_local_descend(struct dt_local *ls, bool (*stop)(void *), void *ud);
 int dt_exact_search(const struct dt_solve_problem *p, int64_t max_visits,
 		    int32_t *best, dt_wide *cost);
 
+/* ---- elim.c: variable elimination ---- */
+
+/* The least-cost plan of `p`, its usage ignored, by variable elimination
+ * within `max_work` table entries (elim.c): returns true with the plan in x[] and
+ * its exact cost in *cost, false (x[] untouched) when the elimination
+ * would need more. Without a limit the plan is optimal; with one it is
+ * optimal when it fits the limit, and its cost is a lower bound. */
+bool dt_eliminate(const struct dt_solve_problem *p, int64_t max_work, int32_t *x,
+		  dt_wide *cost);
+
 /* ---- lns.c: large neighbourhoods solved exactly ---- */
 
 /* Improves the plan of ls (a problem without a limit) by re-solving balls

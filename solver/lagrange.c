@@ -25,6 +25,7 @@
 #include <string.h>
 
 #define BP_ITERATIONS 30 /* message passing rounds for a core's start */
+#define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
@@ -235,26 +236,21 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	struct dt_solve_reduction red;
 	dt_solve_reduce(&lg->q, &red);
 	const struct dt_solve_problem *c = &red.r;
-	if (c->nedges == 0) {
-		/* The priced problem is solved by its reduction: a bound. */
-		dt_wide opt = red.offset;
-		for (int32_t i = 0; i < c->nnodes; i++) {
-			int64_t m = INT64_MAX;
-			for (int32_t s = 0; s < c->nodes[i].nstrategies; s++)
-				m = c->nodes[i].cost[s] < m ? c->nodes[i].cost[s] : m;
-			opt += m;
-		}
-		double bound = floor((double)opt - limit_price);
-		if (bound > (double)lg->lower_bound && bound < 9e18)
-			lg->lower_bound = (int64_t)bound;
-	}
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_solve_reduction_restrict(&red, lg->ls.x, x);
 	struct dt_local core;
 	dt_local_init(&core, c);
 	dt_local_set(&core, x);
 	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
-	dt_bp_plan(c, BP_ITERATIONS, y);
+	dt_wide opt;
+	if (dt_eliminate(c, ELIM_WORK, y, &opt)) {
+		/* The priced problem solved exactly: a bound. */
+		double bound = floor((double)(red.offset + opt) - limit_price);
+		if (bound > (double)lg->lower_bound && bound < 9e18)
+			lg->lower_bound = (int64_t)bound;
+	} else {
+		dt_bp_plan(c, BP_ITERATIONS, y);
+	}
 	struct dt_local start;
 	dt_local_init(&start, c);
 	dt_local_set(&start, y);

@@ -285,21 +285,38 @@ static void eliminate_series(struct work *w, int32_t v)
 	int32_t onx = w->p->nodes[x].nstrategies;
 	int32_t *table = unset_table((size_t)w->p->nodes[u].nstrategies * onx);
 	int64_t *m = dt_malloc(sizeof(int64_t) * ((size_t)nu * nx + 1));
-	for (int32_t su = 0; su < nu; su++)
+	/* Row by row of u (min-plus product, rows of v's matrix towards x
+	 * contiguous; v's strategies infinite towards su skipped). */
+	int64_t *vx = dt_malloc(sizeof(int64_t) * ((size_t)nd->ns * nx + 1));
+	for (int32_t sv = 0; sv < nd->ns; sv++)
+		for (int32_t sx = 0; sx < nx; sx++)
+			vx[(int64_t)sv * nx + sx] = ecost(w, e2, v, sv, sx);
+	int32_t *arg = dt_malloc(sizeof(int32_t) * ((size_t)nx + 1));
+	for (int32_t su = 0; su < nu; su++) {
+		int64_t *row = &m[(int64_t)su * nx];
 		for (int32_t sx = 0; sx < nx; sx++) {
-			int32_t best = 0;
-			int64_t bc = DT_SOLVE_INFINITE;
-			for (int32_t sv = 0; sv < nd->ns; sv++) {
-				int64_t c = dt_solve_add(dt_solve_add(nd->cost[sv],
-						ecost(w, e1, v, sv, su)), ecost(w, e2, v, sv, sx));
-				if (c < bc) {
-					bc = c;
-					best = sv;
+			row[sx] = DT_SOLVE_INFINITE;
+			arg[sx] = 0;
+		}
+		for (int32_t sv = 0; sv < nd->ns; sv++) {
+			int64_t a = dt_solve_add(nd->cost[sv], ecost(w, e1, v, sv, su));
+			if (a == DT_SOLVE_INFINITE)
+				continue;
+			const int64_t *b = &vx[(int64_t)sv * nx];
+			for (int32_t sx = 0; sx < nx; sx++) {
+				int64_t c = dt_solve_add(a, b[sx]);
+				if (c < row[sx]) {
+					row[sx] = c;
+					arg[sx] = sv;
 				}
 			}
-			m[(int64_t)su * nx + sx] = bc;
-			table[(int64_t)w->n[u].map[su] * onx + w->n[x].map[sx]] = nd->map[best];
 		}
+		for (int32_t sx = 0; sx < nx; sx++)
+			table[(int64_t)w->n[u].map[su] * onx + w->n[x].map[sx]] =
+				nd->map[arg[sx]];
+	}
+	dt_free(vx);
+	dt_free(arg);
 	kill_edge(w, e1);
 	kill_edge(w, e2);
 	record(w, STEP_SERIES, v, u, x, -1, table);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* solve.c: dt_solve (solver.h): reduce the problem exactly, solve what is
- * left exhaustively when it is small, otherwise run the Lagrangian search
+/* solve.c: dt_solve (solver.h): reduce the problem exactly; solve what is
+ * left by variable elimination when its tables are small (exact without a
+ * limit, or when the plan fits it; a lower bound otherwise), or by branch
+ * and bound when it has few nodes; otherwise run the Lagrangian search
  * (lagrange.c) on `threads` threads with seeds seed, seed+1, ... until the
- * timeout, max_rounds or stall_rounds, and expand the best plan back. */
+ * timeout, max_rounds, stall_rounds or a plan whose cost meets the lower
+ * bound, and expand the best plan back. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -13,6 +16,7 @@
 
 #define EXACT_NODES 64       /* branch and bound first up to this many */
 #define EXACT_VISITS 2000000 /* nodes with a choice, within this budget */
+#define ELIM_WORK (1 << 28)  /* variable elimination within these entries */
 
 static double clock_s(clockid_t id)
 {
@@ -32,8 +36,10 @@ struct shared {
 	double start, deadline;  /* wall clock */
 	double cpu_start;        /* the calling thread's CPU time at the start */
 	pthread_mutex_t lock;
-	dt_wide best_cost;       /* over all threads, for progress lines */
+	dt_wide best_cost;       /* over all threads */
 	bool found;
+	int64_t lower_bound;     /* of r's cost, over all threads */
+	bool proven;             /* best_cost meets lower_bound: stop */
 };
 
 struct worker {
@@ -49,6 +55,8 @@ struct worker {
 static bool past_deadline(void *ud)
 {
 	const struct worker *wk = ud;
+	if (__atomic_load_n(&wk->sh->proven, __ATOMIC_RELAXED))
+		return true;
 	if (wk->sh->opt->cpu_budget)
 		return clock_s(CLOCK_THREAD_CPUTIME_ID) >= wk->cpu_deadline;
 	return now_s() >= wk->sh->deadline;
@@ -58,20 +66,22 @@ static void *work(void *arg)
 {
 	struct worker *wk = arg;
 	struct shared *sh = wk->sh;
-	int64_t max_rounds = sh->opt->max_rounds;
+	int64_t max_rounds = sh->opt->max_rounds, stall = sh->opt->stall_rounds;
+	int64_t last_better = 0; /* round of the thread's last improvement */
 	if (wk->cpu_deadline == 0)
 		wk->cpu_deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + sh->opt->timeout_s;
-	int64_t stall = sh->opt->stall_rounds, improved = 0;
+	/* A proof stops every thread, except under max_rounds or
+	 * stall_rounds (whose plan must not depend on which thread proved
+	 * first): there each thread stops at its own proof. */
+	bool own = max_rounds > 0 || stall > 0;
 	while (max_rounds > 0 ? wk->lg.rounds < max_rounds : !past_deadline(wk)) {
-		bool timed = max_rounds <= 0;
-		if (stall > 0 && wk->lg.rounds - improved >= stall)
+		if (stall > 0 && wk->lg.rounds - last_better >= stall)
 			break;
-		if (!dt_lagrange_round(&wk->lg, timed ? past_deadline : NULL, wk))
-			continue;
-		improved = wk->lg.rounds;
+		bool better = dt_lagrange_round(&wk->lg, max_rounds <= 0 ? past_deadline : NULL, wk);
+		last_better = better ? wk->lg.rounds : last_better;
 		pthread_mutex_lock(&sh->lock);
 		dt_wide total = sh->red->offset + wk->lg.best_cost;
-		if (!sh->found || total < sh->best_cost) {
+		if (better && (!sh->found || total < sh->best_cost)) {
 			sh->found = true;
 			sh->best_cost = total;
 			if (sh->opt->verbose)
@@ -80,15 +90,24 @@ static void *work(void *arg)
 				       dt_wide_clamp(total), wk->seed - sh->opt->seed,
 				       wk->lg.rounds);
 		}
+		if (wk->lg.lower_bound > sh->lower_bound)
+			sh->lower_bound = wk->lg.lower_bound;
+		if (!own && sh->found && sh->lower_bound != INT64_MIN &&
+		    sh->best_cost <= sh->red->offset + (dt_wide)sh->lower_bound)
+			__atomic_store_n(&sh->proven, true, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&sh->lock);
+		if (wk->lg.found && wk->lg.lower_bound != INT64_MIN &&
+		    wk->lg.best_cost <= wk->lg.lower_bound)
+			break; /* this thread's own proof */
 	}
 	return NULL;
 }
 
 /* Search r on opt->threads threads; the best plan goes to x[] and its cost
- * in r to *cost. Returns whether a plan was found; sets *lower_bound. */
+ * in r to *cost. Returns whether a plan was found; sets *lower_bound and
+ * adds the rounds run to *rounds. */
 static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
-		   int64_t *lower_bound)
+		   int64_t *lower_bound, int64_t *rounds)
 {
 	const struct dt_solve_problem *r = &sh->red->r;
 	int nthreads = sh->opt->threads > 0 ? sh->opt->threads : 1;
@@ -97,6 +116,7 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 		wk[i].sh = sh;
 		wk[i].seed = sh->opt->seed + (uint64_t)i;
 		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
+		wk[i].lg.lower_bound = sh->lower_bound;
 	}
 	wk[0].cpu_deadline = sh->cpu_start + sh->opt->timeout_s;
 	for (int i = 1; i < nthreads; i++)
@@ -115,6 +135,7 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 		}
 		if (wk[i].lg.lower_bound > *lower_bound)
 			*lower_bound = wk[i].lg.lower_bound;
+		*rounds += wk[i].lg.rounds;
 	}
 	for (int i = 0; i < nthreads; i++)
 		dt_lagrange_fini(&wk[i].lg);
@@ -145,16 +166,36 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 	int32_t *x = dt_calloc((size_t)r->nnodes + 1, sizeof(int32_t));
 	int64_t lower = INT64_MIN;
 	dt_wide cost = 0;
-	int64_t visits = opt->exact_visits > 0 ? opt->exact_visits : EXACT_VISITS;
-	int found = free_nodes <= EXACT_NODES ? dt_exact_search(r, visits, x, &cost) : -1;
+	int found = -1;
+	if (dt_eliminate(r, ELIM_WORK, x, &cost)) {
+		/* The optimum without the limit: a bound, and the answer when
+		 * it fits. */
+		lower = dt_wide_clamp(cost);
+		int64_t peak;
+		dt_solve_plan_cost(r, x, &peak);
+		if (r->usage_limit < 0 || peak <= r->usage_limit) {
+			found = 1;
+			if (opt->verbose)
+				printf("# solved exactly by variable elimination\n");
+		}
+	}
+	if (found < 0 && free_nodes <= EXACT_NODES) {
+		found = dt_exact_search(r, opt->exact_visits > 0
+					       ? opt->exact_visits
+					       : EXACT_VISITS,
+					x, &cost);
+		if (found >= 0) {
+			lower = found ? dt_wide_clamp(cost) : INT64_MIN;
+			if (opt->verbose)
+				printf("# solved exactly by branch and bound\n");
+		}
+	}
 	bool exact = found >= 0;
-	if (exact) {
-		lower = found ? dt_wide_clamp(cost) : INT64_MIN;
-		if (opt->verbose)
-			printf("# solved exactly by branch and bound\n");
-	} else {
+	res->rounds = 0;
+	if (!exact) {
+		sh.lower_bound = lower;
 		pthread_mutex_init(&sh.lock, NULL);
-		found = search(&sh, x, &cost, &lower);
+		found = search(&sh, x, &cost, &lower, &res->rounds);
 		pthread_mutex_destroy(&sh.lock);
 	}
 	res->timed_out = !exact;

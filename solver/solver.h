@@ -48,11 +48,14 @@ struct dt_solve_options {
   int64_t max_rounds;     /* > 0: stop each thread after this many search
                              rounds, so the result depends only on seed and
                              threads (tests); 0: only the timeout stops */
-  int64_t stall_rounds;   /* > 0: a thread also stops after this many rounds
-                             in a row that did not improve its plan */
+  int64_t stall_rounds;   /* > 0: stop each thread after this many rounds
+                             in a row that did not improve its best plan
+                             (deterministic, like max_rounds); 0: never.
+                             Whatever the options, the search stops as
+                             soon as its plan is proven optimal. */
   int64_t exact_visits;   /* > 0: the budget of the branch and bound tried
-                             first on a small reduced problem (default
-                             2,000,000 visits) */
+                             on a small reduced problem before the search
+                             (default 2,000,000 visits) */
 };
 
 struct dt_solve_result {
@@ -61,7 +64,10 @@ struct dt_solve_result {
   int64_t lower_bound;    /* a proven lower bound, or INT64_MIN */
   int64_t peak_usage;     /* max over time of the chosen usages */
   double seconds;
-  int timed_out;          /* 1 when the budget ended before a proof */
+  int timed_out;          /* 1 when the search stopped before a proof
+                             (budget, max_rounds or stall_rounds) */
+  int64_t rounds;         /* search rounds run, summed over threads (0
+                             when the problem was solved exactly first) */
 };
 
 /* Solve `problem` within `options->timeout_s`; fills `result` (its

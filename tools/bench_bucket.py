@@ -1,30 +1,35 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench_bucket.py DTOPT [--np 4] [--repeats 5] [--quick]: a training
-step's communication with and without bucket-collectives and
+"""bench_bucket.py DTOPT [--np 4] [--repeats 7] [--case NAME ...] [--quick]:
+a training step's communication with and without bucket-collectives and
 schedule-collectives, measured side by side under mpirun.
 
 Each case is a local-view step on a 1-D mesh of NP ranks (group dp): K
 gradients, each computed by an mm from two placeholders (so there is
 compute for communication to hide behind), then communicated one
 collective per gradient, as DDP (all_reduce sum) or FSDP (reduce_scatter
-of the gradient, all_gather of the parameter shard) would. Four
+of the gradient, all_gather of the parameter shard) would. Five
 pipelines of the same graph:
 
   plain      verify,shape-infer,fuse-collectives,cancel-views,dce
   overlap    ... + schedule-collectives (no buckets)
-  bucketed   ... + bucket-collectives
-  scheduled  ... + bucket-collectives,schedule-collectives (the default)
+  bucketed   ... + bucket-collectives (the cost model's cut)
+  default    ... + bucket-collectives,schedule-collectives
+  one        default with --force-fusion: one bucket up to --bucket-bytes
+             (the policy before the cost model's cut)
 
 All are first checked equal with `run --compare` against plain. Then
-each is run REPEATS times, interleaved (plain, overlap, bucketed,
-scheduled, plain, ...), with `dtopt run --iters N --warmup W --summary`; per run it reads the
-wall time per iteration (max over ranks), the exposed communication per
-iteration (time in starts and waits, max over ranks: the step's
-communication time), the CPU seconds of all ranks per iteration (from the
-children's rusage) and rank 0's peak interpreter memory. It prints medians
-and the ratios to plain, and the peak memory growth of the default
-pipeline next to the bound bucket + overlap bytes.
+they run in REPEATS rounds, each round every pipeline once in a rotated
+order, with `dtopt run --iters N --warmup W --summary`; per run it reads
+the wall time per iteration (max over ranks), the exposed communication
+per iteration (time in starts, waits and MPI progress tests, max over
+ranks: the step's communication time), the CPU seconds of all ranks per
+iteration (from the children's rusage) and rank 0's peak interpreter
+memory. Ratios are taken within a round (each pipeline against the plain
+run of the same round, so a load that changes between rounds cancels) and
+reported as their median with the lower and upper quartile; times are
+medians over rounds. The load average is printed before and after each
+case: on a shared machine run it under `nice` and more than once.
 
 Exit status 0; the figures are the result (no wall-clock assertion)."""
 import argparse
@@ -37,13 +42,18 @@ import sys
 import tempfile
 
 PIPE_PLAIN = "verify,shape-infer,fuse-collectives,cancel-views,dce"
+PIPE_BUCKET = "verify,shape-infer,fuse-collectives,bucket-collectives,cancel-views,dce"
+PIPE_DEFAULT = ("verify,shape-infer,fuse-collectives,bucket-collectives,"
+                "schedule-collectives,cancel-views,dce")
 PIPES = [
-    ("plain", PIPE_PLAIN),
-    ("overlap", "verify,shape-infer,fuse-collectives,schedule-collectives,cancel-views,dce"),
-    ("bucketed", "verify,shape-infer,fuse-collectives,bucket-collectives,cancel-views,dce"),
-    ("scheduled", "verify,shape-infer,fuse-collectives,bucket-collectives,"
-                  "schedule-collectives,cancel-views,dce"),
+    ("plain", ["-p", PIPE_PLAIN]),
+    ("overlap", ["-p", "verify,shape-infer,fuse-collectives,schedule-collectives,cancel-views,dce"]),
+    ("bucketed", ["-p", PIPE_BUCKET]),
+    ("default", ["-p", PIPE_DEFAULT]),
+    ("one", ["-p", PIPE_DEFAULT, "--force-fusion"]),
 ]
+CASES = [("dp", 16, 4 << 10), ("dp", 32, 16 << 10), ("dp", 64, 2 << 10),
+         ("fsdp", 16, 4 << 10), ("dp", 4, 1 << 20), ("dp", 2, 4 << 20)]
 BUCKET = 25 << 20
 OVERLAP = 64 << 20
 
@@ -115,55 +125,83 @@ def collectives(path):
     return sum(text.count('target="%s"' % t) for t in (AG, RS, AR))
 
 
+def case_name(style, count, elems):
+    return "%s%dx%dK" % (style, count, elems * 4 >> 10)
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else xs * 3
+    return q[0], statistics.median(xs), q[2]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dtopt")
     ap.add_argument("--np", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--case", action="append", default=[],
+                    help="run only this case (e.g. dp32x64K); repeatable")
     ap.add_argument("--quick", action="store_true", help="two small cases, 3 repeats")
     args = ap.parse_args()
     mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
-    cases = [("dp", 16, 4 << 10), ("dp", 32, 16 << 10), ("fsdp", 16, 4 << 10),
-             ("dp", 4, 1 << 20), ("dp", 2, 4 << 20)]
+    cases = CASES
     if args.quick:
-        cases, args.repeats = cases[:1] + cases[3:4], 3
+        cases, args.repeats = [CASES[0], CASES[4]], 3
+    if args.case:
+        cases = [c for c in CASES if case_name(*c) in args.case]
+        if not cases:
+            sys.exit("no case named %s (cases: %s)" % (
+                ", ".join(args.case), ", ".join(case_name(*c) for c in CASES)))
     tmp = tempfile.mkdtemp(prefix="bench_bucket.")
-    print("%d ranks, medians of %d interleaved runs; ratios are pipeline / plain" % (
-        args.np, args.repeats))
-    print("%-5s %4s %9s %-10s %5s %11s %11s %11s %12s %7s %7s" % (
-        "style", "K", "bytes", "pipeline", "colls", "wall us/it", "comm us/it",
-        "cpu us/it", "peak bytes", "wall", "comm"))
+    print("%d ranks on %d cores, %d rounds; ratio = pipeline / plain of the same round: "
+          "median [quartiles]" % (args.np, os.cpu_count(), args.repeats))
+    print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s" % (
+        "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it",
+        "peak bytes", "wall ratio", "comm ratio"))
     for style, count, elems in cases:
+        name = case_name(style, count, elems)
         text, nbytes = step_graph(style, count, elems, args.np)
-        src = os.path.join(tmp, "%s_%d_%d.xml" % (style, count, elems))
+        src = os.path.join(tmp, name + ".xml")
         with open(src, "w") as f:
             f.write(text)
         paths = []
-        for name, pipe in PIPES:
-            out = src.replace(".xml", ".%s.xml" % name)
-            run([args.dtopt, "opt", "-p", pipe, src, "-o", out])
+        for pname, flags in PIPES:
+            out = src.replace(".xml", ".%s.xml" % pname)
+            run([args.dtopt, "opt"] + flags + [src, "-o", out])
             paths.append(out)
         for p in paths[1:]:
             run(mpirun + [args.dtopt, "run", "--compare", paths[0], p])
         iters = max(5, min(200, (32 << 20) // max(1, nbytes * count)))
-        samples = [[] for _ in paths]
-        for _ in range(args.repeats):
-            for k, p in enumerate(paths):
-                out, cpu = run(mpirun + [args.dtopt, "run", p, "--iters", str(iters),
+        load_before = load()
+        rounds = []
+        for r in range(args.repeats):
+            sample = [None] * len(paths)
+            for i in range(len(paths)):
+                k = (i + r) % len(paths)
+                out, cpu = run(mpirun + [args.dtopt, "run", paths[k], "--iters", str(iters),
                                          "--warmup", "3", "--summary"])
                 wall = float(re.search(r"time: ([0-9.e+-]+) s/iteration", out).group(1))
                 comm = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e-3
                 peak = int(re.search(r"peak (\d+) bytes", out).group(1))
-                samples[k].append((wall, comm, cpu / (iters + 3), peak))
-        med = [[statistics.median(s[i] for s in samp) for i in range(4)] for samp in samples]
-        for k, (name, _) in enumerate(PIPES):
-            wall, comm, cpu, peak = med[k]
-            print("%-5s %4d %9d %-10s %5d %11.1f %11.1f %11.1f %12d %7.2f %7.2f" % (
-                style, count, nbytes, name, collectives(paths[k]), wall * 1e6, comm * 1e6,
-                cpu * 1e6, peak, wall / med[0][0], comm / med[0][1] if med[0][1] else 0))
-        growth = med[3][3] - med[0][3]
-        print("      peak memory growth (scheduled - plain): %d bytes; bound bucket + overlap = %d"
-              % (growth, BUCKET + OVERLAP))
+                sample[k] = (wall, comm, cpu / (iters + 3), peak)
+            rounds.append(sample)
+        for k, (pname, _) in enumerate(PIPES):
+            med = [statistics.median(rd[k][i] for rd in rounds) for i in range(4)]
+            wr = quartiles([rd[k][0] / rd[0][0] for rd in rounds])
+            cr = quartiles([rd[k][1] / rd[0][1] if rd[0][1] else 0 for rd in rounds])
+            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %11d %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]" % (
+                name, pname, collectives(paths[k]), med[0] * 1e6, med[1] * 1e6,
+                med[2] * 1e6, med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2]))
+        peak = [statistics.median(rd[k][3] for rd in rounds) for k in range(len(PIPES))]
+        print("           load %s -> %s; peak memory growth of default over plain: %d bytes "
+              "(bound: bucket + overlap = %d)" % (load_before, load(), peak[3] - peak[0],
+                                                  BUCKET + OVERLAP))
         sys.stdout.flush()
     return 0
 

@@ -109,14 +109,17 @@ int dt_cli_error(const char *cmd, const char *fmt, ...)
 /* Report that `path` cannot be written (errno); returns DT_EXIT_INPUT. */
 int dt_io_error(const char *cmd, const char *path);
 /* `explain --search=global`: verify and shape-infer `m`, solve its
- * whole-graph problem on `topology` and print to stdout why call node
- * `node` gets its strategy. Returns a dt_status (errors to diag). */
+ * whole-graph problem on `topology` (moves merged onto any flattened group
+ * with create_groups) and print to stdout why call node `node` gets its
+ * strategy. Returns a dt_status (errors to diag). */
 int dt_explain_global(struct dt_module *m, uint32_t node,
-		      const struct dt_topology *topology, struct dt_diag *diag);
+		      const struct dt_topology *topology, bool create_groups,
+		      struct dt_diag *diag);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);
-/* Print "dtopt CMD: error: MSG" to stderr and return DT_EXIT_USAGE. */
+/* Print "dtopt CMD: error: MSG (see 'dtopt CMD --help')" (JSON under
+ * --format=json) to stderr and return DT_EXIT_USAGE (cli_output.c). */
 int dt_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

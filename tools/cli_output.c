@@ -4,7 +4,6 @@
  * command has printed everything, never on error), errors as JSON objects
  * when `--format=json` is asked for, and remarks as JSON lines with their
  * kind (passed, missed, analysis) and node. */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "cli.h"
 #include "frontend.h"
 
@@ -32,13 +31,26 @@ void dt_cli_scan_format(int argc, char **argv)
 static const char *const severity_name[] = {"note", "remark", "warning",
 					    "error"};
 
-void dt_cli_json_error(const char *cmd, const char *message)
+/* `, "key": "value"` (or null), the value JSON-quoted; `first` omits the
+ * comma. */
+static void put_field(FILE *out, bool first, const char *key,
+		      const char *value)
 {
-	fputs("{\"severity\": \"error\", \"command\": ", stderr);
-	dt_json_string(stderr, cmd);
-	fputs(", \"message\": ", stderr);
-	dt_json_string(stderr, message);
-	fputs("}\n", stderr);
+	fprintf(out, "%s\"%s\": ", first ? "" : ", ", key);
+	if (value)
+		dt_json_string(out, value);
+	else
+		fputs("null", out);
+}
+
+/* `, "file": ..., "line": ...` of a diagnostic. */
+static void put_where(FILE *out, const struct dt_diag_entry *e)
+{
+	put_field(out, false, "file", e->file);
+	if (e->line)
+		fprintf(out, ", \"line\": %u", e->line);
+	else
+		fputs(", \"line\": null", out);
 }
 
 void dt_cli_json_emit(void *ud, const struct dt_diag_entry *e)
@@ -48,23 +60,11 @@ void dt_cli_json_emit(void *ud, const struct dt_diag_entry *e)
 		dt_cli_remark_json(stderr, e, NULL);
 		return;
 	}
-	fprintf(stderr, "{\"severity\": \"%s\", \"file\": ",
-		severity_name[e->severity]);
-	if (e->file)
-		dt_json_string(stderr, e->file);
-	else
-		fputs("null", stderr);
-	if (e->line)
-		fprintf(stderr, ", \"line\": %u", e->line);
-	else
-		fputs(", \"line\": null", stderr);
-	fputs(", \"tag\": ", stderr);
-	if (e->tag)
-		dt_json_string(stderr, e->tag);
-	else
-		fputs("null", stderr);
-	fputs(", \"message\": ", stderr);
-	dt_json_string(stderr, e->message);
+	fputc('{', stderr);
+	put_field(stderr, true, "severity", severity_name[e->severity]);
+	put_where(stderr, e);
+	put_field(stderr, false, "tag", e->tag);
+	put_field(stderr, false, "message", e->message);
 	fputs("}\n", stderr);
 }
 
@@ -93,32 +93,13 @@ void dt_cli_remark_json(FILE *out, const struct dt_diag_entry *e,
 	int pass_len = colon ? (int)(colon - tag) : (int)strlen(tag);
 	char pass[128];
 	snprintf(pass, sizeof pass, "%.*s", pass_len, tag);
-	fprintf(out, "{\"kind\": \"%s\", \"pass\": ", dt_cli_remark_kind(e->tag));
-	if (e->tag)
-		dt_json_string(out, pass);
-	else
-		fputs("null", out);
-	fputs(", \"reason\": ", out);
-	if (colon)
-		dt_json_string(out, colon + 1);
-	else
-		fputs("null", out);
-	fputs(", \"node\": ", out);
-	if (node)
-		dt_json_string(out, node);
-	else
-		fputs("null", out);
-	fputs(", \"file\": ", out);
-	if (e->file)
-		dt_json_string(out, e->file);
-	else
-		fputs("null", out);
-	if (e->line)
-		fprintf(out, ", \"line\": %u", e->line);
-	else
-		fputs(", \"line\": null", out);
-	fputs(", \"message\": ", out);
-	dt_json_string(out, e->message);
+	fputc('{', out);
+	put_field(out, true, "kind", dt_cli_remark_kind(e->tag));
+	put_field(out, false, "pass", e->tag ? pass : NULL);
+	put_field(out, false, "reason", colon ? colon + 1 : NULL);
+	put_field(out, false, "node", node);
+	put_where(out, e);
+	put_field(out, false, "message", e->message);
 	fputs("}\n", out);
 }
 
@@ -189,17 +170,45 @@ void dt_cli_output_discard(void)
 	output.path = output.tmp = NULL;
 }
 
-int dt_cli_error(const char *cmd, const char *fmt, ...)
+void dt_cli_json_error(const char *cmd, const char *message)
+{
+	fputc('{', stderr);
+	put_field(stderr, true, "severity", "error");
+	put_field(stderr, false, "command", cmd);
+	put_field(stderr, false, "message", message);
+	fputs("}\n", stderr);
+}
+
+/* "dtopt CMD: error: MSG", with a pointer to --help for usage errors, or
+ * the JSON object. */
+static void report(const char *cmd, bool usage, const char *fmt, va_list ap)
 {
 	char msg[4200];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	if (dt_cli_json)
 		dt_cli_json_error(cmd, msg);
+	else if (usage)
+		fprintf(stderr, "dtopt %s: error: %s (see 'dtopt %s --help')\n",
+			cmd, msg, cmd);
 	else
 		fprintf(stderr, "dtopt %s: error: %s\n", cmd, msg);
+}
+
+int dt_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	report(cmd, true, fmt, ap);
+	va_end(ap);
+	return DT_EXIT_USAGE;
+}
+
+int dt_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	report(cmd, false, fmt, ap);
+	va_end(ap);
 	return DT_EXIT_INPUT;
 }
 

@@ -35,13 +35,16 @@ static const char explain_help[] =
     "      --search=global    the whole-graph search instead: the strategy its\n"
     "                         plan gives the node, its compute, moves and\n"
     "                         memory, and why a locally cheaper one lost\n"
+    "      --create-groups    (global) price moves merged onto flattened\n"
+    "                         groups the graph lacks, as opt --create-groups\n"
+    "                         lowers them\n"
     "      --top N            runners-up to list (default 5, at most 64)\n"
     "  -h, --help             this text\n";
 
 struct explain_args {
 	const char *graph, *node;
 	const char *output;
-	bool json;
+	bool json, create_groups;
 	enum dt_shard_search mode;
 	int top;
 	struct dt_cli_topology topology;
@@ -540,6 +543,7 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 	    {"output", required_argument, NULL, 'o'},
 	    {"search", required_argument, NULL, 'S'},
 	    {"top", required_argument, NULL, 't'},
+	    {"create-groups", no_argument, NULL, 'G'},
 	    DT_CLI_TOPOLOGY_LONGOPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -552,6 +556,7 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': a->output = optarg; break;
+		case 'G': a->create_groups = true; break;
 		case 'f':
 			if (strcmp(optarg, "text") != 0 &&
 			    strcmp(optarg, "json") != 0)
@@ -711,10 +716,9 @@ int dt_cmd_explain(int argc, char **argv)
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	if (e.m->view != DT_VIEW_GLOBAL) {
-		fprintf(stderr,
-			"%s: error: explain needs a global-view graph (this "
-			"one is local)\n",
-			e.m->file);
+		dt_diag_report(&diag, DT_ERROR, e.m->file, 0, NULL,
+			       "explain needs a global-view graph (this one is "
+			       "local)");
 		dt_module_destroy(e.m);
 		return DT_EXIT_INPUT;
 	}
@@ -749,7 +753,8 @@ int dt_cmd_explain(int argc, char **argv)
 		dt_cli_topology_apply(&a.topology, &topology);
 		rc = a.json ? dt_usage_error(EXPLAIN_CMD, "--search=global "
 					     "explains in text only")
-			    : dt_explain_global(e.m, e.node, &topology, &diag);
+			    : dt_explain_global(e.m, e.node, &topology,
+						a.create_groups, &diag);
 		dt_module_destroy(e.m);
 		return a.json ? rc : dt_exit_code(rc);
 	}

@@ -159,7 +159,8 @@ static void print_explanation(const struct dt_shard_problem *pr,
 }
 
 int dt_explain_global(struct dt_module *m, uint32_t node,
-		      const struct dt_topology *topology, struct dt_diag *diag)
+		      const struct dt_topology *topology, bool create_groups,
+		      struct dt_diag *diag)
 {
 	struct dt_pipeline pipeline;
 	struct dt_pipeline_options popt = {0};
@@ -169,7 +170,9 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 	if (rc != DT_OK)
 		return rc;
 	struct dt_shard_problem pr = {0};
-	rc = dt_shard_problem_build(&pr, m, topology, -1, diag);
+	struct dt_shard_problem_options po = {
+	    .topology = topology, .budget = -1, .create_groups = create_groups};
+	rc = dt_shard_problem_build(&pr, m, &po, diag);
 	if (rc == DT_OK && pr.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		dt_diag_report(diag, DT_ERROR, m->file, 0, NULL,
 			       "the whole-graph problem would hold more than "
@@ -179,7 +182,8 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 	}
 	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
 	if (rc == DT_OK) {
-		struct dt_pass_options options = {.topology = topology};
+		struct dt_pass_options options = {
+		    .topology = topology, .create_groups = create_groups};
 		struct dt_arena scratch;
 		dt_arena_init(&scratch);
 		struct dt_pass_ctx ctx = {m, diag, &scratch, &options};

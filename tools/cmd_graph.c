@@ -568,41 +568,85 @@ int dt_cmd_dump(int argc, char **argv)
 }
 
 static const char verify_help[] =
-	"usage: dtopt verify [--schema] IN.xml\n\n"
+	"usage: dtopt verify [--schema] [-f|--format=text|json] [-o OUT] IN.xml\n\n"
 	"Reads IN.xml (structure, references, targets), runs the verifier, then\n"
 	"infers every value's dtype, shape, stride and offset (shape-infer) and\n"
 	"checks them against the graph's; reports every problem as\n"
 	"file:line: error: and exits 1 if there is one (shapes are checked only\n"
 	"when the structure is sound).\n"
-	"  --schema  also validate against the bundled RelaxNG schema\n"
-	"            (dtopt-graph.rng; the reader's own checks are as strict)\n";
+	"  --schema             also validate against the bundled RelaxNG schema\n"
+	"                       (dtopt-graph.rng; the reader's own checks are as\n"
+	"                       strict)\n"
+	"  -f, --format=FORMAT  text (default): 'IN.xml: ok (N nodes, V view; ...)';\n"
+	"                       json: one object {file, ok, nodes, view, checks},\n"
+	"                       and the errors as JSON lines on stderr\n"
+	"  -o, --output=FILE    write to FILE (- for stdout, the default),\n"
+	"                       atomically, and not when the graph is bad\n"
+	"  -h, --help           this text\n";
+
+/* The result of a graph that passed every check. */
+static void verify_print(const struct dt_module *m, bool schema, bool json)
+{
+	const char *view = m->view == DT_VIEW_GLOBAL ? "global" : "local";
+	if (!json) {
+		printf("%s: ok (%u nodes, %s view; structure and shapes)\n",
+		       m->file, dt_graph_count(m), view);
+		return;
+	}
+	fputs("{\"file\": ", stdout);
+	dt_json_string(stdout, m->file);
+	printf(", \"ok\": true, \"nodes\": %u, \"view\": \"%s\", \"checks\": "
+	       "[%s\"structure\", \"shapes\"]}\n",
+	       dt_graph_count(m), view, schema ? "\"schema\", " : "");
+}
 
 int dt_cmd_verify(int argc, char **argv)
 {
-	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-		fputs(verify_help, stdout);
-		return DT_EXIT_OK;
+	static const struct option longopts[] = {
+		{"schema", no_argument, NULL, 'S'},
+		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *format = "text", *output = "-";
+	struct dt_read_options opt = {0};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'S': opt.schema = true; break;
+		case 'f': format = optarg; break;
+		case 'o': output = optarg; break;
+		case 'h': fputs(verify_help, stdout); return DT_EXIT_OK;
+		default:
+			return dt_usage_error("verify", "unknown or incomplete option '%s'",
+					      argv[optind - 1]);
+		}
 	}
-	struct dt_read_options opt = {.schema = argc == 3 &&
-					       strcmp(argv[1], "--schema") == 0};
-	argv += opt.schema;
-	argc -= opt.schema;
-	if (argc != 2 || (argv[1][0] == '-' && argv[1][1]))
+	bool json = strcmp(format, "json") == 0;
+	if (!json && strcmp(format, "text") != 0)
+		return dt_usage_error("verify", "unknown format '%s' (text or json)",
+				      format);
+	if (optind != argc - 1)
 		return dt_usage_error("verify", "expected one input graph");
 	struct dt_diag diag;
-	dt_diag_init(&diag);
+	dt_cli_diag_init(&diag);
 	struct dt_module *m;
-	int rc = dt_read_file(argv[1], &opt, &diag, &m);
+	int rc = dt_read_file(argv[optind], &opt, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	/* What opt checks before any rewrite: structure, then shapes. */
 	struct dt_pipeline checks = {{&dt_pass_verify, &dt_pass_shape_infer}, 2};
 	struct dt_pipeline_options popt = {0};
-	rc = dt_pipeline_run(m, &checks, &popt, &diag);
-	if (rc == DT_OK)
-		printf("%s: ok (%u nodes, %s view; structure and shapes)\n",
-		       m->file, dt_graph_count(m),
-		       m->view == DT_VIEW_GLOBAL ? "global" : "local");
+	rc = dt_exit_code(dt_pipeline_run(m, &checks, &popt, &diag));
+	if (rc == DT_EXIT_OK)
+		rc = dt_cli_output_begin("verify", output);
+	if (rc == DT_EXIT_OK) {
+		verify_print(m, opt.schema, json);
+		rc = dt_cli_output_commit();
+	}
 	dt_module_destroy(m);
-	return dt_exit_code(rc);
+	return rc;
 }

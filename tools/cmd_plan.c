@@ -292,7 +292,8 @@ static void fill_row(const struct dt_module *m, const struct dt_redist_step *s,
 	dt_mesh_dims_join(m, 0, s->dims, s->ndims, " ", cells[COL_DIMS], CELL);
 	placement_text(&s->src, a, sizeof a);
 	placement_text(&s->dst, b, sizeof b);
-	if (s->kind == DT_REDIST_PERMUTE) /* ranks trade whole shards */
+	if (s->kind == DT_REDIST_PERMUTE || s->kind == DT_REDIST_TRANSFER)
+		/* ranks trade whole shards, or pieces of them */
 		snprintf(cells[COL_CHANGE], CELL, "ranks");
 	else
 		snprintf(cells[COL_CHANGE], CELL, "%s -> %s", a, b);

@@ -11,8 +11,8 @@
  * mpirun then ends the job (MPI_Abort would too, but two ranks calling it
  * at once can crash OpenMPI 4's mpirun in pmix_server_log). The CLI's own
  * MPI calls (agreements, gathers) keep MPI_COMM_WORLD's default handler:
- * an MPI failure there ends the job. --compare and --check are in
- * cmd_run_compare.c. */
+ * an MPI failure there ends the job. A plain run is cmd_run_plain.c's,
+ * --compare and --check are cmd_run_compare.c's. */
 #include "cmd_run.h"
 #include "dtopt_config.h"
 #include "frontend.h"
@@ -22,8 +22,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #if DTOPT_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -75,9 +73,7 @@ static void hold_diagnostics(struct dt_runner *c, bool hold)
 		c->held = open_memstream(&c->held_text, &c->held_len);
 }
 
-/* Rank 0 gets every rank's string (dt_free each and the array); the other
- * ranks get NULL. */
-static char **gather_strings(struct dt_runner *c, const char *s)
+char **dt_runner_gather_strings(struct dt_runner *c, const char *s)
 {
 	char **all = c->rank == 0 ? dt_calloc((size_t)c->size, sizeof(char *))
 				  : NULL;
@@ -115,7 +111,7 @@ static char **gather_strings(struct dt_runner *c, const char *s)
 	return all;
 }
 
-static void free_strings(struct dt_runner *c, char **all)
+void dt_runner_free_strings(struct dt_runner *c, char **all)
 {
 	for (int r = 0; all && r < c->size; r++)
 		dt_free(all[r]);
@@ -130,7 +126,7 @@ int dt_runner_agree(struct dt_runner *c, int code)
 	if (c->size == 1)
 		return code;
 	fflush(c->held);
-	char **all = gather_strings(c, c->held_text ? c->held_text : "");
+	char **all = dt_runner_gather_strings(c, c->held_text ? c->held_text : "");
 	if (all) {
 		fputs(all[0], stderr);
 		for (int r = 1; r < c->size; r++)
@@ -138,7 +134,7 @@ int dt_runner_agree(struct dt_runner *c, int code)
 				fprintf(stderr, "dtopt run: rank %d said:\n%s",
 					r, all[r]);
 	}
-	free_strings(c, all);
+	dt_runner_free_strings(c, all);
 	hold_diagnostics(c, true);
 	int worst = code;
 #if DTOPT_HAVE_MPI
@@ -182,8 +178,7 @@ void dt_runner_allreduce(struct dt_runner *c, double *v, int n, bool max)
 /* ------------------------------------------------------------------ */
 /* Graphs. */
 
-/* The first na bytes of a, then b and c, on the heap (dt_free it). */
-static char *concat3(const char *a, size_t na, const char *b, const char *c)
+char *dt_cli_concat3(const char *a, size_t na, const char *b, const char *c)
 {
 	size_t nb = strlen(b), nc = strlen(c);
 	char *s = dt_malloc(na + nb + nc + 1);
@@ -201,7 +196,7 @@ static int load_graph(struct dt_runner *c, const char *tmpl,
 	char rank[16];
 	snprintf(rank, sizeof(rank), "%d", c->rank);
 	const char *at = strstr(tmpl, "{rank}");
-	char *path = at ? concat3(tmpl, (size_t)(at - tmpl), rank, at + 6)
+	char *path = at ? dt_cli_concat3(tmpl, (size_t)(at - tmpl), rank, at + 6)
 			: dt_strdup(tmpl);
 	struct dt_read_options ropt = {0};
 	int rc = dt_read_file(path, &ropt, &c->diag, out);
@@ -275,16 +270,6 @@ const char *dt_cli_output_name(const struct dt_module *m, const uint32_t *ids,
 {
 	return i < n && ids[i] ? dt_str_get(m, dt_node_get(m, ids[i])->name)
 			       : "(none)";
-}
-
-static void format_shape(const int64_t *shape, int rank, char *buf, size_t n)
-{
-	int len = snprintf(buf, n, "[");
-	for (int d = 0; d < rank && len < (int)n; d++)
-		len += snprintf(buf + len, n - (size_t)len, "%s%lld",
-				d ? ", " : "", (long long)shape[d]);
-	if (len < (int)n)
-		snprintf(buf + len, n - (size_t)len, "]");
 }
 
 /* Every element of a contiguous host tensor as a double (NULL for none). */
@@ -369,305 +354,6 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 	return dt_runner_agree(c, dt_exit_code(rc));
 }
 
-static void print_outputs(struct dt_runner *c, const struct dt_module *m,
-			  const struct dt_run_result *r)
-{
-	uint32_t n;
-	uint32_t *ids = dt_cli_outputs(m, &n);
-	printf("%s: %u outputs on rank 0 of %d (seed %llu)\n", m->file,
-	       r->noutputs, c->size, (unsigned long long)c->o.seed);
-	printf("  %-3s %-24s %-9s %-18s %-14s %s\n", "#", "output", "dtype",
-	       "shape", "sum", "first values");
-	for (uint32_t i = 0; i < r->noutputs; i++) {
-		const struct dt_rt_tensor *t = &r->outputs[i];
-		char shape[160];
-		format_shape(t->shape, t->rank, shape, sizeof(shape));
-		double *v = dt_cli_values(t);
-		double sum = 0;
-		int64_t count = v ? dt_rt_numel(t) : 0;
-		for (int64_t k = 0; k < count; k++)
-			sum += v[k];
-		printf("  %-3u %-24s %-9s %-18s %-14.9g", i,
-		       dt_cli_output_name(m, ids, n, i),
-		       v ? dt_dtype_name((enum dt_dtype)t->dtype) : "-", shape,
-		       sum);
-		for (int64_t k = 0; k < count && k < 4; k++)
-			printf(" %.9g", v[k]);
-		printf("%s\n", count > 4 ? " ..." : "");
-		dt_free(v);
-	}
-	dt_free(ids);
-}
-
-/* Write `len` bytes to `path` through a temporary file renamed over it. */
-static int write_atomic(struct dt_runner *c, const char *path, const void *data,
-			size_t len)
-{
-	char suffix[32];
-	snprintf(suffix, sizeof(suffix), ".tmp%ld", (long)getpid());
-	char *tmp = concat3(path, strlen(path), suffix, "");
-	errno = 0;
-	FILE *f = fopen(tmp, "wb");
-	int err = 0;
-	if (!f || fwrite(data, 1, len, f) != len)
-		err = errno ? errno : EIO;
-	if (f && fclose(f) != 0 && !err)
-		err = errno;
-	if (!err && rename(tmp, path) != 0)
-		err = errno;
-	if (err) {
-		dt_diag_report(&c->diag, DT_ERROR, path, 0, NULL,
-			       "cannot write: %s", strerror(err));
-		remove(tmp);
-	}
-	dt_free(tmp);
-	return err ? DT_EXIT_INPUT : DT_EXIT_OK;
-}
-
-/* --out DIR: DIR/rank<R>.<i>.bin per output (raw little-endian elements
- * in row-major order) and DIR/index.json describing every rank's files. */
-static int write_outputs(struct dt_runner *c, const struct dt_module *m,
-			 const struct dt_run_result *r)
-{
-	const char *dir = c->o.out_dir;
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		dt_diag_report(&c->diag, DT_ERROR, dir, 0, NULL,
-			       "cannot create the output directory: %s",
-			       strerror(errno));
-		return dt_runner_agree(c, DT_EXIT_INPUT);
-	}
-	const uint16_t probe = 1;
-	bool little = *(const uint8_t *)&probe == 1;
-	uint32_t n;
-	uint32_t *ids = dt_cli_outputs(m, &n);
-	char *json = NULL;
-	size_t json_len = 0;
-	FILE *js = open_memstream(&json, &json_len);
-	fprintf(js, "    {\"rank\": %d, \"outputs\": [", c->rank);
-	int code = DT_EXIT_OK;
-	for (uint32_t i = 0; i < r->noutputs && code == DT_EXIT_OK; i++) {
-		const struct dt_rt_tensor *t = &r->outputs[i];
-		char file[64], shape[160];
-		snprintf(file, sizeof(file), "/rank%d.%u.bin", c->rank, i);
-		format_shape(t->shape, t->rank, shape, sizeof(shape));
-		int size = dt_dtype_size((enum dt_dtype)t->dtype);
-		size_t bytes = (size_t)dt_rt_numel(t) * (size_t)size;
-		fprintf(js, "%s\n      {\"index\": %u, \"name\": ",
-			i ? "," : "", i);
-		dt_json_string(js, dt_cli_output_name(m, ids, n, i));
-		if (!t->buf) {
-			fprintf(js, ", \"file\": null}");
-			continue;
-		}
-		fprintf(js, ", \"dtype\": \"%s\", \"shape\": %s, "
-			"\"file\": \"%s\", \"bytes\": %zu}",
-			dt_dtype_name((enum dt_dtype)t->dtype), shape, file + 1,
-			bytes);
-		char *data = dt_malloc(bytes + 1);
-		memcpy(data, (const char *)t->buf->data + t->offset * size,
-		       bytes);
-		for (size_t k = 0; !little && k < bytes; k += (size_t)size)
-			for (int lo = 0, hi = size - 1; lo < hi; lo++, hi--) {
-				char x = data[k + (size_t)lo];
-				data[k + (size_t)lo] = data[k + (size_t)hi];
-				data[k + (size_t)hi] = x;
-			}
-		char *path = concat3(dir, strlen(dir), file, "");
-		code = write_atomic(c, path, data, bytes);
-		dt_free(path);
-		dt_free(data);
-	}
-	fprintf(js, "]}");
-	fclose(js);
-	char **all = gather_strings(c, json);
-	free(json);
-	if (c->rank == 0 && code == DT_EXIT_OK) {
-		FILE *idx = open_memstream(&json, &json_len);
-		fprintf(idx, "{\n  \"graph\": ");
-		dt_json_string(idx, m->file);
-		fprintf(idx, ",\n  \"world_size\": %d,\n  \"seed\": %llu,\n"
-			"  \"ranks\": [\n", c->size,
-			(unsigned long long)c->o.seed);
-		for (int k = 0; k < c->size; k++)
-			fprintf(idx, "%s%s", all[k],
-				k + 1 < c->size ? ",\n" : "\n");
-		fprintf(idx, "  ]\n}\n");
-		fclose(idx);
-		char *path = concat3(dir, strlen(dir), "/index.json", "");
-		code = write_atomic(c, path, json, json_len);
-		dt_free(path);
-		free(json);
-	}
-	free_strings(c, all);
-	dt_free(ids);
-	return dt_runner_agree(c, code);
-}
-
-/* Add the per-target lines "target\tcount\tseconds\tbytes" of `text`
- * into `stats` (targets by first appearance; they point into text). */
-static void merge_stats(char *text, struct dt_run_stat **stats, uint32_t *n,
-			uint32_t *cap)
-{
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		char *f[4] = {line, NULL, NULL, NULL};
-		for (int j = 1; j < 4 && f[j - 1]; j++)
-			if ((f[j] = strchr(f[j - 1], '\t')) != NULL)
-				*f[j]++ = 0;
-		if (!f[3])
-			continue;
-		uint32_t j = 0;
-		while (j < *n && strcmp((*stats)[j].target, f[0]) != 0)
-			j++;
-		if (j == *n) {
-			if (*n == *cap) {
-				*cap = *cap ? 2 * *cap : 16;
-				*stats = dt_realloc(*stats,
-						    *cap * sizeof(**stats));
-			}
-			(*stats)[(*n)++] = (struct dt_run_stat){.target = f[0]};
-		}
-		(*stats)[j].count += strtoull(f[1], NULL, 10);
-		(*stats)[j].seconds += strtod(f[2], NULL);
-		(*stats)[j].bytes += strtoull(f[3], NULL, 10);
-	}
-}
-
-/* Per declared group: collectives and bytes of one iteration of this
- * rank, from the graph (each collective counted with its larger buffer,
- * as nccl-tests sizes it). comm[2g] counts, comm[2g+1] bytes. */
-static void count_communication(const struct dt_module *m, double *comm)
-{
-	dt_foreach_node(m, id) {
-		const struct dt_node *node = dt_node_get(m, id);
-		if (!dt_op_has((enum dt_op)node->op, DT_OPF_COLLECTIVE))
-			continue;
-		const struct dt_arg *g = dt_node_arg(m, node, node->nargs - 1);
-		const struct dt_arg *in = dt_node_arg(m, node, 0);
-		int gi = g->kind == DT_ARG_STR ? dt_module_find_group(m, g->v.s)
-					       : -1;
-		if (gi < 0 || in->kind != DT_ARG_NODE)
-			continue;
-		const struct dt_tensor *ts[2] = {
-			dt_node_tensor(m, dt_node_get(m, in->v.node), 0),
-			dt_node_tensor(m, node, 0)};
-		double bytes = 0;
-		for (int k = 0; k < 2; k++) {
-			int rank;
-			const int64_t *shape =
-				dt_ints_get(m, ts[k]->shape, &rank);
-			double b = (double)dt_numel(shape, rank) *
-				   dt_dtype_size((enum dt_dtype)ts[k]->dtype);
-			bytes = b > bytes ? b : bytes;
-		}
-		comm[2 * gi] += 1;
-		comm[2 * gi + 1] += bytes;
-	}
-}
-
-/* --summary: the per-target table and the communication per group and
- * iteration, both summed over ranks, on rank 0. */
-static void print_summary(struct dt_runner *c, const struct dt_module *m,
-			  const struct dt_run_result *r)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *s = open_memstream(&text, &len);
-	for (uint32_t i = 0; i < r->nstats; i++)
-		fprintf(s, "%s\t%llu\t%.17g\t%llu\n", r->stats[i].target,
-			(unsigned long long)r->stats[i].count,
-			r->stats[i].seconds,
-			(unsigned long long)r->stats[i].bytes);
-	fclose(s);
-	char **all = gather_strings(c, text);
-	free(text);
-	uint32_t ng = m->groups.len;
-	double *comm = dt_calloc(2 * (size_t)ng + 1, sizeof(double));
-	count_communication(m, comm);
-	dt_runner_allreduce(c, comm, (int)(2 * ng), false);
-	if (c->rank == 0) {
-		struct dt_run_result sum = {.iters = r->iters,
-					    .peak_bytes = r->peak_bytes};
-		uint32_t cap = 0;
-		for (int k = 0; k < c->size; k++)
-			merge_stats(all[k], &sum.stats, &sum.nstats, &cap);
-		printf("summary over %d rank%s (time and bytes summed over "
-		       "ranks; peak bytes of rank 0):\n", c->size,
-		       c->size > 1 ? "s" : "");
-		dt_run_summary_print(&sum, stdout);
-		printf("communication per group and iteration (summed over "
-		       "ranks):\n  %-20s %12s %16s\n", "group", "collectives",
-		       "bytes");
-		for (uint32_t g = 0; g < ng; g++)
-			if (comm[2 * g] > 0)
-				printf("  %-20s %12.0f %16.0f\n",
-				       dt_str_get(m, m->groups.data[g].name),
-				       comm[2 * g], comm[2 * g + 1]);
-		dt_free(sum.stats);
-	}
-	dt_free(comm);
-	free_strings(c, all);
-}
-
-/* --summary and --trace: how much of the communication compute hid, per
- * iteration, the largest over ranks (the slowest rank sets the pace). */
-static void print_communication(struct dt_runner *c,
-				const struct dt_run_result *r)
-{
-	double v[3] = {r->comm_count, r->comm_flight_seconds,
-		       r->comm_exposed_seconds};
-	dt_runner_allreduce(c, v, 3, true);
-	if (c->rank != 0 || v[0] == 0)
-		return;
-	double hidden = v[1] > v[2] ? v[1] - v[2] : 0;
-	printf("communication: %.0f collectives per iteration, in flight %.3f ms, exposed %.3f ms (starts and waits), %.0f%% hidden by compute (max over ranks)\n",
-	       v[0], v[1] * 1e3, v[2] * 1e3, v[1] > 0 ? 100 * hidden / v[1] : 0);
-}
-
-static int cmd_plain(struct dt_runner *c)
-{
-	struct dt_module *m[2] = {NULL, NULL};
-	int code = dt_runner_load(c, c->o.paths, 1, m, -1);
-	struct dt_run_options ro = {.seed = c->o.seed, .iters = c->o.iters,
-				    .warmup = c->o.warmup,
-				    .trace_path = c->o.trace,
-				    .summary = c->o.summary};
-	struct dt_run_result res = {0};
-	if (code == DT_EXIT_OK)
-		code = dt_runner_execute(c, m[0], false, &ro, &res);
-	if (code == DT_EXIT_OK && c->rank == 0)
-		print_outputs(c, m[0], &res);
-	if (code == DT_EXIT_OK && c->o.timed) {
-		double t = res.seconds_per_iter;
-		dt_runner_allreduce(c, &t, 1, true);
-		if (c->rank == 0)
-			printf("time: %.9g s/iteration (max over %d rank%s; %d "
-			       "iterations after %d warm-up)\n", t, c->size,
-			       c->size > 1 ? "s" : "", c->o.iters, c->o.warmup);
-	}
-	if (code == DT_EXIT_OK && c->o.summary)
-		print_summary(c, m[0], &res);
-	if (code == DT_EXIT_OK && (c->o.summary || c->o.trace))
-		print_communication(c, &res);
-	if (code == DT_EXIT_OK && c->o.out_dir)
-		code = write_outputs(c, m[0], &res);
-	if (code == DT_EXIT_OK && c->o.trace) {
-		int rc = DT_OK;
-#if DTOPT_HAVE_MPI
-		MPI_Request req;
-		if (c->size > 1) {
-			MPI_Ibarrier(MPI_COMM_WORLD, &req);
-			dt_runner_wait(c, &req, "a barrier");
-		}
-#endif
-		if (c->rank == 0)
-			rc = dt_trace_merge(c->o.trace, c->size, &c->diag);
-		code = dt_runner_agree(c, dt_exit_code(rc));
-	}
-	fflush(stdout);
-	dt_run_result_fini(&res);
-	dt_module_destroy(m[0]);
-	return code;
-}
 
 /* ------------------------------------------------------------------ */
 /* The command line. */
@@ -927,7 +613,7 @@ int dt_cmd_run(int argc, char **argv)
 	hold_diagnostics(&c, true);
 	code = c.o.compare ? dt_runner_compare(&c)
 	       : c.o.check ? dt_runner_check(&c)
-			   : cmd_plain(&c);
+			   : dt_runner_plain(&c);
 	hold_diagnostics(&c, false);
 #if DTOPT_HAVE_MPI
 	if (c.o.mpi) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* cmd_run.h: what the files of the `run` subcommand share: the options,
  * the per-process runner (rank, world size, held diagnostics) and its
- * steps. Private to cmd_run.c and cmd_run_compare.c. */
+ * steps. Private to cmd_run*.c. */
 #ifndef DTOPT_CMD_RUN_H
 #define DTOPT_CMD_RUN_H
 
@@ -81,10 +81,21 @@ int dt_runner_load(struct dt_runner *c, const char *const *paths, int n,
 int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 		      const struct dt_run_options *ro, struct dt_run_result *res);
 
+/* A plain run of paths[0] (cmd_run_plain.c): prints or writes its
+ * outputs and the reports asked for; returns the exit code, the same on
+ * every rank. */
+int dt_runner_plain(struct dt_runner *c);
 /* --compare A B and --check --reference GLOBAL LOCAL (cmd_run_compare.c);
  * return the exit code, the same on every rank. */
 int dt_runner_compare(struct dt_runner *c);
 int dt_runner_check(struct dt_runner *c);
+
+/* Rank 0 gets every rank's string (dt_runner_free_strings them); the
+ * other ranks get NULL. Collective. */
+char **dt_runner_gather_strings(struct dt_runner *c, const char *s);
+void dt_runner_free_strings(struct dt_runner *c, char **all);
+/* The first na bytes of a, then b and c, on the heap (dt_free it). */
+char *dt_cli_concat3(const char *a, size_t na, const char *b, const char *c);
 
 /* The nodes the graph's output node returns, in order (0 for a none
  * entry), as a heap array (dt_free it) of *n entries. */

@@ -20,8 +20,9 @@ static const char solve_help[] =
 	"Pick one strategy per node of a sharding problem in the IOPDDL\n"
 	"contest's format, minimising node and edge costs with the usage of\n"
 	"the live nodes under the limit at every time, within TIMEOUT_S\n"
-	"seconds (of wall-clock time). Prints '#' progress lines, then the\n"
-	"strategy of each node as [i, j, ...] on the last line.\n"
+	"seconds (of wall-clock time), or sooner when the plan is proven\n"
+	"optimal. Prints '#' progress lines, then the strategy of each node\n"
+	"as [i, j, ...] on the last line.\n"
 	"\n"
 	"      --stats            '#' lines with cost, lower bound, peak\n"
 	"                         usage and time before the plan\n"
@@ -32,6 +33,8 @@ static const char solve_help[] =
 	"      --seed N           seed of the search (default 1)\n"
 	"      --rounds N         stop each thread after N rounds: the plan\n"
 	"                         then depends only on seed and threads\n"
+	"      --stall N          stop each thread after N rounds in a row\n"
+	"                         without a better plan (also deterministic)\n"
 	"  -q, --quiet            no progress lines\n"
 	"  -h, --help             this text\n"
 	"\n"
@@ -65,6 +68,7 @@ static int parse_args(int argc, char **argv, struct solve_args *a)
 		{"cpu-time", no_argument, NULL, 'c'},
 		{"seed", required_argument, NULL, 'S'},
 		{"rounds", required_argument, NULL, 'r'},
+		{"stall", required_argument, NULL, 'T'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -96,6 +100,11 @@ static int parse_args(int argc, char **argv, struct solve_args *a)
 			break;
 		case 'r':
 			if (parse_count(optarg, "--rounds", 1, &a->opt.max_rounds) !=
+			    DT_EXIT_OK)
+				return DT_EXIT_USAGE;
+			break;
+		case 'T':
+			if (parse_count(optarg, "--stall", 1, &a->opt.stall_rounds) !=
 			    DT_EXIT_OK)
 				return DT_EXIT_USAGE;
 			break;
@@ -154,8 +163,9 @@ int dt_cmd_solve(int argc, char **argv)
 			" found in %.1f s\n", a.path, p.usage_limit, res.seconds);
 	} else {
 		if (res.timed_out && a.opt.verbose)
-			printf("# remark: the search ran its %.1f s; this is the best "
-			       "plan found, not proven optimal\n", a.opt.timeout_s);
+			printf("# remark: the search stopped after %.1f s; this is "
+			       "the best plan found, not proven optimal\n",
+			       res.seconds);
 		if (a.stats) {
 			printf("# cost %" PRId64 "\n", res.cost);
 			if (res.lower_bound != INT64_MIN)

@@ -4,7 +4,6 @@
 #include "cli.h"
 #include "dtopt_config.h"
 
-#include <stdarg.h>
 #include <errno.h>
 #include <string.h>
 
@@ -33,21 +32,6 @@ int dt_exit_code(int status)
 	case DT_ERUNTIME: return DT_EXIT_RUNTIME;
 	default: return DT_EXIT_INPUT;
 	}
-}
-
-int dt_usage_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-	char msg[2048];
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (dt_cli_json)
-		dt_cli_json_error(cmd, msg);
-	else
-		fprintf(stderr, "dtopt %s: error: %s (see 'dtopt %s --help')\n",
-			cmd, msg, cmd);
-	return DT_EXIT_USAGE;
 }
 
 static void usage(FILE *out)

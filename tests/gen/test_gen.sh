@@ -185,9 +185,12 @@ checks=$((checks + 1))
 
 # --style dp: weights replicated, no all_gather or reduce_scatter, one
 # all_reduce chain per weight gradient too. The default pipeline buckets:
-# DP gradient all_reduces in one collective per reduce op (the bytes fit
-# one 25 MiB bucket; two levels of cats past 64 members), FSDP gathers and
-# scatters at least 3x fewer (semantics §4.7).
+# DP gradient all_reduces in two collectives per reduce op (the cost
+# model's cut keeps the last layers' gradients, ready last, in a bucket of
+# their own: 299 + 22 sum, 55 + 9 avg), one per reduce op with
+# --force-fusion (the bytes fit one 25 MiB bucket; two levels of cats past
+# 64 members), FSDP gathers and scatters at least 3x fewer (semantics
+# §4.7).
 "$dtopt" gen --layers 32 --mesh 2x2 --style dp -o "$tmp/dp.xml"
 expect_eq "dp: all_gathers" \
 	"$(count 'target="_c10d_functional.all_gather_into_tensor.default"' "$tmp/dp.xml")" 0
@@ -195,7 +198,10 @@ expect_eq "dp: all_reduces" \
 	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.xml")" $((24 * 32 + 2))
 "$dtopt" opt "$tmp/dp.xml" -o "$tmp/dp.opt.xml" 2>/dev/null
 expect_eq "dp bucketed: all_reduces" \
-	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.opt.xml")" 2
+	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.opt.xml")" 4
+"$dtopt" opt "$tmp/dp.xml" --force-fusion -o "$tmp/dp.one.xml" 2>/dev/null
+expect_eq "dp bucketed, --force-fusion: all_reduces" \
+	"$(count 'target="_c10d_functional.all_reduce.default"' "$tmp/dp.one.xml")" 2
 "$dtopt" gen --layers 32 --mesh 2x2 -o "$tmp/fsdp.xml"
 "$dtopt" opt "$tmp/fsdp.xml" -o "$tmp/fsdp.opt.xml" 2>/dev/null
 for t in all_gather_into_tensor reduce_scatter_tensor; do

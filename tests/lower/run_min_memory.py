@@ -7,15 +7,19 @@ orders and mostly uneven shapes) on 1-D to 4-D meshes, plus the worked case
 S(1)S(1)S(0)S(0), 24 ranks oversubscribed), each table lowered per rank with
 dtopt opt -p lower-redistribute --redistribute=min-memory and run with
 mpirun -np N dtopt run --backend mpi --check --reference G 'low.{rank}.xml':
-every output must be bitwise equal to the single-process reference. One
-mpirun per mesh; 509 redistributions in all (size-1 mesh dims and
-repeats dropped). The plans
-must use all_permute somewhere (lowered as all_to_all_single with one
-nonzero split each way, named "r.all_permute"), so the permutes are proven.
-Then the worked case alone under both modes: rank 0's measured peak
-(dtopt run --summary) must be at most 3 x 24 B with min-memory (its 6-element
-shard, the kept input, the collective's send and receive buffers) and at
-least 288 B (72 gathered elements) with DTensor's plan.
+every output must be bitwise equal to the single-process reference; then
+the same table lowered once as an SPMD program (no --rank: dt.all_permute
+names placements, not the rank's splits, and moves padded shards) and
+checked the same way. Two mpiruns per mesh; 546 redistributions in all
+(size-1 mesh dims and repeats dropped; 40 on a (4, 3) mesh, where uneven
+cases need dt.all_to_all_v). The plans must use both dt.all_permute and
+dt.all_to_all_v somewhere, so both collectives are proven.
+Then the worked case alone under both modes, rank 0's memory as dtopt run
+--summary measures it (semantics §3.1): the largest tensor it holds (the
+plan's peak) must be 24 B (6 elements) with min-memory and 288 B (72
+gathered elements) with DTensor's plan; values live at once 72 B (the kept
+input, a received shard and its unpacked copy) against 600 B; collective
+buffers (receive buffers until the wait) 24 B against 288 B.
 
 usage: run_min_memory.py --dtopt DTOPT --mpirun MPIRUN --workdir DIR
 Exit 0 when every table passed, 1 otherwise."""
@@ -40,6 +44,7 @@ MESHES = [
     ((2, 2, 2), ("a", "b", "c"), 80),
     ((3, 1, 2), ("a", "b", "c"), 60),
     ((2, 1, 2, 2), ("a", "b", "c", "d"), 100),
+    ((4, 3), ("a", "b"), 40),
     ((2, 2, 3, 2), ("x1", "x2", "y1", "y2"), 100),
 ]
 WORKED = ("worked", (12, 12), "S(0) S(0) S(1) S(1)", "S(1) S(1) S(0) S(0)",
@@ -80,8 +85,9 @@ def random_table(seed, mesh, dims, count):
 
 
 def measured_peaks(r, dtopt):
-    """Rank 0's measured peak bytes (dtopt run --summary) of the worked
-    case alone, lowered per rank by each mode: {mode: bytes}."""
+    """Rank 0's memory (dtopt run --summary) of the worked case alone,
+    lowered per rank by each mode: {mode: (largest tensor, values at peak,
+    collective buffers at peak) in bytes}."""
     lower.write_table("worked", {"mesh": (2, 2, 3, 2),
                                  "dims": ("x1", "x2", "y1", "y2"),
                                  "reds": [WORKED]},
@@ -92,10 +98,11 @@ def measured_peaks(r, dtopt):
                "w.xml", "-o", mode + ".{rank}.xml"])
         out, _ = r.run([dtopt, "run", "--backend", "mpi", "--summary",
                         mode + ".{rank}.xml"], np=24)
-        m = re.search(r"peak (\d+) bytes", out)
+        m = re.search(r"values (\d+) bytes at peak \(largest tensor (\d+) "
+                      r"bytes\), collective buffers (\d+) bytes", out)
         if not m:
-            raise lower.Failure("no peak in:\n" + out)
-        peaks[mode] = int(m.group(1))
+            raise lower.Failure("no memory line in:\n" + out)
+        peaks[mode] = (int(m.group(2)), int(m.group(1)), int(m.group(3)))
     return peaks
 
 
@@ -108,7 +115,7 @@ def main():
     args.dtopt = os.path.abspath(args.dtopt)
     os.makedirs(args.workdir, exist_ok=True)
     r = lower.Runner(args, args.workdir)
-    total = permutes = 0
+    total = permutes = transfers = 0
     try:
         for seed, (mesh, dims, count) in enumerate(MESHES):
             table = random_table(seed, mesh, dims, count)
@@ -121,33 +128,41 @@ def main():
             r.run([args.dtopt, "opt", "-p", "lower-redistribute",
                    "--redistribute=min-memory", "g.xml", "-o", "low.{rank}.xml"])
             with open(os.path.join(args.workdir, "low.0.xml")) as f:
-                permutes += f.read().count('.all_permute"')
-            out, _ = r.run([args.dtopt, "run", "--backend", "mpi", "--check",
-                            "--reference", "g.xml", "low.{rank}.xml"], np=np)
-            # a redistribution that changes nothing but size-1 mesh dims
-            # leaves its input: the output is x_LABEL
-            table = {k[2:] if k.startswith("x_") else k: v
-                     for k, v in lower.results(out).items()}
-            if sorted(table) != sorted(labels) or \
-                    set(table.values()) != {"bitwise"}:
-                raise lower.Failure("expected %d bitwise outputs:\n%s"
-                                    % (len(labels), out))
+                text = f.read()
+            permutes += text.count('target="dt.all_permute"')
+            transfers += text.count('target="dt.all_to_all_v"')
+            r.run([args.dtopt, "opt", "-p", "lower-redistribute",
+                   "--redistribute=min-memory", "g.xml", "-o", "spmd.xml"])
+            for local in ("low.{rank}.xml", "spmd.xml"):
+                out, _ = r.run([args.dtopt, "run", "--backend", "mpi",
+                                "--check", "--reference", "g.xml", local],
+                               np=np)
+                # a redistribution that changes nothing but size-1 mesh
+                # dims leaves its input: the output is x_LABEL
+                table = {k[2:] if k.startswith("x_") else k: v
+                         for k, v in lower.results(out).items()}
+                if sorted(table) != sorted(labels) or \
+                        set(table.values()) != {"bitwise"}:
+                    raise lower.Failure("%s: expected %d bitwise outputs:\n%s"
+                                        % (local, len(labels), out))
             total += len(labels)
         peaks = measured_peaks(r, args.dtopt)
     except lower.Failure as e:
         print("FAIL (mesh %s): %s" % (mesh, e))
         return 1
-    # The worked case holds 6 elements (24 B) per rank; the runtime's peak
-    # also counts the graph input it keeps and the collective's send and
-    # receive buffers: 3 x 24 B. DTensor's plan gathers 72 elements (288 B).
-    print("worked case, measured peak bytes of rank 0: %s" % peaks)
-    if peaks["min-memory"] > 3 * 24 or peaks["dtensor"] < 288:
-        print("FAIL: expected min-memory <= 72 B and dtensor >= 288 B")
+    # The worked case holds 6 elements (24 B) per rank throughout; DTensor's
+    # plan gathers 72 (288 B) and copies them once more.
+    want = {"min-memory": (24, 72, 24), "dtensor": (288, 600, 288)}
+    print("worked case, rank 0's (largest tensor, values at peak, "
+          "collective buffers at peak) in bytes: %s" % peaks)
+    if peaks != want:
+        print("FAIL: expected %s" % want)
         return 1
-    print("%d redistributions bitwise equal, %d all_permute steps on rank 0"
-          % (total, permutes))
-    if total < 500 or permutes == 0:
-        print("FAIL: expected at least 500 redistributions and some all_permute")
+    print("%d redistributions bitwise equal, %d all_permute and %d "
+          "all_to_all_v steps on rank 0" % (total, permutes, transfers))
+    if total < 500 or permutes == 0 or transfers == 0:
+        print("FAIL: expected at least 500 redistributions, some all_permute "
+              "and some all_to_all_v")
         return 1
     return 0
 

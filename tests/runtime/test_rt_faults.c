@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_rt_faults.c: what the runtime checks before running: the memory
- * plan (dt_interpret_peak) is the peak a run reaches, allocating nothing;
+ * plan (dt_interpret_peak) is the peak a run reaches, allocating nothing,
+ * and the run tells values and collective buffers apart;
  * every failed allocation (buffers, kernel scratch) is a reported error; the collective sequence the
  * ranks agree on tells apart what would mismatch (group, reduce op, order;
  * counts within a group instance) and nothing else (names). */
@@ -25,7 +26,9 @@
 	CALL(name, "_c10d_functional.wait_tensor.default", "<arg node=\"" in "\"/>")
 
 /* x (24 B), its transpose staged for the all_reduce (24 B), the
- * all_reduce's result (24 B) while the staged input lives, then neg. */
+ * all_reduce's result (24 B) while the staged input lives: 72 B in all,
+ * 48 B of them collective buffers; then the received result is a value
+ * and neg's result a third (72 B of values). */
 static const char staged[] = LOCAL(PH("x", "3 2", "2 1")
 	CALL("t", "aten.t.default", "<arg node=\"x\"/>")
 	AR("ar", "t", "sum", "ga") WAIT("w", "ar")
@@ -44,6 +47,8 @@ static void test_peak_plan(void **state)
 		      OUT("s")),
 	};
 	size_t want[] = {72, 3 * 128};
+	size_t values[] = {72, 3 * 128}, buffers[] = {48, 0},
+	       largest[] = {24, 128};
 	const char *at[] = {"ar", "b"};
 	for (size_t g = 0; g < sizeof(graphs) / sizeof(graphs[0]); g++) {
 		struct rt_diag r;
@@ -59,7 +64,10 @@ static void test_peak_plan(void **state)
 		struct dt_run_options opt = {.iters = 2, .warmup = 1};
 		struct dt_run_result res;
 		assert_int_equal(dt_interpret(m, b, &opt, &res), DT_OK);
-		assert_int_equal(res.peak_bytes, peak); /* the plan is the run */
+		assert_int_equal(res.memory_bytes, peak); /* the plan is the run */
+		assert_int_equal(res.peak_bytes, values[g]);
+		assert_int_equal(res.buffer_bytes, buffers[g]);
+		assert_int_equal(res.largest_bytes, largest[g]);
 		dt_run_result_fini(&res);
 		b->ops->destroy(b);
 		dt_module_destroy(m);

@@ -469,6 +469,28 @@ static void test_masks_index_loss(void **state)
 				       CALL("y", "aten.sign.default", "<arg node=\"x\"/>")
 				       OUT("y")), "y", ing, &k);
 	expect(k.v[0], (const double[]){-1, 0, 0, 1}, 4, 0);
+
+	/* arange to an integral dtype counts from the truncated start by the
+	 * truncated step (torch 1.13: arange(-0.5, 2.5, 1, dtype=int64) is
+	 * [0, 1], arange(0.5, 4, 1.5, dtype=int64) [0, 1, 2, 3]); to a float
+	 * one from the numbers as given */
+	run_node(&r, RT_GRAPH("local", CALL("y", "aten.arange.start_step",
+					    "<arg float=\"-0.5\"/><arg float=\"2.5\"/><arg int=\"1\"/>"
+					    "<kwarg name=\"dtype\" dtype=\"int64\"/>"
+					    "<tensor dtype=\"int64\" shape=\"2\" stride=\"1\"/>")
+				       OUT("y")), "y", NULL, &k);
+	expect(k.v[0], (const double[]){0, 1}, 2, 0);
+	run_node(&r, RT_GRAPH("local", CALL("y", "aten.arange.start_step",
+					    "<arg float=\"0.5\"/><arg int=\"4\"/><arg float=\"1.5\"/>"
+					    "<kwarg name=\"dtype\" dtype=\"int64\"/>"
+					    "<tensor dtype=\"int64\" shape=\"4\" stride=\"1\"/>")
+				       OUT("y")), "y", NULL, &k);
+	expect(k.v[0], (const double[]){0, 1, 2, 3}, 4, 0);
+	run_node(&r, RT_GRAPH("local", CALL("y", "aten.arange.start_step",
+					    "<arg float=\"0.5\"/><arg int=\"4\"/><arg float=\"1.5\"/>"
+					    "<tensor dtype=\"float32\" shape=\"3\" stride=\"1\"/>")
+				       OUT("y")), "y", NULL, &k);
+	expect(k.v[0], (const double[]){0.5, 2, 3.5}, 3, 0);
 }
 
 static void test_dispatch(void **state)

@@ -113,7 +113,7 @@ static void test_geometry(void **state)
 	/* last element at 2 + 2*1 + 3*3 = 13: 14 floats */
 	assert_int_equal(dt_rt_storage_bytes(&t), 56);
 	float data[14];
-	struct dt_buffer buf = {data, sizeof(data), 1};
+	struct dt_buffer buf = {data, sizeof(data), 1, false};
 	t.buf = &buf;
 	assert_ptr_equal(dt_rt_element(&t, (int64_t[]){2, 1}), &data[2 + 2 + 3]);
 

@@ -302,6 +302,119 @@ static void test_limit_binds(void **state)
 	dt_solve_problem_fini(&p);
 }
 
+/* ---- variable elimination ---- */
+
+/* On random problems (parallel edges, ties, up to 4 strategies) the plan
+ * of dt_eliminate is the optimum of the problem without its limit. */
+static void test_eliminate_random(void **state)
+{
+	(void)state;
+	rng_state = 31337;
+	for (int i = 0; i < 200; i++) {
+		struct dt_solve_problem p;
+		random_problem(&p, 9, 4, i % 2);
+		int64_t limit = p.usage_limit;
+		p.usage_limit = -1;
+		int64_t opt = brute_force(&p, NULL);
+		int32_t *x = dt_calloc((size_t)p.nnodes + 1, sizeof(int32_t));
+		dt_wide cost;
+		assert_true(dt_eliminate(&p, 1 << 20, x, &cost));
+		assert_int_equal(dt_wide_clamp(cost), opt);
+		assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
+		/* With the limit: a lower bound of the limited optimum. */
+		p.usage_limit = limit;
+		assert_true(opt <= brute_force(&p, NULL));
+		dt_free(x);
+		dt_solve_problem_fini(&p);
+	}
+}
+
+/* A clique of 8 nodes with 3 strategies: eliminating any node first
+ * builds a table over all 8 (3^8 entries to fill), so a budget of 1000 is
+ * refused and a larger one solves it. */
+static void test_eliminate_budget(void **state)
+{
+	(void)state;
+	rng_state = 5;
+	struct dt_solve_problem p;
+	init_problem(&p, 8, 28);
+	for (int32_t v = 0; v < 8; v++)
+		set_node(&p, v, 0, 1, 3, (int64_t[]){rnd(9), rnd(9), rnd(9)},
+			 (int64_t[]){1, 1, 1});
+	int32_t e = 0;
+	for (int32_t a = 0; a < 8; a++)
+		for (int32_t b = a + 1; b < 8; b++) {
+			int64_t m[9];
+			for (int k = 0; k < 9; k++)
+				m[k] = rnd(20);
+			set_edge(&p, e++, a, b, m);
+		}
+	int32_t x[8] = {0};
+	dt_wide cost;
+	assert_false(dt_eliminate(&p, 1000, x, &cost));
+	assert_true(dt_eliminate(&p, 100000, x, &cost));
+	assert_int_equal(dt_wide_clamp(cost), brute_force(&p, NULL));
+	dt_solve_problem_fini(&p);
+}
+
+/* A ladder (two chains of n joined by rungs: every node of degree 3, so
+ * nothing reduces, and too many nodes for branch and bound) of 4
+ * strategies: solved and proven optimal before any search round, also
+ * under a limit its optimum fits; the search on its own finds no
+ * cheaper plan. */
+static void ladder(struct dt_solve_problem *p, int32_t n)
+{
+	init_problem(p, 2 * n, 3 * n - 2);
+	for (int32_t v = 0; v < 2 * n; v++)
+		set_node(p, v, v % n, v % n + 2, 4,
+			 (int64_t[]){rnd(50), rnd(50), rnd(50), rnd(50)},
+			 (int64_t[]){1 + rnd(5), 1 + rnd(5), 1 + rnd(5), 1 + rnd(5)});
+	int32_t e = 0;
+	for (int32_t i = 0; i < n; i++)
+		for (int32_t k = 0; k < 3; k++) {
+			int32_t a = k == 2 ? i : k * n + i, b = k == 2 ? n + i : a + 1;
+			if (k < 2 && i == n - 1)
+				continue;
+			int64_t m[16];
+			for (int j = 0; j < 16; j++)
+				m[j] = rnd(40);
+			set_edge(p, e++, a, b, m);
+		}
+	assert_int_equal(e, 3 * n - 2);
+}
+
+static void test_proven(void **state)
+{
+	(void)state;
+	rng_state = 2024;
+	struct dt_solve_problem p;
+	ladder(&p, 100);
+	int32_t *got = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
+	struct dt_solve_options o = {.timeout_s = 60, .threads = 1, .seed = 1, .max_rounds = 3};
+	struct dt_solve_result r = {.strategy = got};
+	assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+	assert_false(r.timed_out);
+	assert_int_equal(r.rounds, 0);
+	assert_int_equal(r.lower_bound, r.cost);
+	assert_int_equal(dt_solve_plan_cost(&p, got, &p.usage_limit), r.cost);
+	/* The search alone, from the plan of least usage. */
+	struct dt_lagrange lg;
+	p.usage_limit = -1;
+	dt_lagrange_init(&lg, &p, 1);
+	for (int i = 0; i < 3; i++)
+		dt_lagrange_round(&lg, NULL, NULL);
+	assert_true(lg.best_cost >= r.cost);
+	dt_lagrange_fini(&lg);
+	/* A limit the optimum fits (its own peak): the same plan, proven. */
+	dt_solve_plan_cost(&p, got, &p.usage_limit);
+	int64_t cost = r.cost;
+	assert_int_equal(dt_solve(&p, &o, &r), DT_OK);
+	assert_false(r.timed_out);
+	assert_int_equal(r.cost, cost);
+	dt_free(got);
+	dt_solve_problem_fini(&p);
+}
+
 /* ---- the search, on problems too big for branch and bound ---- */
 
 /* A chain-and-cross-link problem of n nodes with up to 4 strategies and a
@@ -389,6 +502,34 @@ static void test_deterministic(void **state)
 	dt_set_allocator(cmocka_realloc, NULL);
 }
 
+/* stall_rounds without max_rounds: each thread stops after 3 rounds in a
+ * row without a better plan, long before the budget; the plan depends
+ * only on seed and threads. */
+static void test_stall(void **state)
+{
+	(void)state;
+	dt_set_allocator(NULL, NULL);
+	rng_state = 99;
+	struct dt_solve_problem p;
+	big_problem(&p, 300);
+	int32_t *a = calloc((size_t)p.nnodes, sizeof(int32_t));
+	int32_t *b = calloc((size_t)p.nnodes, sizeof(int32_t));
+	struct dt_solve_options o = {.timeout_s = 30, .threads = 2, .seed = 5,
+				     .stall_rounds = 3};
+	struct dt_solve_result ra = {.strategy = a}, rb = {.strategy = b};
+	assert_int_equal(dt_solve(&p, &o, &ra), DT_OK);
+	assert_int_equal(dt_solve(&p, &o, &rb), DT_OK);
+	assert_true(ra.timed_out);
+	assert_true(ra.rounds >= 2 * 3 && ra.rounds < 200);
+	assert_int_equal(ra.rounds, rb.rounds);
+	assert_int_equal(ra.cost, rb.cost);
+	assert_memory_equal(a, b, sizeof(int32_t) * (size_t)p.nnodes);
+	free(a);
+	free(b);
+	dt_solve_problem_fini(&p);
+	dt_set_allocator(cmocka_realloc, NULL);
+}
+
 /* ---- bad problems ---- */
 
 struct captured {
@@ -460,8 +601,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_unlimited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_limited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_binds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eliminate_random, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eliminate_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_proven, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_search, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

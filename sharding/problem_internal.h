@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/* sharding/problem_internal.h: what the two halves of the whole-graph
+ * problem share: sharding/problem.c (its nodes: strategies, compute,
+ * usages, intervals) and sharding/problem_moves.c (its edges: the cost of
+ * moving a value between a producer's and a consumer's placements, and
+ * the publishers of values several inputs read). */
+#ifndef DTOPT_SHARDING_PROBLEM_INTERNAL_H
+#define DTOPT_SHARDING_PROBLEM_INTERNAL_H
+
+#include "sharding.h"
+
+#include <math.h>
+
+/* A consumer's input as the edges see it. */
+struct dt_shard_input {
+	uint32_t consumer, index; /* problem node, input of its rules */
+	uint32_t producer, result;
+	struct dt_rule_tensor tensor;
+};
+
+/* The edge half of a problem being built: the inputs read so far (grouped
+ * by consumer, in order) and the moves' costs, cached by (tensor, source,
+ * target): edges between values of one shape ask for the same moves.
+ * Start zeroed but for the first three fields. */
+struct dt_shard_edges {
+	struct dt_module *m;                 /* meshes, declared groups */
+	const struct dt_topology *topology;
+	bool create_groups;                  /* lowering declares missing
+						flattened groups */
+	DT_VEC(struct dt_shard_input) inputs;
+	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
+				 slot, word 0 = 0: empty */
+	DT_VEC(int64_t) cost; /* ns, per slot */
+	uint32_t used;
+};
+void dt_shard_edges_fini(struct dt_shard_edges *e);
+
+/* The cost in ns of moving t from src to dst on mesh `mesh` (an index of
+ * e->m): the planner's plan merged onto flattened groups as lowering will
+ * (those declared, and with create_groups any), cached;
+ * DT_SOLVE_INFINITE where no redistribution gets there. _us: in µs,
+ * INFINITY there. */
+int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
+			       const struct dt_rule_tensor *t,
+			       const struct dt_placements *src,
+			       const struct dt_placements *dst);
+double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
+			      const struct dt_rule_tensor *t,
+			      const struct dt_placements *src,
+			      const struct dt_placements *dst);
+
+/* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,
+ * unless its producer is pinned (its users read the pin) or it is a
+ * getitem with a pin of its own; the inputs reading it are rewritten to
+ * start there. After every node of e->m is in pr. */
+void dt_shard_edges_publish(struct dt_shard_edges *e,
+			    struct dt_shard_problem *pr);
+
+/* pr->solve's edges: one per (producer, consumer) pair, its matrix the
+ * moves of the inputs it joins, summed. */
+void dt_shard_edges_build(struct dt_shard_edges *e,
+			  struct dt_shard_problem *pr);
+
+/* Per-rank bytes of tensor t under pl: its largest shard. */
+double dt_shard_local_bytes(const struct dt_mesh *mesh,
+			    const struct dt_rule_tensor *t,
+			    const struct dt_placements *pl);
+
+/* The placements a problem node's strategy gives its users for result r
+ * (a pinned node's result 0: the pin, moved to after it if need be). */
+static inline const struct dt_placements *
+dt_shard_result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s,
+		   uint32_t r)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	if (n->pinned && r == 0)
+		return &n->pin;
+	return &dt_shard_problem_pl(pr, k, s)[r];
+}
+
+/* µs to integer ns, DT_SOLVE_INFINITE for an infinite cost. */
+static inline int64_t dt_shard_ns(double us)
+{
+	return isfinite(us) ? (int64_t)llround(us * 1000) : DT_SOLVE_INFINITE;
+}
+
+/* a + b, saturating at DT_SOLVE_INFINITE. */
+static inline int64_t dt_shard_add_sat(int64_t a, int64_t b)
+{
+	return a > DT_SOLVE_INFINITE - b ? DT_SOLVE_INFINITE : a + b;
+}
+
+#endif

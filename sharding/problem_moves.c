@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/* problem_moves.c: the edges of the whole-graph problem (semantics §6.6;
+ * its nodes are sharding/problem.c's). An edge joins a producer and a
+ * consumer; its matrix holds, per pair of their strategies, the cost of
+ * moving the value between the producer's placements and the consumer's
+ * (summed over the inputs reading it), in integer ns, DT_SOLVE_INFINITE
+ * where no redistribution exists. A value several inputs read gets a
+ * publisher between its producer and its readers: one placement all of
+ * them read it from, so a shared redistribution counts once.
+ *
+ *   mm (S(1) | R | …) ─┬─ add      mm's result read twice: publisher p
+ *                      └─ gelu     between, edges mm→p, p→add, p→gelu
+ *
+ * Time: per edge the planner on each distinct (source, target) placement
+ * pair not seen before (cached by tensor and placements), then a pass
+ * over the |S_from| × |S_to| matrix. */
+#include "problem_internal.h"
+#include "redistribute.h"
+
+#include <string.h>
+
+#define KEY_WORDS (2 + DT_MAX_RANK + 2 * (1 + DT_MAX_MESH_DIMS))
+
+void dt_shard_edges_fini(struct dt_shard_edges *e)
+{
+	dt_vec_free(&e->inputs);
+	dt_vec_free(&e->keys);
+	dt_vec_free(&e->cost);
+}
+
+static int64_t placements_word(const struct dt_placements *pl, int m)
+{
+	const struct dt_placement *p = &pl->p[m];
+	return (int64_t)p->kind | (int64_t)p->reduce << 8 |
+	       (int64_t)(uint16_t)p->dim << 16 |
+	       (int64_t)(uint32_t)p->split_factor << 32;
+}
+
+static void fill_key(int64_t *key, uint16_t mesh,
+		     const struct dt_rule_tensor *t,
+		     const struct dt_placements *src,
+		     const struct dt_placements *dst)
+{
+	memset(key, 0, KEY_WORDS * sizeof *key);
+	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
+	key[1] = mesh;
+	for (int d = 0; d < t->rank; d++)
+		key[2 + d] = t->shape[d];
+	const struct dt_placements *pl[2] = {src, dst};
+	for (int k = 0; k < 2; k++) {
+		int64_t *w = &key[2 + DT_MAX_RANK + k * (1 + DT_MAX_MESH_DIMS)];
+		w[0] = pl[k]->ndim;
+		for (int m = 0; m < pl[k]->ndim; m++)
+			w[0] |= (int64_t)pl[k]->order_pos[m] << (8 + 4 * m),
+			    w[1 + m] = placements_word(pl[k], m);
+	}
+}
+
+static uint64_t hash_key(const int64_t *key)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int k = 0; k < KEY_WORDS; k++)
+		h = (h ^ (uint64_t)key[k]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static void cache_grow(struct dt_shard_edges *e)
+{
+	uint32_t old = e->cost.len, cap = old ? 2 * old : 1024;
+	int64_t *keys = e->keys.data, *cost = e->cost.data;
+	e->keys.data = e->cost.data = NULL;
+	e->keys.len = e->keys.cap = e->cost.len = e->cost.cap = 0;
+	dt_vec_grow(&e->keys, cap * KEY_WORDS);
+	dt_vec_grow(&e->cost, cap);
+	memset(e->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
+	for (uint32_t k = 0; k < old; k++) {
+		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
+		if (!key[0])
+			continue;
+		uint32_t h = (uint32_t)hash_key(key) & (cap - 1);
+		while (e->keys.data[(size_t)h * KEY_WORDS])
+			h = (h + 1) & (cap - 1);
+		memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key,
+		       KEY_WORDS * sizeof *key);
+		e->cost.data[h] = cost[k];
+	}
+	dt_free(keys);
+	dt_free(cost);
+}
+
+int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
+			       const struct dt_rule_tensor *t,
+			       const struct dt_placements *src,
+			       const struct dt_placements *dst)
+{
+	if (dt_placements_equal(src, dst))
+		return 0;
+	if (2 * (e->used + 1) > e->cost.len)
+		cache_grow(e);
+	int64_t key[KEY_WORDS];
+	fill_key(key, mesh, t, src, dst);
+	uint32_t mask = e->cost.len - 1;
+	uint32_t h = (uint32_t)hash_key(key) & mask;
+	for (;; h = (h + 1) & mask) {
+		int64_t *slot = &e->keys.data[(size_t)h * KEY_WORDS];
+		if (!slot[0])
+			break;
+		if (memcmp(slot, key, sizeof key) == 0)
+			return e->cost.data[h];
+	}
+	struct dt_redist_merge_options merge = {
+	    .module = e->m,
+	    .mesh = mesh,
+	    .create_groups = e->create_groups,
+	    .price_only = true,
+	};
+	int64_t ns = dt_shard_ns(dt_shard_move_cost(
+	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &merge));
+	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
+	e->cost.data[h] = ns;
+	e->used++;
+	return ns;
+}
+
+double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
+			      const struct dt_rule_tensor *t,
+			      const struct dt_placements *src,
+			      const struct dt_placements *dst)
+{
+	int64_t ns = dt_shard_edges_move_ns(e, mesh, t, src, dst);
+	return ns == DT_SOLVE_INFINITE ? INFINITY : (double)ns / 1000;
+}
+
+/* Index of pl in list (appended when new). */
+static uint32_t distinct(struct dt_placements **list, uint32_t *len,
+			 uint32_t *cap, const struct dt_placements *pl)
+{
+	for (uint32_t k = 0; k < *len; k++)
+		if (dt_placements_equal(&(*list)[k], pl))
+			return k;
+	if (*len == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*list = dt_realloc(*list, *cap * sizeof **list);
+	}
+	(*list)[*len] = *pl;
+	return (*len)++;
+}
+
+/* Add input `in`'s moves into its edge's matrix. */
+static void cost_input(struct dt_shard_edges *e,
+		       const struct dt_shard_problem *pr,
+		       const struct dt_shard_input *in, struct dt_solve_edge *edge)
+{
+	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
+	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
+	int32_t nf = pr->solve.nodes[in->producer].nstrategies;
+	int32_t nt = pr->solve.nodes[in->consumer].nstrategies;
+	uint32_t *fi = dt_malloc((size_t)(nf + nt) * sizeof *fi);
+	uint32_t *ti = fi + nf;
+	struct dt_placements *src = NULL, *dst = NULL;
+	uint32_t ns = 0, nd = 0, cs = 0, cd = 0;
+	for (int32_t s = 0; s < nf; s++)
+		fi[s] = distinct(&src, &ns, &cs,
+				 dt_shard_result_pl(pr, in->producer, s, in->result));
+	for (int32_t s = 0; s < nt; s++)
+		ti[s] = distinct(
+		    &dst, &nd, &cd,
+		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
+							       in->index]);
+	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
+	for (uint32_t i = 0; i < ns; i++)
+		for (uint32_t j = 0; j < nd; j++)
+			table[i * nd + j] =
+			    from->mesh != to->mesh
+				? DT_SOLVE_INFINITE
+				: dt_shard_edges_move_ns(e, to->mesh,
+							 &in->tensor, &src[i],
+							 &dst[j]);
+	for (int32_t s = 0; s < nf; s++)
+		for (int32_t t = 0; t < nt; t++) {
+			int64_t *c =
+			    &edge->cost[(size_t)s * (size_t)nt + (size_t)t];
+			*c = dt_shard_add_sat(*c, table[fi[s] * nd + ti[t]]);
+		}
+	dt_free(table);
+	dt_free(src);
+	dt_free(dst);
+	dt_free(fi);
+}
+
+/* The value node `holder` makes, published at one placement for all its
+ * readers: a DT_PNODE_PUBLISH node between its producer and the inputs
+ * reading it (whose edges are rewritten to start there). */
+static void add_publisher(struct dt_shard_edges *e,
+			  struct dt_shard_problem *pr, uint32_t holder)
+{
+	uint32_t k = pr->of_node.data[holder], r = pr->result.data[holder];
+	int32_t nk = pr->solve.nodes[k].nstrategies;
+	struct dt_placements *cand = NULL;
+	uint32_t n = 0, cap = 0;
+	for (int32_t s = 0; s < nk; s++)
+		distinct(&cand, &n, &cap, dt_shard_result_pl(pr, k, s, r));
+	struct dt_shard_input link = {0};
+	for (uint32_t j = 0; j < e->inputs.len; j++) {
+		struct dt_shard_input *in = &e->inputs.data[j];
+		if (in->tensor.node != holder)
+			continue;
+		const struct dt_shard_pnode *c = &pr->pnodes.data[in->consumer];
+		for (int32_t s = 0; s < pr->solve.nodes[in->consumer].nstrategies;
+		     s++)
+			distinct(&cand, &n, &cap,
+				 &dt_shard_problem_pl(pr, in->consumer,
+						      s)[c->nout + in->index]);
+		link = *in;
+	}
+	struct dt_shard_pnode v = {
+	    .node = holder,
+	    .mesh = pr->pnodes.data[k].mesh,
+	    .kind = DT_PNODE_PUBLISH,
+	    .width = 1,
+	    .first = pr->compute_us.len,
+	    .pl = pr->placements.len,
+	};
+	uint32_t at = dt_vec_push(&pr->pnodes, v);
+	pr->publish.data[holder] = at;
+	struct dt_solve_node sn = {.nstrategies = (int32_t)n};
+	sn.cost = dt_calloc(n, sizeof *sn.cost);
+	sn.usage = dt_calloc(n, sizeof *sn.usage);
+	for (uint32_t j = 0; j < n; j++)
+		sn.usage[j] = (int64_t)dt_shard_local_bytes(
+		    &e->m->meshes.data[v.mesh], &link.tensor, &cand[j]);
+	pr->solve.nodes[at] = sn;
+	for (uint32_t j = 0; j < n; j++) {
+		dt_vec_push(&pr->placements, cand[j]);
+		dt_vec_push(&pr->compute_us, 0.0);
+		dt_vec_push(&pr->pin_us, 0.0);
+	}
+	dt_free(cand);
+	for (uint32_t j = 0; j < e->inputs.len; j++) {
+		struct dt_shard_input *in = &e->inputs.data[j];
+		if (in->tensor.node == holder) {
+			in->producer = at;
+			in->result = 0;
+		}
+	}
+	link.consumer = at;
+	link.index = 0;
+	link.producer = k;
+	link.result = r;
+	dt_vec_push(&e->inputs, link);
+}
+
+void dt_shard_edges_publish(struct dt_shard_edges *e,
+			    struct dt_shard_problem *pr)
+{
+	DT_VEC(uint32_t) readers = {0};
+	dt_vec_grow(&readers, e->m->nodes.len);
+	memset(readers.data, 0, readers.len * sizeof *readers.data);
+	uint32_t ninputs = e->inputs.len;
+	for (uint32_t j = 0; j < ninputs; j++)
+		readers.data[e->inputs.data[j].tensor.node]++;
+	for (uint32_t id = 0; id < readers.len; id++) {
+		if (readers.data[id] < 2)
+			continue;
+		const struct dt_shard_pnode *k =
+		    &pr->pnodes.data[pr->of_node.data[id]];
+		const struct dt_node *g = dt_node_get(e->m, id);
+		bool pinned = k->pinned && pr->result.data[id] == 0;
+		if (pinned || (g->op == DT_OP_GETITEM &&
+			       dt_node_sharding(e->m, g)))
+			continue;
+		add_publisher(e, pr, id);
+	}
+	dt_vec_free(&readers);
+}
+
+void dt_shard_edges_build(struct dt_shard_edges *e,
+			  struct dt_shard_problem *pr)
+{
+	pr->solve.edges = dt_calloc(e->inputs.len + 1, sizeof *pr->solve.edges);
+	uint32_t first_of_consumer = 0;
+	for (uint32_t k = 0; k < e->inputs.len; k++) {
+		const struct dt_shard_input *in = &e->inputs.data[k];
+		if (k && in->consumer != e->inputs.data[k - 1].consumer)
+			first_of_consumer = (uint32_t)pr->solve.nedges;
+		struct dt_solve_edge *edge = NULL;
+		for (uint32_t j = first_of_consumer;
+		     j < (uint32_t)pr->solve.nedges; j++)
+			if (pr->solve.edges[j].from == (int32_t)in->producer)
+				edge = &pr->solve.edges[j];
+		if (!edge) {
+			edge = &pr->solve.edges[pr->solve.nedges++];
+			edge->from = (int32_t)in->producer;
+			edge->to = (int32_t)in->consumer;
+			size_t n = (size_t)pr->solve.nodes[in->producer]
+				       .nstrategies *
+				   (size_t)pr->solve.nodes[in->consumer]
+				       .nstrategies;
+			edge->cost = dt_calloc(n, sizeof *edge->cost);
+		}
+		cost_input(e, pr, in, edge);
+	}
+}
