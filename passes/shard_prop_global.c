@@ -26,6 +26,13 @@
  * machine; a larger one the best plan found in the time. */
 #define DT_GLOBAL_THREADS 2
 #define DT_GLOBAL_TIMEOUT_S 5.0
+/* A thread stops after this many search rounds without a better plan
+ * (on dtopt's problems the best is found within the first few). */
+#define DT_GLOBAL_STALL_ROUNDS 8
+/* The exact search's budget before the anytime one: a reduced problem it
+ * has not solved in this many visits (3-D meshes' cores of ~60 nodes) it
+ * rarely solves in 10x more, and the search finds its plan in a round. */
+#define DT_GLOBAL_EXACT_VISITS 200000
 
 static const char *node_name(const struct dt_module *m, uint32_t id)
 {
@@ -244,6 +251,8 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
 						   : DT_GLOBAL_TIMEOUT_S,
 	    .threads = DT_GLOBAL_THREADS,
+	    .stall_rounds = DT_GLOBAL_STALL_ROUNDS,
+	    .exact_visits = DT_GLOBAL_EXACT_VISITS,
 	};
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);

@@ -21,6 +21,7 @@
  * the edges as problem_moves.c says. */
 #include "cost_model.h"
 #include "problem_internal.h"
+#include "problem_prune.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -67,10 +68,15 @@ struct builder {
 	DT_VEC(struct dt_placements) current; /* all-replicate, per input */
 	DT_VEC(struct dt_placements) kinds;
 	DT_VEC(uint32_t) pos;                 /* graph node -> position */
-	DT_VEC(int64_t) cost, usage;          /* the node being built */
+	DT_VEC(int64_t) cost, usage, pin;     /* the node being built */
 	DT_VEC(struct factors) factors;       /* per problem node */
 	struct dt_shard_pnode *node;          /* while enumerating */
 	struct dt_shard_edges edges;          /* the edges' half */
+	struct dt_prune prune;
+	DT_VEC(struct dt_prune_input) prune_in; /* the node being pruned */
+	DT_VEC(const struct dt_placements *) srcs;
+	DT_VEC(uint8_t) keep;
+	uint32_t prune_first;                 /* its first entry of inputs */
 	bool pin_only;                        /* take only strategies giving
 						 the node's pin */
 	bool matmul;
@@ -163,6 +169,7 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&pr->compute_us, c);
 	dt_vec_push(&pr->pin_us, pin_us);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
+	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
 	dt_vec_push(&b->usage, (int64_t)bytes);
 }
 
@@ -207,7 +214,7 @@ static void finish_node(struct builder *b)
 	memcpy(sn.cost, b->cost.data, b->cost.len * sizeof *sn.cost);
 	memcpy(sn.usage, b->usage.data, b->usage.len * sizeof *sn.usage);
 	b->pr->solve.nodes[b->pr->pnodes.len - 1] = sn;
-	b->cost.len = b->usage.len = 0;
+	b->cost.len = b->usage.len = b->pin.len = 0;
 	struct factors fs = {0};
 	const struct dt_shard_pnode *n = b->node;
 	for (int32_t s = 0; s < sn.nstrategies; s++)
@@ -473,6 +480,81 @@ static void build_intervals(struct builder *b, uint32_t npos)
 	}
 }
 
+static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
+			  const struct dt_placements *dst)
+{
+	struct builder *b = ud;
+	const struct dt_shard_input *in =
+	    &b->edges.inputs.data[b->prune_first + i];
+	const struct dt_shard_pnode *to = &b->pr->pnodes.data[in->consumer];
+	if (b->pr->pnodes.data[in->producer].mesh != to->mesh)
+		return DT_SOLVE_INFINITE;
+	return dt_shard_edges_move_ns(&b->edges, to->mesh, &in->tensor, src,
+				      dst);
+}
+
+/* Cut the strategies of the node just built to those dt_prune_node
+ * keeps (problem_prune.h), in order. */
+static void prune_node(struct builder *b)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_shard_pnode *n = &pr->pnodes.data[pr->pnodes.len - 1];
+	const struct dt_shard_input *inputs = b->edges.inputs.data;
+	uint32_t k = pr->pnodes.len - 1, first = b->edges.inputs.len;
+	while (first > 0 && inputs[first - 1].consumer == k)
+		first--;
+	b->prune_first = first;
+	uint32_t nin = b->edges.inputs.len - first, total = 0;
+	for (uint32_t i = first; i < b->edges.inputs.len; i++)
+		total += (uint32_t)pr->solve.nodes[inputs[i].producer].nstrategies;
+	b->srcs.len = b->prune_in.len = 0;
+	dt_vec_grow(&b->srcs, total);
+	dt_vec_grow(&b->prune_in, nin);
+	total = 0;
+	for (uint32_t i = 0; i < nin; i++) {
+		const struct dt_shard_input *in = &inputs[first + i];
+		int32_t ns = pr->solve.nodes[in->producer].nstrategies;
+		for (int32_t s = 0; s < ns; s++)
+			b->srcs.data[total + (uint32_t)s] = dt_shard_result_pl(
+			    pr, in->producer, s, in->result);
+		b->prune_in.data[i] = (struct dt_prune_input){
+		    .producer = in->producer,
+		    .nsrc = ns,
+		    .src = &b->srcs.data[total],
+		    .dst = &pr->placements.data[n->pl + n->nout + in->index],
+		    .stride = n->width,
+		};
+		total += (uint32_t)ns;
+	}
+	int32_t ns = (int32_t)b->cost.len;
+	b->keep.len = 0;
+	dt_vec_grow(&b->keep, (uint32_t)ns);
+	if (dt_prune_node(&b->prune, k, ns, b->cost.data, b->pin.data,
+			  b->usage.data,
+			  n->nout ? &pr->placements.data[n->pl] : NULL,
+			  n->width, b->prune_in.data, nin, prune_move, b,
+			  b->keep.data) == (uint32_t)ns)
+		return;
+	uint32_t at = 0;
+	for (uint32_t s = 0; s < (uint32_t)ns; s++) {
+		if (!b->keep.data[s])
+			continue;
+		memmove(&pr->placements.data[n->pl + at * n->width],
+			&pr->placements.data[n->pl + s * n->width],
+			n->width * sizeof *pr->placements.data);
+		pr->compute_us.data[n->first + at] =
+		    pr->compute_us.data[n->first + s];
+		pr->pin_us.data[n->first + at] = pr->pin_us.data[n->first + s];
+		b->cost.data[at] = b->cost.data[s];
+		b->usage.data[at] = b->usage.data[s];
+		b->pin.data[at] = b->pin.data[s];
+		at++;
+	}
+	pr->placements.len = n->pl + at * n->width;
+	pr->compute_us.len = pr->pin_us.len = n->first + at;
+	b->cost.len = b->usage.len = b->pin.len = at;
+}
+
 /* The size of input k's edge matrix. */
 static double entries_of(const struct builder *b, uint32_t k)
 {
@@ -488,7 +570,8 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	struct builder b = {.pr = pr, .m = m, .topology = o->topology,
 			    .diag = diag,
 			    .edges = {.m = m, .topology = o->topology,
-				      .create_groups = o->create_groups}};
+				      .create_groups = o->create_groups},
+			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;
 	dt_vec_grow(&pr->of_node, m->nodes.len);
@@ -523,6 +606,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			add_source(&b, id);
 		if (rc != DT_OK)
 			break;
+		prune_node(&b);
 		finish_node(&b);
 		/* Stop weighing strategies once the edges are too many. */
 		for (; counted < b.edges.inputs.len; counted++)
@@ -543,6 +627,18 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		dt_shard_edges_build(&b.edges, pr);
 		build_intervals(&b, npos);
 	}
+	if (rc == DT_OK && diag->remarks && b.prune.capped) {
+		const struct dt_node *w =
+		    gnode(&b, pr->pnodes.data[b.prune.widest].node);
+		dt_diag_report(diag, DT_REMARK, m->file, w->line,
+			       "shard-prop:pruned",
+			       "the whole-graph problem keeps %.0f of %.0f "
+			       "strategies: %u nodes had more than %u (the most, "
+			       "'%s', %.0f) and keep those of least forward cost",
+			       b.prune.after, b.prune.before, b.prune.capped,
+			       b.prune.cap, dt_str_get(m, w->name),
+			       b.prune.widest_n);
+	}
 	dt_rules_fini(&b.rules);
 	dt_shard_space_fini(&b.space);
 	dt_vec_free(&b.current);
@@ -552,6 +648,11 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_free(&b.pos);
 	dt_vec_free(&b.cost);
 	dt_vec_free(&b.usage);
+	dt_vec_free(&b.pin);
+	dt_vec_free(&b.prune_in);
+	dt_vec_free(&b.srcs);
+	dt_vec_free(&b.keep);
+	dt_prune_fini(&b.prune);
 	return rc;
 }
 

@@ -79,6 +79,18 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 			    const struct dt_rule_tensor *t,
 			    const struct dt_placements *pl);
 
+/* The placements a problem node's strategy gives its users for result r
+ * (a pinned node's result 0: the pin, moved to after it if need be). */
+static inline const struct dt_placements *
+dt_shard_result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s,
+		   uint32_t r)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	if (n->pinned && r == 0)
+		return &n->pin;
+	return &dt_shard_problem_pl(pr, k, s)[r];
+}
+
 /* µs to integer ns, DT_SOLVE_INFINITE for an infinite cost. */
 static inline int64_t dt_shard_ns(double us)
 {

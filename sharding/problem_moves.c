@@ -47,17 +47,6 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->cost);
 }
 
-/* The placements a problem node's strategy gives its users for result r
- * (a pinned node's result 0: the pin, moved to after it if need be). */
-static const struct dt_placements *
-result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s, uint32_t r)
-{
-	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-	if (n->pinned && r == 0)
-		return &n->pin;
-	return &dt_shard_problem_pl(pr, k, s)[r];
-}
-
 static int64_t placements_word(const struct dt_placements *pl, int m)
 {
 	const struct dt_placement *p = &pl->p[m];
@@ -192,7 +181,7 @@ static void cost_input(struct dt_shard_edges *e,
 	uint32_t ns = 0, nd = 0, cs = 0, cd = 0;
 	for (int32_t s = 0; s < nf; s++)
 		fi[s] = distinct(&src, &ns, &cs,
-				 result_pl(pr, in->producer, s, in->result));
+				 dt_shard_result_pl(pr, in->producer, s, in->result));
 	for (int32_t s = 0; s < nt; s++)
 		ti[s] = distinct(
 		    &dst, &nd, &cd,
@@ -235,7 +224,7 @@ static void add_publisher(struct dt_shard_edges *e,
 	struct dt_placements *cand = NULL;
 	uint32_t n = 0, cap = 0;
 	for (int32_t s = 0; s < nk; s++)
-		distinct(&cand, &n, &cap, result_pl(pr, k, s, r));
+		distinct(&cand, &n, &cap, dt_shard_result_pl(pr, k, s, r));
 	struct dt_shard_input link = {0};
 	for (uint32_t j = 0; j < e->inputs.len; j++) {
 		struct dt_shard_input *in = &e->inputs.data[j];

@@ -180,7 +180,10 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		}
 	}
 	if (found < 0 && free_nodes <= EXACT_NODES) {
-		found = dt_exact_search(r, EXACT_VISITS, x, &cost);
+		found = dt_exact_search(r, opt->exact_visits > 0
+					       ? opt->exact_visits
+					       : EXACT_VISITS,
+					x, &cost);
 		if (found >= 0) {
 			lower = found ? dt_wide_clamp(cost) : INT64_MIN;
 			if (opt->verbose)

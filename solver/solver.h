@@ -53,6 +53,10 @@ struct dt_solve_options {
                              (deterministic, like max_rounds); 0: never.
                              Whatever the options, the search stops as
                              soon as its plan is proven optimal. */
+  int64_t exact_visits;   /* > 0: the budget of the branch and bound tried
+                             on a small reduced problem before the search
+                             (default 8,000,000 strategy tries: a visit
+                             counts its node's strategies) */
 };
 
 struct dt_solve_result {

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/* problem_prune.c: the whole-graph problem's strategy pruning
+ * (problem_prune.h, semantics §6.6). A mesh of 3 dims gives a matmul
+ * 17^3 strategies and a GPT-2 block a billion edge matrix entries; the
+ * solver needs tens per node. Each node, once enumerated, is ranked by
+ * forward cost (a strategy's own cost plus the cheapest way its producers'
+ * kept strategies reach its inputs: a tree's dynamic programme, which a
+ * DAG's shared values over-count but orders sensibly) and cut to the cap,
+ * keeping the strategies a node-by-node plan takes, so the solver's floor
+ * is never lost.
+ *
+ *   x ─ mm (4913) ─ gelu (343)      mm: moves from x's one placement;
+ *   w ─┘                            gelu: from mm's 24 kept
+ *
+ * Time: per input, its distinct placements over the node's strategies ×
+ * the producer's distinct kept placements (planner calls, cached by the
+ * caller), then a sort of the node's strategies. */
+#include "problem_internal.h"
+#include "problem_prune.h"
+
+#include <stdlib.h>
+
+/* A hash consistent with dt_placements_equal. */
+static uint32_t pl_hash(const struct dt_placements *pl)
+{
+	uint64_t h = 1469598103934665603ull ^ pl->ndim;
+	for (int m = 0; m < pl->ndim; m++) {
+		const struct dt_placement *q = &pl->p[m];
+		uint64_t w = q->kind;
+		if (q->kind == DT_PL_PARTIAL)
+			w |= (uint64_t)q->reduce << 8;
+		if (q->kind == DT_PL_SHARD || q->kind == DT_PL_STRIDED_SHARD)
+			w |= (uint64_t)(uint16_t)q->dim << 16 |
+			     (uint64_t)pl->order_pos[m] << 32;
+		if (q->kind == DT_PL_STRIDED_SHARD)
+			w ^= (uint64_t)(uint32_t)q->split_factor << 40;
+		h = (h ^ w) * 1099511628211ull;
+	}
+	return (uint32_t)(h ^ (h >> 31));
+}
+
+/* Start a set of distinct placements for up to n members. */
+static void set_clear(struct dt_prune *p, uint32_t n)
+{
+	uint32_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	p->slots.len = 0;
+	dt_vec_grow(&p->slots, cap);
+	for (uint32_t k = 0; k < cap; k++)
+		p->slots.data[k] = UINT32_MAX;
+	p->distinct.len = 0;
+}
+
+/* The index of pl in the set (added when new). */
+static uint32_t set_index(struct dt_prune *p, const struct dt_placements *pl)
+{
+	uint32_t mask = p->slots.len - 1;
+	for (uint32_t h = pl_hash(pl) & mask;; h = (h + 1) & mask) {
+		uint32_t at = p->slots.data[h];
+		if (at == UINT32_MAX) {
+			p->slots.data[h] = p->distinct.len;
+			dt_vec_push(&p->distinct, pl);
+			return p->slots.data[h];
+		}
+		if (dt_placements_equal(p->distinct.data[at], pl))
+			return at;
+	}
+}
+
+/* First s of least v[s]. */
+static int32_t argmin(const int64_t *v, int32_t n)
+{
+	int32_t best = 0;
+	for (int32_t s = 1; s < n; s++)
+		if (v[s] < v[best])
+			best = s;
+	return best;
+}
+
+static int by_forward(const void *a, const void *b)
+{
+	const struct dt_prune_rank *x = a, *y = b;
+	if (x->fwd != y->fwd)
+		return x->fwd < y->fwd ? -1 : 1;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Add input `in`'s cheapest arrivals into p->lb, and its moves from the
+ * producer's node-by-node choices into p->nb and p->gr. */
+static void weigh_input(struct dt_prune *p, uint32_t i,
+			const struct dt_prune_input *in, int32_t n,
+			dt_prune_move move, void *ud)
+{
+	/* The producer's distinct placements, each at its least forward
+	 * cost. */
+	const int64_t *f = &p->fwd.data[p->first.data[in->producer]];
+	set_clear(p, (uint32_t)in->nsrc);
+	p->qf.len = 0;
+	for (int32_t s = 0; s < in->nsrc; s++) {
+		uint32_t q = set_index(p, in->src[s]);
+		if (q == p->qf.len)
+			dt_vec_push(&p->qf, f[s]);
+		else if (f[s] < p->qf.data[q])
+			p->qf.data[q] = f[s];
+	}
+	uint32_t nq = p->distinct.len;
+	const struct dt_placements *fl = in->src[p->floor.data[in->producer]];
+	const struct dt_placements *gr = in->src[p->greedy.data[in->producer]];
+	uint32_t qfl = set_index(p, fl), qgr = set_index(p, gr);
+	/* Those of least forward cost are the sources weighed. */
+	p->order.len = 0;
+	dt_vec_grow(&p->order, nq);
+	for (uint32_t q = 0; q < nq; q++)
+		p->order.data[q] = (struct dt_prune_rank){p->qf.data[q], (int32_t)q};
+	qsort(p->order.data, nq, sizeof *p->order.data, by_forward);
+	if (nq > DT_SHARD_PRUNE_SOURCES)
+		nq = DT_SHARD_PRUNE_SOURCES;
+	/* The node's distinct input placements after them. */
+	set_clear(p, (uint32_t)in->nsrc + (uint32_t)n);
+	for (int32_t s = 0; s < in->nsrc; s++)
+		set_index(p, in->src[s]);
+	p->idx.len = 0;
+	dt_vec_grow(&p->idx, (uint32_t)n);
+	for (int32_t s = 0; s < n; s++)
+		p->idx.data[s] = set_index(p, &in->dst[(size_t)s * in->stride]);
+	uint32_t nd = p->distinct.len;
+	p->dmin.len = p->dfl.len = p->dgr.len = 0;
+	dt_vec_grow(&p->dmin, nd);
+	dt_vec_grow(&p->dfl, nd);
+	dt_vec_grow(&p->dgr, nd);
+	for (uint32_t d = 0; d < nd; d++) {
+		const struct dt_placements *dst = p->distinct.data[d];
+		p->dfl.data[d] = move(ud, i, fl, dst);
+		p->dgr.data[d] = qgr == qfl ? p->dfl.data[d] : move(ud, i, gr, dst);
+		int64_t best = dt_shard_add_sat(p->qf.data[qfl], p->dfl.data[d]);
+		int64_t alt = dt_shard_add_sat(p->qf.data[qgr], p->dgr.data[d]);
+		best = alt < best ? alt : best;
+		for (uint32_t j = 0; j < nq && p->order.data[j].fwd < best; j++) {
+			uint32_t q = (uint32_t)p->order.data[j].s;
+			if (q == qfl || q == qgr)
+				continue;
+			int64_t c = dt_shard_add_sat(p->qf.data[q],
+					    move(ud, i, p->distinct.data[q], dst));
+			best = c < best ? c : best;
+		}
+		p->dmin.data[d] = best;
+	}
+	for (int32_t s = 0; s < n; s++) {
+		uint32_t d = p->idx.data[s];
+		p->lb.data[s] = dt_shard_add_sat(p->lb.data[s], p->dmin.data[d]);
+		p->nb.data[s] = dt_shard_add_sat(p->nb.data[s], p->dfl.data[d]);
+		p->gr.data[s] = dt_shard_add_sat(p->gr.data[s], p->dgr.data[d]);
+	}
+}
+
+/* Mark in keep[] the first p->cap strategies of p->order that give a
+ * result 0 none before gives (consumers see a node only through its
+ * results: among strategies giving the same, the one of least forward
+ * cost would be the tree's choice), then, while fewer, the next ones in
+ * order. */
+static void take_best(struct dt_prune *p, int32_t n,
+		      const struct dt_placements *res, uint32_t res_stride,
+		      uint8_t *keep)
+{
+	set_clear(p, (uint32_t)n);
+	p->idx.len = 0;
+	dt_vec_grow(&p->idx, (uint32_t)n);
+	uint32_t taken = 0;
+	for (int32_t j = 0; j < n && taken < p->cap; j++) {
+		int32_t s = p->order.data[j].s;
+		uint32_t before = p->distinct.len;
+		p->idx.data[j] = 0;
+		if (res && set_index(p, &res[(size_t)s * res_stride]) < before)
+			continue;
+		p->idx.data[j] = 1;
+		keep[s] = 1;
+		taken++;
+	}
+	for (int32_t j = 0; j < n && taken < p->cap; j++)
+		if (!p->idx.data[j]) {
+			keep[p->order.data[j].s] = 1;
+			taken++;
+		}
+}
+
+/* The finite-cost strategy of least usage (ties: least forward cost, then
+ * the earlier), or 0. */
+static int32_t least_usage(const struct dt_prune *p, int32_t n,
+			   const int64_t *cost, const int64_t *usage)
+{
+	int32_t best = -1;
+	for (int32_t s = 0; s < n; s++)
+		if (cost[s] != DT_SOLVE_INFINITE &&
+		    (best < 0 || usage[s] < usage[best] ||
+		     (usage[s] == usage[best] &&
+		      p->lb.data[s] < p->lb.data[best])))
+			best = s;
+	return best < 0 ? 0 : best;
+}
+
+uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
+		       const int64_t *cost, const int64_t *pin,
+		       const int64_t *usage,
+		       const struct dt_placements *res, uint32_t res_stride,
+		       const struct dt_prune_input *in, uint32_t nin,
+		       dt_prune_move move, void *ud, uint8_t *keep)
+{
+	DT_REQUIRE(k == p->first.len && n >= 1);
+	p->lb.len = p->nb.len = p->gr.len = 0;
+	dt_vec_grow(&p->lb, (uint32_t)n);
+	dt_vec_grow(&p->nb, (uint32_t)n);
+	dt_vec_grow(&p->gr, (uint32_t)n);
+	for (int32_t s = 0; s < n; s++) {
+		p->lb.data[s] = p->nb.data[s] = cost[s];
+		p->gr.data[s] = pin[s];
+	}
+	for (uint32_t i = 0; i < nin; i++)
+		weigh_input(p, i, &in[i], n, move, ud);
+	int32_t fl = argmin(p->nb.data, n), gr = argmin(p->gr.data, n);
+	int32_t lu = least_usage(p, n, cost, usage);
+	uint32_t kept = (uint32_t)n;
+	for (int32_t s = 0; s < n; s++)
+		keep[s] = 1;
+	if (p->cap && (uint32_t)n > p->cap) {
+		p->order.len = 0;
+		dt_vec_grow(&p->order, (uint32_t)n);
+		for (int32_t s = 0; s < n; s++) {
+			p->order.data[s] = (struct dt_prune_rank){p->lb.data[s], s};
+			keep[s] = s == fl || s == gr || s == lu;
+		}
+		qsort(p->order.data, (size_t)n, sizeof *p->order.data,
+		      by_forward);
+		take_best(p, n, res, res_stride, keep);
+		kept = 0;
+		for (int32_t s = 0; s < n; s++)
+			kept += keep[s];
+		p->capped++;
+	}
+	if (n > p->widest_n) {
+		p->widest_n = n;
+		p->widest = k;
+	}
+	p->before += n;
+	p->after += kept;
+	dt_vec_push(&p->first, p->fwd.len);
+	int32_t at = 0;
+	for (int32_t s = 0; s < n; s++) {
+		if (!keep[s])
+			continue;
+		if (s == fl)
+			dt_vec_push(&p->floor, at);
+		if (s == gr)
+			dt_vec_push(&p->greedy, at);
+		dt_vec_push(&p->fwd, p->lb.data[s]);
+		at++;
+	}
+	return kept;
+}
+
+void dt_prune_fini(struct dt_prune *p)
+{
+	dt_vec_free(&p->first);
+	dt_vec_free(&p->fwd);
+	dt_vec_free(&p->floor);
+	dt_vec_free(&p->greedy);
+	dt_vec_free(&p->lb);
+	dt_vec_free(&p->nb);
+	dt_vec_free(&p->gr);
+	dt_vec_free(&p->dmin);
+	dt_vec_free(&p->dfl);
+	dt_vec_free(&p->dgr);
+	dt_vec_free(&p->qf);
+	dt_vec_free(&p->idx);
+	dt_vec_free(&p->order);
+	dt_vec_free(&p->slots);
+	dt_vec_free(&p->distinct);
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/* test_prune.c: the whole-graph problem's strategy pruning
+ * (sharding/problem_prune.c) on hand-made nodes: which strategies the cap
+ * keeps (one per result placement first, by forward cost), the
+ * node-by-node choices kept beyond the cap, and the forward costs a
+ * consumer ranks by. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "problem_prune.h"
+
+/* R or S(d), on a 1-D mesh. */
+static struct dt_placements pl(int d)
+{
+	struct dt_placements p = {.ndim = 1};
+	if (d >= 0)
+		p.p[0] = (struct dt_placement){.kind = DT_PL_SHARD,
+					       .dim = (int16_t)d};
+	return p;
+}
+
+/* A move costs 0 when nothing changes, else 1000 × (1 + code of the
+ * target: R 0, S(d) d + 1). */
+static int64_t move(void *ud, uint32_t i, const struct dt_placements *src,
+		    const struct dt_placements *dst)
+{
+	(void)i;
+	(*(int *)ud)++;
+	if (dt_placements_equal(src, dst))
+		return 0;
+	return 1000 * (1 + (dst->p[0].kind == DT_PL_SHARD ? dst->p[0].dim + 1
+							  : 0));
+}
+
+static void test_cap_and_forward(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 2};
+	int calls = 0;
+	uint8_t keep[8];
+	/* Node 0: a source at R. */
+	struct dt_placements r = pl(-1);
+	int64_t zero[8] = {0}, use[8] = {5, 5, 5, 5, 5, 5, 5, 5};
+	int64_t c0 = 0;
+	assert_int_equal(dt_prune_node(&p, 0, 1, &c0, zero, use, &r, 1, NULL, 0,
+				       move, &calls, keep),
+			 1);
+	/* Node 1: six strategies reading node 0 (results, then input):
+	 *   s  cost  reads  result  forward
+	 *   0  100   R      S(1)    100      (greedy: least moves, first)
+	 *   1  10    S(0)   S(4)    2010
+	 *   2  50    R      S(1)    50       (floor: least cost + moves)
+	 *   3  60    R      S(1)    60       (same result as 2, dearer)
+	 *   4  70    R      S(2)    70
+	 *   5  5     S(3)   S(5)    5005
+	 * Cap 2: the best of the two best results (2, 4), plus 0. */
+	int64_t cost[6] = {100, 10, 50, 60, 70, 5};
+	int res[6] = {1, 4, 1, 1, 2, 5}, in[6] = {-1, 0, -1, -1, -1, 3};
+	struct dt_placements strat[12];
+	for (int s = 0; s < 6; s++) {
+		strat[2 * s] = pl(res[s]);
+		strat[2 * s + 1] = pl(in[s]);
+	}
+	const struct dt_placements *src0[1] = {&r};
+	struct dt_prune_input input = {.producer = 0, .nsrc = 1, .src = src0,
+				       .dst = &strat[1], .stride = 2};
+	assert_int_equal(dt_prune_node(&p, 1, 6, cost, zero, use, strat, 2, &input,
+				       1, move, &calls, keep),
+			 3);
+	uint8_t want[6] = {1, 0, 1, 0, 1, 0};
+	assert_memory_equal(keep, want, sizeof want);
+	assert_int_equal(p.floor.data[1], 1);  /* s2, kept second */
+	assert_int_equal(p.greedy.data[1], 0); /* s0 */
+	const int64_t *f1 = &p.fwd.data[p.first.data[1]];
+	assert_int_equal(f1[0], 100);
+	assert_int_equal(f1[1], 50);
+	assert_int_equal(f1[2], 70);
+	/* Node 2 reads node 1's kept strategies (results S(1), S(1), S(2)
+	 * at 100, 50, 70): t0 reads S(1), from s2 at 50 + 0; t1 reads S(2),
+	 * from s4 at 70 + 0 (s2 + a move to S(2) would cost 50 + 4000). */
+	int64_t cost2[2] = {1, 2};
+	struct dt_placements strat2[4] = {pl(-1), pl(1), pl(-1), pl(2)};
+	const struct dt_placements *src1[3] = {&strat[2 * 0], &strat[2 * 2],
+					       &strat[2 * 4]};
+	struct dt_prune_input input2 = {.producer = 1, .nsrc = 3,
+					.src = src1, .dst = &strat2[1],
+					.stride = 2};
+	assert_int_equal(dt_prune_node(&p, 2, 2, cost2, zero, use, strat2, 2,
+				       &input2, 1, move, &calls, keep),
+			 2);
+	const int64_t *f2 = &p.fwd.data[p.first.data[2]];
+	assert_int_equal(f2[0], 51);
+	assert_int_equal(f2[1], 72);
+	assert_int_equal(p.floor.data[2], 0);
+	assert_true(p.before == 9 && p.after == 6 && p.capped == 1);
+	assert_true(p.widest == 1 && p.widest_n == 6);
+	assert_true(calls > 0);
+	dt_prune_fini(&p);
+}
+
+/* Without a cap every strategy stays; with ties the earlier wins; the
+ * least usage is kept. */
+static void test_no_cap_and_ties(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 0};
+	int calls = 0;
+	uint8_t keep[4];
+	int64_t cost[4] = {7, 7, 7, 7}, zero[4] = {0}, use[4] = {3, 3, 3, 3};
+	struct dt_placements res[4] = {pl(0), pl(1), pl(2), pl(3)};
+	assert_int_equal(dt_prune_node(&p, 0, 4, cost, zero, use, res, 1, NULL, 0,
+				       move, &calls, keep),
+			 4);
+	p.cap = 1;
+	assert_int_equal(dt_prune_node(&p, 1, 4, cost, zero, use, res, 1, NULL, 0,
+				       move, &calls, keep),
+			 1);
+	assert_true(keep[0] && !keep[1] && !keep[2] && !keep[3]);
+	/* The strategy of least usage stays too (a memory budget may need
+	 * it). */
+	use[2] = 1;
+	assert_int_equal(dt_prune_node(&p, 2, 4, cost, zero, use, res, 1, NULL,
+				       0, move, &calls, keep),
+			 2);
+	assert_true(keep[0] && !keep[1] && keep[2] && !keep[3]);
+	dt_prune_fini(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cap_and_forward),
+	    cmocka_unit_test(test_no_cap_and_ties),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
