@@ -51,7 +51,10 @@
  * where the latency a merge saves is less than the overlap it loses
  * (bucket_policy.c; the ready times are the modelled compute of the nodes
  * up to each member's input, dt_compute_cost); a member the cut leaves
- * alone gets remark `overlap`. --force-fusion keeps the buckets whole.
+ * alone gets remark `overlap`. --force-fusion keeps the buckets whole,
+ * and so does a per-rank graph (rank="R"): its compute, and so the cut,
+ * may differ between ranks (uneven shards), and every rank of a group must
+ * issue the same collectives; an SPMD graph is one program for all.
  *
  * Membership is this file's, the cut bucket_policy.c's, the rewrite
  * bucket_rewrite.c's. Merged
@@ -525,7 +528,7 @@ static bool rewrite_runs(struct bucketing *b, const struct bucket *bk,
 	uint32_t n = bk->count, nruns = 1;
 	uint32_t *run_first = dt_malloc((n + 1) * sizeof *run_first);
 	run_first[0] = 0;
-	if (!b->ctx->options->force_fusion) {
+	if (!b->ctx->options->force_fusion && m->rank < 0) {
 		struct dt_bucket_args a;
 		DT_REQUIRE(dt_bucket_read_args(m, mb->coll, b->ctx->diag, &a));
 		const struct dt_group *g = &m->groups.data[a.group];
@@ -594,6 +597,10 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 		}
 		changed |= rewrite_runs(&b, bk, replaced);
 	}
+	if (changed && m->rank >= 0 && !ctx->options->force_fusion)
+		dt_diag_report(ctx->diag, DT_REMARK, m->file, 0, "bucket-collectives",
+			       "buckets of a per-rank graph (rank %d) are not cut by the cost model: each rank's compute may differ, and every rank must bucket alike",
+			       (int)m->rank);
 	if (changed)
 		dt_bucket_finish(ctx, replaced, count);
 	dt_vec_free(&b.members);

@@ -25,11 +25,15 @@ the wall time per iteration (max over ranks), the exposed communication
 per iteration (time in starts, waits and MPI progress tests, max over
 ranks: the step's communication time), the CPU seconds of all ranks per
 iteration (from the children's rusage) and rank 0's peak interpreter
-memory. Ratios are taken within a round (each pipeline against the plain
-run of the same round, so a load that changes between rounds cancels) and
-reported as their median with the lower and upper quartile; times are
-medians over rounds. The load average is printed before and after each
-case: on a shared machine run it under `nice` and more than once.
+memory. Ratios (wall, communication, CPU) are taken within a round (each
+pipeline against the plain run of the same round, so a load that changes
+between rounds cancels) and reported as their median with the lower and
+upper quartile; times are medians over rounds. On a loaded machine
+(more runnable processes than cores) the exposed communication mostly
+measures how long a rank waits for peers the scheduler put aside, and the
+CPU ratio (work, polling included) is the steadier figure. The load
+average is printed before and after each case: on a shared machine run it
+under `nice` and more than once.
 
 Exit status 0; the figures are the result (no wall-clock assertion)."""
 import argparse
@@ -161,9 +165,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench_bucket.")
     print("%d ranks on %d cores, %d rounds; ratio = pipeline / plain of the same round: "
           "median [quartiles]" % (args.np, os.cpu_count(), args.repeats))
-    print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s" % (
+    print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s %19s" % (
         "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it",
-        "peak bytes", "wall ratio", "comm ratio"))
+        "peak bytes", "wall ratio", "comm ratio", "cpu ratio"))
     for style, count, elems in cases:
         name = case_name(style, count, elems)
         text, nbytes = step_graph(style, count, elems, args.np)
@@ -195,9 +199,12 @@ def main():
             med = [statistics.median(rd[k][i] for rd in rounds) for i in range(4)]
             wr = quartiles([rd[k][0] / rd[0][0] for rd in rounds])
             cr = quartiles([rd[k][1] / rd[0][1] if rd[0][1] else 0 for rd in rounds])
-            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %11d %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]" % (
-                name, pname, collectives(paths[k]), med[0] * 1e6, med[1] * 1e6,
-                med[2] * 1e6, med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2]))
+            ur = quartiles([rd[k][2] / rd[0][2] for rd in rounds])
+            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %11d %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]"
+                  " %5.2f [%4.2f-%4.2f]" % (
+                      name, pname, collectives(paths[k]), med[0] * 1e6, med[1] * 1e6,
+                      med[2] * 1e6, med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2],
+                      ur[1], ur[0], ur[2]))
         peak = [statistics.median(rd[k][3] for rd in rounds) for k in range(len(PIPES))]
         print("           load %s -> %s; peak memory growth of default over plain: %d bytes "
               "(bound: bucket + overlap = %d)" % (load_before, load(), peak[3] - peak[0],

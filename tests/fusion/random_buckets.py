@@ -34,7 +34,10 @@ message size). The test also fails when
     "bucketed N" remark per bucket, a "not bucketed" remark per other);
   * the int32 set does not end in as many collectives as greedy first-fit
     in graph order gives for the bucket size (a pass that buckets nothing,
-    or too much, fails here).
+    or too much, fails here); in the 40% of graphs optimised for a slow
+    link (--bandwidth 0.01: a member's bytes cost more than a launch, so
+    the cost model cuts buckets, semantics §4.7) at least as many and at
+    most one per collective.
 Comparisons are batched side by side as in random_chains.py (up to
 --per-run graphs of one mesh shape per mpirun). Exit 0 when every graph
 passed."""
@@ -58,6 +61,7 @@ RS = "_c10d_functional.reduce_scatter_tensor.default"
 AR = "_c10d_functional.all_reduce.default"
 WAIT = "_c10d_functional.wait_tensor.default"
 PASSES = "bucket-collectives,schedule-collectives,cancel-views,dce"
+SLOW_LINK = ["--bandwidth", "0.01", "--base-latency", "0.5", "--latency", "0.1"]
 SIZES = {"float32": 4, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4}
 
 
@@ -182,6 +186,7 @@ def make_graph(index, seed):
         g.outputs.append(g.node("wi", WAIT, c))
         sizes.append(shp[0] * shp[1] * 4)
     want_int = greedy_buckets(sizes, bucket or 25 << 20) + (1 if head else 0)
+    max_int = len(sizes) + (1 if head else 0)
     group_xml = "".join('  <group name="%s" mesh="world" dims="%s"/>\n' % kv
                         for kv in sorted(groups.items()))
     text = ('<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -197,7 +202,15 @@ def make_graph(index, seed):
         flags += ["--bucket-bytes", str(bucket)]
     if overlap:
         flags += ["--overlap-bytes", str(overlap)]
-    return text, shape, flags, ncoll + len(sizes) + (1 if head else 0), want_int
+    if rng.random() < 0.4:
+        # A slow link: a member's bytes cost more than a launch, so the
+        # cost model cuts buckets (remark overlap) and the int32 set may
+        # end in more collectives than greedy packing, never fewer.
+        flags += SLOW_LINK
+    else:
+        max_int = want_int
+    return (text, shape, flags, ncoll + len(sizes) + (1 if head else 0),
+            (want_int, max_int))
 
 
 def int_collectives(path):
@@ -280,15 +293,17 @@ def main():
                  % (accounted(opt.err), ncoll), opt)
             continue
         got_int = int_collectives(after)
-        if got_int != want_int:
-            fail(name, "the int32 set ended in %d collectives, greedy gives %d"
-                 % (got_int, want_int), opt)
+        if not want_int[0] <= got_int <= want_int[1]:
+            fail(name, "the int32 set ended in %d collectives, greedy gives %d%s"
+                 % (got_int, want_int[0], "" if want_int[0] == want_int[1]
+                    else " (the cost model's cut at most %d)" % want_int[1]), opt)
             continue
         info, got = execlib.GraphInfo(before), execlib.GraphInfo(after)
         before_c.update(info.collectives)
         after_c.update(got.collectives)
         stats["buckets"] += len(re.findall(r"remark: bucketed", opt.err))
         stats["dependent"] += opt.err.count("[bucket-collectives:dependent]")
+        stats["cut"] += opt.err.count("[bucket-collectives:overlap]")
         print("opt  %s mesh %s [%s]: collectives %d -> %d" % (
             name, "x".join(map(str, shape)), " ".join(flags), info.ncollectives(),
             got.ncollectives()), flush=True)
@@ -344,7 +359,8 @@ def main():
     print("graphs: %d (seed %d), pipeline %s" % (stats["graphs"], args.seed, PASSES))
     print("collectives before: %s" % execlib.format_counts(before_c))
     print("collectives after:  %s" % execlib.format_counts(after_c))
-    print("buckets: %d; kept out as dependent: %d" % (stats["buckets"], stats["dependent"]))
+    print("buckets: %d; kept out as dependent: %d; left alone by the cost model's cut: %d"
+          % (stats["buckets"], stats["dependent"], stats["cut"]))
     if not args.generate_only:
         print("comparisons passed: %d of %d graphs in %d mpiruns (outputs %s)" % (
             stats["compared"], stats["graphs"], stats["mpiruns"], " ".join(
