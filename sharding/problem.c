@@ -487,10 +487,13 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 	const struct dt_shard_input *in =
 	    &b->edges.inputs.data[b->prune_first + i];
 	const struct dt_shard_pnode *to = &b->pr->pnodes.data[in->consumer];
-	if (b->pr->pnodes.data[in->producer].mesh != to->mesh)
+	const struct dt_shard_pnode *from = &b->pr->pnodes.data[in->producer];
+	if (from->mesh != to->mesh)
 		return DT_SOLVE_INFINITE;
-	return dt_shard_edges_move_ns(&b->edges, to->mesh, &in->tensor, src,
-				      dst);
+	return dt_shard_edges_move_ns(&b->edges, to->mesh,
+				      dt_shard_edges_source_bucketed(&b->edges,
+								     from),
+				      &in->tensor, src, dst);
 }
 
 /* Cut the strategies of the node just built to those dt_prune_node

@@ -62,6 +62,16 @@ static inline bool dt_shard_edges_pin_bucketed(const struct dt_shard_edges *e,
 	return e->to_output.data[id] != 0;
 }
 
+/* Whether the moves out of problem node `from` join buckets: a graph
+ * input's (placeholder, constant) moves are independent of everything. */
+static inline bool dt_shard_edges_source_bucketed(const struct dt_shard_edges *e,
+						  const struct dt_shard_pnode *from)
+{
+	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
+	return from->kind == DT_PNODE_SOURCE &&
+	       (kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT);
+}
+
 /* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,
  * unless its producer is pinned (its users read the pin) or it is a
  * getitem with a pin of its own; the inputs reading it are rewritten to

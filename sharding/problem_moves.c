@@ -187,11 +187,7 @@ static void cost_input(struct dt_shard_edges *e,
 		    &dst, &nd, &cd,
 		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
 							       in->index]);
-	/* A graph input's moves are independent of everything: their
-	 * collectives join buckets. */
-	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
-	bool bucketed = from->kind == DT_PNODE_SOURCE &&
-			(kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT);
+	bool bucketed = dt_shard_edges_source_bucketed(e, from);
 	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
 	for (uint32_t i = 0; i < ns; i++)
 		for (uint32_t j = 0; j < nd; j++)
