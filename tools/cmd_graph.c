@@ -13,6 +13,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int load(const char *path, bool allow_unknown, struct dt_diag *d,
 		struct dt_module **m)
@@ -122,7 +124,8 @@ static const char opt_help_passes[] =
 	"                        on time-out the best plan found, with a remark\n"
 	"      --dump-problem=FILE\n"
 	"                        write the whole-graph problem shard-prop builds (in\n"
-	"                        the IOPDDL contest's JSON, 'dtopt solve' reads it)\n\n";
+	"                        the IOPDDL contest's JSON, 'dtopt solve' reads it;\n"
+	"                        written only when opt succeeds, '-' is stdout)\n\n";
 
 /* What `opt` was told, for one run or one run per rank. */
 struct opt_job {
@@ -273,6 +276,42 @@ static int optimize_per_rank(struct opt_job *job, const char *output,
 	}
 	dt_free(ranks);
 	return dt_exit_code(rc);
+}
+
+/* Whether `path` names a regular file or none yet (written through a
+ * temporary beside it), not "-", a device or a pipe (written directly). */
+static bool regular_target(const char *path)
+{
+	struct stat st;
+	if (strcmp(path, "-") == 0)
+		return false;
+	return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+/* --dump-problem: close the temporary `tmp` and rename it over `path` when
+ * opt succeeded (rc) and a problem was written; else remove it (a refused
+ * or fallen-back search leaves no file, not an empty one). Returns rc or
+ * DT_EXIT_INPUT. */
+static int commit_problem(FILE *out, const char *path, char *tmp, int rc)
+{
+	bool written = ftell(out) > 0;
+	errno = 0;
+	bool closed = fclose(out) == 0;
+	if (rc == DT_EXIT_OK && !closed) {
+		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
+			path, errno ? strerror(errno) : "write error");
+		rc = DT_EXIT_INPUT;
+	} else if (rc == DT_EXIT_OK && !written) {
+		fprintf(stderr, "%s: error: no problem to write: the whole-graph "
+			"problem was not built (see the warnings)\n", path);
+		rc = DT_EXIT_INPUT;
+	} else if (rc == DT_EXIT_OK && rename(tmp, path) != 0) {
+		rc = dt_io_error("opt", path);
+	}
+	if (rc != DT_EXIT_OK)
+		unlink(tmp);
+	dt_free(tmp);
+	return rc;
 }
 
 int dt_cmd_opt(int argc, char **argv)
@@ -487,10 +526,27 @@ int dt_cmd_opt(int argc, char **argv)
 		.dump_dir = dump_dir.dir ? &dump_dir : NULL,
 	};
 	const char *rank_at = strstr(output, "{rank}");
-	if (problem_path && !(popt.pass.problem_out = fopen(problem_path, "w"))) {
-		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
-			problem_path, strerror(errno));
-		return DT_EXIT_INPUT;
+	/* the problem goes to a temporary beside its path, renamed over it
+	 * only when opt succeeds and a problem was written */
+	char *problem_tmp = NULL;
+	if (problem_path && !regular_target(problem_path)) {
+		popt.pass.problem_out = strcmp(problem_path, "-") == 0
+					    ? stdout
+					    : fopen(problem_path, "w");
+		if (!popt.pass.problem_out)
+			return dt_io_error("opt", problem_path);
+	} else if (problem_path) {
+		int fd = dt_temp_beside(problem_path, 0644, &problem_tmp);
+		if (fd < 0 || !(popt.pass.problem_out = fdopen(fd, "w"))) {
+			fprintf(stderr, "%s: error: cannot write the problem: %s\n",
+				problem_path, strerror(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(problem_tmp);
+			}
+			dt_free(problem_tmp);
+			return DT_EXIT_INPUT;
+		}
 	}
 	int rc;
 	if (!rank_at)
@@ -501,12 +557,12 @@ int dt_cmd_opt(int argc, char **argv)
 				    "and no --rank");
 	else
 		rc = optimize_per_rank(&job, output, rank_at);
-	if (popt.pass.problem_out && fclose(popt.pass.problem_out) != 0 &&
-	    rc == DT_EXIT_OK) {
-		fprintf(stderr, "%s: error: cannot write the problem: %s\n",
-			problem_path, strerror(errno));
-		rc = DT_EXIT_INPUT;
-	}
+	if (problem_tmp)
+		rc = commit_problem(popt.pass.problem_out, problem_path,
+				    problem_tmp, rc);
+	else if (popt.pass.problem_out && popt.pass.problem_out != stdout &&
+		 fclose(popt.pass.problem_out) != 0 && rc == DT_EXIT_OK)
+		rc = dt_io_error("opt", problem_path);
 	if (sink.remarks_out && sink.remarks_out != stdout &&
 	    fclose(sink.remarks_out) != 0 && rc == DT_EXIT_OK)
 		rc = dt_io_error("opt", remarks_output);
