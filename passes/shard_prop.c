@@ -657,6 +657,7 @@ static int plan_graph(struct prop *p)
 	    .topology = p->topology,
 	    .budget = o->memory_budget > 0 ? o->memory_budget : -1,
 	    .create_groups = o->create_groups,
+	    .redistribute = o->redistribute,
 	};
 	int rc = dt_shard_problem_build(&p->problem, p->m, &po, p->ctx->diag);
 	if (rc != DT_OK)

@@ -573,7 +573,8 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	struct builder b = {.pr = pr, .m = m, .topology = o->topology,
 			    .diag = diag,
 			    .edges = {.m = m, .topology = o->topology,
-				      .create_groups = o->create_groups},
+				      .create_groups = o->create_groups,
+				      .redistribute = o->redistribute},
 			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;

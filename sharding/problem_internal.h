@@ -21,12 +21,14 @@ struct dt_shard_input {
 /* The edge half of a problem being built: the inputs read so far (grouped
  * by consumer, in order) and the moves' costs, cached by (mesh, bucketed,
  * tensor, source, target): edges between values of one shape ask for the
- * same moves. Set the first three fields, then dt_shard_edges_init. */
+ * same moves. Set the fields before to_output, then dt_shard_edges_init. */
 struct dt_shard_edges {
 	struct dt_module *m;                 /* meshes, declared groups */
 	const struct dt_topology *topology;
 	bool create_groups;                  /* lowering declares missing
 						flattened groups */
+	uint8_t redistribute;                /* enum dt_redist_mode lowering
+						plans with */
 	DT_VEC(uint8_t) to_output;           /* per graph node: only the
 						output node reads it */
 	DT_VEC(struct dt_shard_input) inputs;

@@ -133,7 +133,8 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	    .create_groups = e->create_groups,
 	    .price_only = true,
 	};
-	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed};
+	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed,
+					.mode = e->redistribute};
 	int64_t ns = dt_shard_ns(dt_shard_move_cost(
 	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &low));
 	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);

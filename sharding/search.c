@@ -128,6 +128,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	    .rank = t->rank,
 	    .src = *src,
 	    .dst = *dst,
+	    .mode = low ? (enum dt_redist_mode)low->mode : DT_REDIST_MODE_DTENSOR,
 	};
 	memcpy(req.shape, t->shape, sizeof req.shape);
 	struct dt_redist_plan plan;

@@ -349,11 +349,13 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
  * its steps merged onto flattened groups with `merge` (its price_only set,
  * its mesh the move's; NULL: the planner's plain steps, DTensor's
  * pricing), and with `bucketed` its collectives joining buckets of others
- * (bucket-collectives), their latency left out. */
+ * (bucket-collectives), their latency left out; `mode` the planner's
+ * plans lowering makes (--redistribute=; 0: DTensor's). */
 struct dt_redist_merge_options;
 struct dt_shard_lowering {
 	const struct dt_redist_merge_options *merge;
 	bool bucketed;
+	uint8_t mode; /* enum dt_redist_mode */
 };
 
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
@@ -443,6 +445,7 @@ struct dt_shard_problem_options {
 	const struct dt_topology *topology;
 	int64_t budget;
 	bool create_groups;
+	uint8_t redistribute; /* enum dt_redist_mode lowering plans with */
 };
 
 /* Build the problem of global-view module `m` (SHAPES known). Returns
