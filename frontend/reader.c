@@ -751,10 +751,10 @@ int dt_read_file(const char *path, const struct dt_read_options *opt,
 			       strerror(errno));
 		return DT_EIO;
 	}
-	/* libxml2 asks for about 4 KB at a time: read the file in 1 MB */
-	char *iobuf = is_stdin ? NULL : dt_malloc(1 << 20);
+	/* libxml2 asks for about 4 KB at a time: read the file in 256 KB */
+	char *iobuf = is_stdin ? NULL : dt_malloc(1 << 18);
 	if (iobuf)
-		setvbuf(f, iobuf, _IOFBF, 1 << 20);
+		setvbuf(f, iobuf, _IOFBF, 1 << 18);
 	struct dt_rd r = {.diag = d, .opt = opt ? opt : &defaults};
 	uint64_t max = r.opt->max_bytes ? r.opt->max_bytes : DT_READ_MAX_BYTES;
 	if (r.opt->schema) {
