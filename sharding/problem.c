@@ -480,6 +480,20 @@ static void build_intervals(struct builder *b, uint32_t npos)
 	}
 }
 
+/* A pinned input's placements become a pruning anchor (problem_prune.h),
+ * once. */
+static void add_anchor(struct builder *b, uint32_t id)
+{
+	const struct dt_sharding *pin = dt_node_sharding(b->m, gnode(b, id));
+	if (gnode(b, id)->kind != DT_NODE_PLACEHOLDER || !pin)
+		return;
+	for (uint32_t a = 0; a < b->prune.anchors.len; a++)
+		if (dt_placements_equal(&b->prune.anchors.data[a],
+					&pin->placements))
+			return;
+	dt_vec_push(&b->prune.anchors, pin->placements);
+}
+
 static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 			  const struct dt_placements *dst)
 {
@@ -586,6 +600,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	{
 		b.pos.data[id] = npos++;
 		count++;
+		add_anchor(&b, id);
 	}
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = o->budget;
