@@ -429,6 +429,23 @@ static int add_call(struct builder *b, uint32_t id)
 	return DT_OK;
 }
 
+/* Publisher k of result r of problem node h: where h has one strategy
+ * (a pinned input, a fixed node), the publisher's strategy giving h's
+ * placements moves nothing and holds no bytes of its own: the value is
+ * h's (an input, or a node of several results, is not cut where its
+ * publisher starts: counting both doubled them). */
+static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
+			  uint32_t r)
+{
+	struct dt_solve_node *pub = &pr->solve.nodes[k];
+	if (pr->solve.nodes[h].nstrategies != 1)
+		return;
+	const struct dt_placements *held = dt_shard_result_pl(pr, h, 0, r);
+	for (int32_t j = 0; j < pub->nstrategies; j++)
+		if (dt_placements_equal(dt_shard_result_pl(pr, k, j, 0), held))
+			pub->usage[j] = 0;
+}
+
 /* Intervals: a node is live from its position to just after its last
  * user's (an output's value to the end). */
 static void build_intervals(struct builder *b, uint32_t npos)
@@ -474,10 +491,27 @@ static void build_intervals(struct builder *b, uint32_t npos)
 		pr->solve.nodes[k].end = from->end;
 		if (pr->pnodes.data[pr->of_node.data[holder]].node == holder &&
 		    pr->pnodes.data[pr->of_node.data[holder]].kind !=
-			DT_PNODE_SOURCE &&
-		    from->end > from->start + 2)
-			from->end = from->start + 2;
+			DT_PNODE_SOURCE) {
+			if (from->end > from->start + 2)
+				from->end = from->start + 2;
+		} else
+			unmoved_alias(pr, k, pr->of_node.data[holder],
+				      pr->result.data[holder]);
 	}
+}
+
+/* A pinned input's placements become a pruning anchor (problem_prune.h),
+ * once. */
+static void add_anchor(struct builder *b, uint32_t id)
+{
+	const struct dt_sharding *pin = dt_node_sharding(b->m, gnode(b, id));
+	if (gnode(b, id)->kind != DT_NODE_PLACEHOLDER || !pin)
+		return;
+	for (uint32_t a = 0; a < b->prune.anchors.len; a++)
+		if (dt_placements_equal(&b->prune.anchors.data[a],
+					&pin->placements))
+			return;
+	dt_vec_push(&b->prune.anchors, pin->placements);
 }
 
 static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
@@ -587,6 +621,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	{
 		b.pos.data[id] = npos++;
 		count++;
+		add_anchor(&b, id);
 	}
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = o->budget;

@@ -199,6 +199,37 @@ static int32_t least_usage(const struct dt_prune *p, int32_t n,
 	return best < 0 ? 0 : best;
 }
 
+static bool all_replicated(const struct dt_placements *pl)
+{
+	for (int d = 0; d < pl->ndim; d++)
+		if (pl->p[d].kind != DT_PL_REPLICATE)
+			return false;
+	return true;
+}
+
+/* Keep, per anchor and for all-replicated, the strategy of least forward
+ * cost (ties: the earlier) whose result 0 gives it. */
+static void keep_anchored(const struct dt_prune *p, int32_t n,
+			  const struct dt_placements *res, uint32_t res_stride,
+			  uint8_t *keep)
+{
+	for (uint32_t a = 0; a <= p->anchors.len; a++) {
+		int32_t best = -1;
+		for (int32_t s = 0; s < n; s++) {
+			const struct dt_placements *r =
+			    &res[(size_t)s * res_stride];
+			if ((a < p->anchors.len
+				 ? dt_placements_equal(r, &p->anchors.data[a])
+				 : all_replicated(r)) &&
+			    p->lb.data[s] != DT_SOLVE_INFINITE &&
+			    (best < 0 || p->lb.data[s] < p->lb.data[best]))
+				best = s;
+		}
+		if (best >= 0)
+			keep[best] = 1;
+	}
+}
+
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,
 		       const int64_t *usage,
@@ -232,6 +263,8 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		qsort(p->order.data, (size_t)n, sizeof *p->order.data,
 		      by_forward);
 		take_best(p, n, res, res_stride, keep);
+		if (res)
+			keep_anchored(p, n, res, res_stride, keep);
 		kept = 0;
 		for (int32_t s = 0; s < n; s++)
 			kept += keep[s];
@@ -261,6 +294,7 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 void dt_prune_fini(struct dt_prune *p)
 {
 	dt_vec_free(&p->first);
+	dt_vec_free(&p->anchors);
 	dt_vec_free(&p->fwd);
 	dt_vec_free(&p->floor);
 	dt_vec_free(&p->greedy);

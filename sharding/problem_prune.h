@@ -38,6 +38,9 @@ struct dt_prune_rank {
 
 struct dt_prune {
 	uint32_t cap;                   /* DT_SHARD_PRUNE_CAP; 0 = none */
+	DT_VEC(struct dt_placements) anchors; /* the graph's input pins:
+					   a capped node keeps, per anchor,
+					   its best strategy giving it */
 	DT_VEC(uint32_t) first;         /* per pruned node: its values in fwd */
 	DT_VEC(int64_t) fwd;            /* per kept strategy: forward cost */
 	DT_VEC(int32_t) floor, greedy;  /* per pruned node: its node-by-node
@@ -67,7 +70,12 @@ struct dt_prune {
  * (greedy shard-prop's measure), so a plan built node by node survives
  * the pruning; and the finite-cost one of least usage, so the smallest
  * footprint (and every --memory-budget a plan meets with it) stays
- * reachable. Sets keep[s] (n entries) and returns how many are kept;
+ * reachable; and per placements of p->anchors (the pins of the graph's
+ * inputs: a batch's S(0) on the data dims and R on tp is where an
+ * expert keeps the activations) and for all-replicated, the strategy of
+ * least forward cost giving them as result 0, so the plans that keep
+ * the inputs' placements throughout (and the replicated floor) survive
+ * when the cap would rank them out (3-D meshes). Sets keep[s] (n entries) and returns how many are kept;
  * the caller drops the others, keeping the order. */
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,

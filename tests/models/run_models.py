@@ -31,6 +31,10 @@ and, where experts.py has a plan for the placement (all but naive):
 (collectives per kind and group, bytes, modelled µs from `--report=json`);
 --assert-not-worse-than-expert fails where dtopt's is worse on any of them
 (for the whole-graph optimizer; dtopt's greedy search is worse today).
+--budget-from-expert lowers the expert's plan first and gives dtopt's
+search its per-rank peak as --memory-budget: the expert keeps per-rank
+memory down (weights sharded), which a time-only search at these sizes
+trades for fewer bytes moved.
 
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
@@ -40,7 +44,7 @@ land (--update-expected FILE rewrites it from this run).
 
 usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
-                     [--search S] [--no-expert]
+                     [--search S] [--no-expert] [--budget-from-expert]
                      [--assert-not-worse-than-expert]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
@@ -140,6 +144,15 @@ UNBUCKETED_PIPELINE = ("verify,shape-infer,shard-prop,lower-redistribute,"
                        "fuse-collectives,cancel-views,dce")
 
 
+def peak_after(out):
+    """The liveness estimate of the per-rank peak after the passes (bytes)
+    from the `--report=json` memory line of `out`, None without one."""
+    for ln in out.splitlines():
+        if ln.startswith('{"memory"'):
+            return int(json.loads(ln)["memory"]["peak_after"])
+    return None
+
+
 def report(out):
     """({'ag:tp': count, ...}, total bytes, total modelled µs) from the
     first `--report=json` line of `out`."""
@@ -226,6 +239,8 @@ class Result:
         self.collectives = {}
         self.bytes, self.time_us = 0, 0.0
         self.expert = None  # Result of the expert plan, when there is one
+        self.peak = None  # per-rank peak of the plan (liveness estimate)
+        self.budget = None  # the --memory-budget dtopt's plan was given
         self.unmet_pins = 0  # expert pins reached by a redistribution
         self.errors = {}  # stage -> max abs error
 
@@ -264,6 +279,14 @@ def run_config(a, model, placement, gm, inputs, expected):
     mpirun = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
               str(nranks), a.dtopt, "run", "--backend", "mpi", "--check"]
     search = ["--search=" + a.search] if a.search else []
+    has_expert = placement in experts.PLANS and not a.no_expert
+    if has_expert and a.budget_from_expert:
+        # The expert's plan first: its per-rank peak is dtopt's budget.
+        res.expert = run_expert(a, model, placement, gm, inputs, mpirun,
+                                work, res)
+        if res.expert.peak is not None:
+            res.budget = res.expert.peak
+            search.append("--memory-budget=%d" % res.budget)
     low = os.path.join(work, "out.xml")
     rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
                    "--report=json"] + search)
@@ -274,6 +297,7 @@ def run_config(a, model, placement, gm, inputs, expected):
         res.done("lower", rc == 0, first_error(out))
     if rc == 0:
         res.collectives, res.bytes, res.time_us = report(out)
+        res.peak = peak_after(out)
         why = pins_reason(low.replace("{rank}", "0"), outs)
         res.done("pins", not why, why)
         ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
@@ -282,7 +306,7 @@ def run_config(a, model, placement, gm, inputs, expected):
     res.done("check", ok, why, err)
     ok, err, why = compare_eager(a.dtopt, g, work, expected)
     res.done("eager", ok, why, err)
-    if placement in experts.PLANS and not a.no_expert:
+    if has_expert and not a.budget_from_expert:
         res.expert = run_expert(a, model, placement, gm, inputs, mpirun, work,
                                 res)
     return res
@@ -312,6 +336,7 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
     if not res.done("expert-lower", rc == 0, first_error(out)):
         return ex
     ex.collectives, ex.bytes, ex.time_us = report(out)
+    ex.peak = peak_after(out)
     res.unmet_pins = out.count("[shard-prop:pin]")
     want = experts.TEXTBOOK.get(res.config)
     if want:
@@ -456,16 +481,19 @@ def compare_rows(results):
 
 
 def print_comparison(results, search):
-    """The markdown table: per configuration, dtopt's collectives, bytes
-    and modelled time against the expert plan's."""
-    print("| config | dtopt (%s): collectives | bytes | µs | expert: "
-          "collectives | bytes | µs | expert checked |" % (search or
-                                                          "default search"))
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- |")
+    """The markdown table: per configuration, dtopt's collectives, bytes,
+    modelled time and per-rank peak (with the budget it was given, if
+    any) against the expert plan's."""
+    print("| config | dtopt (%s): collectives | bytes | µs | peak (budget) "
+          "| expert: collectives | bytes | µs | peak | expert checked |"
+          % (search or "default search"))
+    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: "
+          "| --- |")
     for config, d, e, checked in compare_rows(results):
-        print("| %s | %s | %d | %.1f | %s | %d | %.1f | %s |" % (
+        print("| %s | %s | %d | %.1f | %s%s | %s | %d | %.1f | %s | %s |" % (
             config, format_collectives(d.collectives), d.bytes, d.time_us,
-            format_collectives(e.collectives), e.bytes, e.time_us,
+            d.peak, "" if d.budget is None else " (%d)" % d.budget,
+            format_collectives(e.collectives), e.bytes, e.time_us, e.peak,
             "yes" if checked else "NO"))
 
 
@@ -512,6 +540,11 @@ def main():
                     help="print the model names and exit")
     ap.add_argument("--search", metavar="S", help="dtopt opt --search=S "
                     "for dtopt's plan (default: dtopt's default)")
+    ap.add_argument("--budget-from-expert", action="store_true",
+                    help="give dtopt's plan --memory-budget = the per-rank "
+                    "peak of the configuration's expert plan (its liveness "
+                    "estimate, `opt --report`); configurations without an "
+                    "expert plan run without a budget")
     ap.add_argument("--no-expert", action="store_true",
                     help="skip the expert plans (experts.py)")
     ap.add_argument("--assert-not-worse-than-expert", action="store_true",

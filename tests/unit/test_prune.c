@@ -2,8 +2,8 @@
 /* test_prune.c: the whole-graph problem's strategy pruning
  * (sharding/problem_prune.c) on hand-made nodes: which strategies the cap
  * keeps (one per result placement first, by forward cost), the
- * node-by-node choices kept beyond the cap, and the forward costs a
- * consumer ranks by. */
+ * node-by-node choices and the anchored ones kept beyond the cap, and
+ * the forward costs a consumer ranks by. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,11 +129,36 @@ static void test_no_cap_and_ties(void **state)
 	dt_prune_fini(&p);
 }
 
+/* Beyond the cap a node keeps, for all-replicated and per anchor (the
+ * graph's input pins), its strategy of least forward cost giving it. */
+static void test_anchors(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 1};
+	int calls = 0;
+	uint8_t keep[5];
+	int64_t cost[5] = {1, 2, 9, 8, 7}, zero[5] = {0};
+	int64_t use[5] = {3, 3, 3, 3, 3};
+	struct dt_placements res[5] = {pl(0), pl(1), pl(-1), pl(2), pl(2)};
+	assert_int_equal(dt_prune_node(&p, 0, 5, cost, zero, use, res, 1, NULL,
+				       0, move, &calls, keep),
+			 2);
+	assert_true(keep[0] && !keep[1] && keep[2] && !keep[3] && !keep[4]);
+	struct dt_placements s2 = pl(2);
+	dt_vec_push(&p.anchors, s2);
+	assert_int_equal(dt_prune_node(&p, 1, 5, cost, zero, use, res, 1, NULL,
+				       0, move, &calls, keep),
+			 3);
+	assert_true(keep[0] && !keep[1] && keep[2] && !keep[3] && keep[4]);
+	dt_prune_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cap_and_forward),
 	    cmocka_unit_test(test_no_cap_and_ties),
+	    cmocka_unit_test(test_anchors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
