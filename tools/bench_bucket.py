@@ -86,70 +86,48 @@ MM = "aten.mm.default"
 ADD = "aten.add.Tensor"
 
 
+def graph_text(name, np_, body, outs):
+    """A local-view graph on a 1-D mesh of np_ ranks (group dp). body:
+    (node, target, args) in order; target None is a float32 placeholder
+    of shape args; an arg is a node name, "=STR" a string, or an int."""
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<dtopt-graph version="1" name="%s" view="local">' % name,
+             '  <mesh name="world" shape="%d" dims="dp"/>' % np_,
+             '  <group name="dp" mesh="world" dims="dp"/>']
+    for node, target, args in body:
+        if target is None:
+            lines.append('  <node name="%s" op="placeholder"><tensor dtype="float32" '
+                         'shape="%s"/></node>' % (node, " ".join(map(str, args))))
+            continue
+        parts = ['<arg int="%d"/>' % a if not isinstance(a, str) else
+                 '<arg str="%s"/>' % a[1:] if a.startswith("=") else
+                 '<arg node="%s"/>' % a for a in args]
+        lines.append('  <node name="%s" op="call_function" target="%s">%s</node>'
+                     % (node, target, "".join(parts)))
+    lines.append('  <node name="output" op="output"><arg nodes="%s"/></node>' % " ".join(outs))
+    return "\n".join(lines + ["</dtopt-graph>"]) + "\n"
+
+
 def step_graph(style, count, elems, np_):
     """count gradients of `elems` float32 elements each (rows x 64)."""
     cols = 64
     rows = max(np_, elems // cols // np_ * np_)
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<dtopt-graph version="1" name="step" view="local">',
-             '  <mesh name="world" shape="%d" dims="dp"/>' % np_,
-             '  <group name="dp" mesh="world" dims="dp"/>']
-    outs = []
-
-    def node(name, target, *args):
-        parts = []
-        for a in args:
-            if isinstance(a, str) and a.startswith("="):
-                parts.append('<arg str="%s"/>' % a[1:])
-            elif isinstance(a, str):
-                parts.append('<arg node="%s"/>' % a)
-            else:
-                parts.append('<arg int="%d"/>' % a)
-        lines.append('  <node name="%s" op="call_function" target="%s">%s</node>'
-                     % (name, target, "".join(parts)))
-
-    def placeholder(name, shape):
-        lines.append('  <node name="%s" op="placeholder"><tensor dtype="float32" shape="%s"/></node>'
-                     % (name, " ".join(map(str, shape))))
-
+    body, outs = [], []
     for i in range(count):
-        placeholder("a%d" % i, [rows, 16])
-        placeholder("b%d" % i, [16, cols])
-        node("g%d" % i, MM, "a%d" % i, "b%d" % i)
+        body += [("a%d" % i, None, [rows, 16]), ("b%d" % i, None, [16, cols]),
+                 ("g%d" % i, MM, ["a%d" % i, "b%d" % i])]
         if style == "dp":
-            node("c%d" % i, AR, "g%d" % i, "=sum", "=dp")
+            body.append(("c%d" % i, AR, ["g%d" % i, "=sum", "=dp"]))
         else:
-            node("c%d" % i, RS, "g%d" % i, "=sum", np_, "=dp")
-        node("w%d" % i, WAIT, "c%d" % i)
+            body.append(("c%d" % i, RS, ["g%d" % i, "=sum", np_, "=dp"]))
+        body.append(("w%d" % i, WAIT, ["c%d" % i]))
         outs.append("w%d" % i)
         if style == "fsdp":
-            placeholder("p%d" % i, [rows // np_, cols])
-            node("ag%d" % i, AG, "p%d" % i, np_, "=dp")
-            node("wa%d" % i, WAIT, "ag%d" % i)
+            body += [("p%d" % i, None, [rows // np_, cols]),
+                     ("ag%d" % i, AG, ["p%d" % i, np_, "=dp"]),
+                     ("wa%d" % i, WAIT, ["ag%d" % i])]
             outs.append("wa%d" % i)
-    lines.append('  <node name="output" op="output"><arg nodes="%s"/></node>' % " ".join(outs))
-    lines.append("</dtopt-graph>")
-    return "\n".join(lines) + "\n", rows * cols * 4
-
-
-def graph_text(np_, body, outs):
-    """A local-view graph on a 1-D mesh of np_ ranks (group dp); body is
-    (name, target or None for a float32 placeholder, shape or args)."""
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<dtopt-graph version="1" name="calibrate" view="local">',
-             '  <mesh name="world" shape="%d" dims="dp"/>' % np_,
-             '  <group name="dp" mesh="world" dims="dp"/>']
-    for name, target, rest in body:
-        if target is None:
-            lines.append('  <node name="%s" op="placeholder"><tensor dtype="float32" '
-                         'shape="%s"/></node>' % (name, " ".join(map(str, rest))))
-            continue
-        args = "".join('<arg str="%s"/>' % a[1:] if a.startswith("=") else
-                       '<arg node="%s"/>' % a for a in rest)
-        lines.append('  <node name="%s" op="call_function" target="%s">%s</node>'
-                     % (name, target, args))
-    lines.append('  <node name="output" op="output"><arg nodes="%s"/></node>' % " ".join(outs))
-    return "\n".join(lines + ["</dtopt-graph>"]) + "\n"
+    return graph_text("step", np_, body, outs), rows * cols * 4
 
 
 def per_call_us(summary, target):
@@ -163,7 +141,7 @@ def calibrate(args, mpirun, tmp):
     def timed(name, body, outs, iters):
         path = os.path.join(tmp, name + ".xml")
         with open(path, "w") as f:
-            f.write(graph_text(args.np, body, outs))
+            f.write(graph_text("calibrate", args.np, body, outs))
         return run(mpirun + [args.dtopt, "run", path, "--iters", str(iters),
                              "--warmup", "2", "--summary"])[0]
     if args.device_tflops is None or args.device_bandwidth is None:
