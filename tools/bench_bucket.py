@@ -28,10 +28,15 @@ latency it saves, so opt must know the host's rates, not an H100's
 --link-bandwidth GBPS, --link-latency US state them; those not stated
 are measured first under the same mpirun: a 256^3 mm and a 1 Mi-element
 add give a rank's FLOP/s and memory bandwidth (per call, from the
-summary), and NP-rank all_reduces of 1 KiB and 4 MiB, each waited at
-once, the link: the latency of one collective (charged as the base
-latency, hops ~free) and the bandwidth the model's all_reduce term
-2(n-1)/n·bytes/bw needs to fit the difference.
+summary), and NP-rank all_reduces of 16 KiB and 4 MiB, each of an mm's
+result and waited at once, the link: the exposed time of one collective
+(charged as the base latency, hops ~free) and the bandwidth the model's
+all_reduce term 2(n-1)/n·bytes/bw needs to fit the difference. Each
+collective follows compute, as in a step: back to back, the ranks meet
+in step (tens of µs on shared memory); after compute, ranks the
+scheduler put aside arrive late and every collective waits for the last
+one (hundreds of µs on an oversubscribed host), which is the latency a
+bucket saves.
 
 All are first checked equal with `run --compare` against plain. Then
 they run in REPEATS rounds, each round every pipeline once in a rotated
@@ -155,18 +160,19 @@ def calibrate(args, mpirun, tmp):
             args.device_bandwidth = 3 * 4 * e / per_call_us(out, ADD) / 1e3
     if args.link_bandwidth is None or args.link_latency is None:
         t = {}
-        for size, count, iters in ((256, 16, 20), (1 << 20, 2, 5)):
+        for side, count, iters in ((64, 16, 20), (1024, 2, 5)):
             body, outs = [], []
             for i in range(count):
-                body += [("x%d" % i, None, [size]), ("c%d" % i, AR, ["x%d" % i, "=sum", "=dp"]),
+                body += [("x%d" % i, None, [side, side]), ("m%d" % i, MM, ["x%d" % i, "x%d" % i]),
+                         ("c%d" % i, AR, ["m%d" % i, "=sum", "=dp"]),
                          ("w%d" % i, WAIT, ["c%d" % i])]
                 outs.append("w%d" % i)
-            out = timed("link%d" % size, body, outs, iters)
-            t[size] = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e3 / count
+            out = timed("link%d" % side, body, outs, iters)
+            t[side] = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e3 / count
         if args.link_latency is None:
-            args.link_latency = t[256]
+            args.link_latency = t[64]
         if args.link_bandwidth is None:
-            beta = max(t[1 << 20] - t[256], 1e-3) / (4.0 * ((1 << 20) - 256))  # µs/byte
+            beta = max(t[1024] - t[64], 1e-3) / (4.0 * (1024 ** 2 - 64 ** 2))  # µs/byte
             hops = 2.0 * (args.np - 1) / args.np
             args.link_bandwidth = min(1e3, hops * 1e6 / (1 << 30) / beta)
 
