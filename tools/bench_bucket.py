@@ -28,8 +28,8 @@ latency it saves, so opt must know the host's rates, not an H100's
 --link-bandwidth GBPS, --link-latency US state them; those not stated
 are measured first under the same mpirun: a 256^3 mm and a 1 Mi-element
 add give a rank's FLOP/s and memory bandwidth (per call, from the
-summary), and NP-rank all_reduces of 16 KiB and 4 MiB, each of an mm's
-result and waited at once, the link: the exposed time of one collective
+summary), and NP-rank all_reduces of 16 KiB and 4 MiB, each after the
+same small mm (64^3) and waited at once, the link: the exposed time of one collective
 (charged as the base latency, hops ~free) and the bandwidth the model's
 all_reduce term 2(n-1)/n·bytes/bw needs to fit the difference. Each
 collective follows compute, as in a step: back to back, the ranks meet
@@ -160,19 +160,19 @@ def calibrate(args, mpirun, tmp):
             args.device_bandwidth = 3 * 4 * e / per_call_us(out, ADD) / 1e3
     if args.link_bandwidth is None or args.link_latency is None:
         t = {}
-        for side, count, iters in ((64, 16, 20), (1024, 2, 5)):
+        for elems, count, iters in ((4 << 10, 16, 20), (1 << 20, 4, 5)):
             body, outs = [], []
             for i in range(count):
-                body += [("x%d" % i, None, [side, side]), ("m%d" % i, MM, ["x%d" % i, "x%d" % i]),
-                         ("c%d" % i, AR, ["m%d" % i, "=sum", "=dp"]),
+                body += [("x%d" % i, None, [64, 64]), ("m%d" % i, MM, ["x%d" % i, "x%d" % i]),
+                         ("g%d" % i, None, [elems]), ("c%d" % i, AR, ["g%d" % i, "=sum", "=dp"]),
                          ("w%d" % i, WAIT, ["c%d" % i])]
-                outs.append("w%d" % i)
-            out = timed("link%d" % side, body, outs, iters)
-            t[side] = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e3 / count
+                outs += ["m%d" % i, "w%d" % i]
+            out = timed("link%d" % elems, body, outs, iters)
+            t[elems] = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e3 / count
         if args.link_latency is None:
-            args.link_latency = t[64]
+            args.link_latency = t[4 << 10]
         if args.link_bandwidth is None:
-            beta = max(t[1024] - t[64], 1e-3) / (4.0 * (1024 ** 2 - 64 ** 2))  # µs/byte
+            beta = max(t[1 << 20] - t[4 << 10], 1e-3) / (4.0 * ((1 << 20) - (4 << 10)))  # µs/byte
             hops = 2.0 * (args.np - 1) / args.np
             args.link_bandwidth = min(1e3, hops * 1e6 / (1 << 30) / beta)
 
