@@ -152,7 +152,15 @@ static void add_input(void *ud, uint32_t input)
 	c->last[1] = input;
 }
 
-double dt_compute_cost(const struct dt_module *m, const struct dt_node *n)
+double dt_roofline_us(const struct dt_topology *t, double flops, double bytes)
+{
+	double t_flops = flops / (t->device_tflops * 1e6);
+	double t_bytes = bytes / (t->device_bandwidth * 1e3);
+	return t_flops > t_bytes ? t_flops : t_bytes;
+}
+
+double dt_compute_cost(const struct dt_topology *t, const struct dt_module *m,
+		       const struct dt_node *n)
 {
 	if (n->kind != DT_NODE_CALL || n->op == DT_OP_UNKNOWN || !n->ntensors)
 		return 0;
@@ -173,9 +181,7 @@ double dt_compute_cost(const struct dt_module *m, const struct dt_node *n)
 			&rank);
 		flops = 2.0 * numel * (double)(rank ? a[rank - 1] : 1);
 	}
-	double t_flops = flops / (DT_COMPUTE_TFLOPS * 1e6);
-	double t_bytes = (c.bytes + out_bytes) / (DT_COMPUTE_GBPS * 1e3);
-	return DT_KERNEL_LAUNCH_US + (t_flops > t_bytes ? t_flops : t_bytes);
+	return DT_KERNEL_LAUNCH_US + dt_roofline_us(t, flops, c.bytes + out_bytes);
 }
 
 static void ignore_diag(void *ud, const struct dt_diag_entry *e)

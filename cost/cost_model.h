@@ -52,18 +52,25 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		       double bytes);
 
-/* Modelled compute of local-view node `n`, µs, on the device the default
- * link constants describe (an H100-class GPU): a kernel launch
- * (DT_KERNEL_LAUNCH_US) plus a roofline, the larger of its flops over
- * DT_COMPUTE_TFLOPS and the bytes it reads and writes over DT_COMPUTE_GBPS.
- * Flops: 2·numel(result)·K for the matmul family (K the last dim of its
- * first matrix), else one per element of its result. 0 for placeholders,
- * getitems, views, collectives, waits and the output (no kernel). What
- * bucket-collectives weighs the overlap a bucket loses against. */
+/* The roofline of one kernel on topology `t`'s device, µs: the larger of
+ * `flops` over its device_tflops and `bytes` (read and written) over its
+ * device_bandwidth. The one compute model: dt_compute_cost's and the
+ * whole-graph search's (sharding/problem.c). */
+double dt_roofline_us(const struct dt_topology *t, double flops, double bytes);
+
+/* Modelled compute of local-view node `n`, µs, on topology `t`'s device:
+ * a kernel launch (DT_KERNEL_LAUNCH_US) plus dt_roofline_us of its flops
+ * and the bytes it reads and writes. Flops: 2·numel(result)·K for the
+ * matmul family (K the last dim of its first matrix), else one per element
+ * of its result. 0 for placeholders, getitems, views, collectives, waits
+ * and the output (no kernel). What bucket-collectives weighs the overlap a
+ * bucket loses against; the topology's device rates (--device-tflops,
+ * --device-bandwidth) say which device runs the graph (an H100 by
+ * default; a CPU rank under MPI is some 10^5 times slower, semantics
+ * §4.7). */
 #define DT_KERNEL_LAUNCH_US 2.0
-#define DT_COMPUTE_TFLOPS 400.0 /* sharding/problem.c's device too */
-#define DT_COMPUTE_GBPS 2000.0
-double dt_compute_cost(const struct dt_module *m, const struct dt_node *n);
+double dt_compute_cost(const struct dt_topology *t, const struct dt_module *m,
+		       const struct dt_node *n);
 
 /* The bytes the model charges for collective node `n` (see dt_comm_cost),
  * from its input and output tensors; 0 when they are unknown. */

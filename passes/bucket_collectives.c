@@ -350,7 +350,7 @@ static void form_buckets(struct bucketing *b)
 	struct dt_module *m = b->m;
 	double now = 0;
 	dt_foreach_node(m, id) {
-		now += dt_compute_cost(m, dt_node_get(m, id));
+		now += dt_compute_cost(b->topo, m, dt_node_get(m, id));
 		b->ready[id] = now;
 		memset(b->gather, 0, sizeof b->gather);
 		dt_node_for_each_input(m, dt_node_get(m, id), collect_reads, b);

@@ -147,9 +147,7 @@ static double compute_us(const struct builder *b,
 	for (int k = 0; k < mesh->ndim; k++)
 		if (split[k])
 			flops /= (double)mesh->shape[k];
-	double t_flops = flops / (b->topology->device_tflops * 1e6);
-	double t_bytes = bytes / (b->topology->device_bandwidth * 1e3);
-	return t_flops > t_bytes ? t_flops : t_bytes;
+	return dt_roofline_us(b->topology, flops, bytes);
 }
 
 /* Record one strategy (width placements) of b->node. */

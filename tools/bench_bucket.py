@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench_bucket.py DTOPT [--np 4] [--repeats 7] [--case NAME ...] [--quick]:
+"""bench_bucket.py DTOPT [--np 4] [--repeats 7] [--case NAME ...] [--quick] [RATES]:
 a training step's communication with and without bucket-collectives and
 schedule-collectives, measured side by side under mpirun.
 
@@ -8,15 +8,35 @@ Each case is a local-view step on a 1-D mesh of NP ranks (group dp): K
 gradients, each computed by an mm from two placeholders (so there is
 compute for communication to hide behind), then communicated one
 collective per gradient, as DDP (all_reduce sum) or FSDP (reduce_scatter
-of the gradient, all_gather of the parameter shard) would. Five
+of the gradient, all_gather of the parameter shard) would. Six
 pipelines of the same graph:
 
   plain      verify,shape-infer,fuse-collectives,cancel-views,dce
   overlap    ... + schedule-collectives (no buckets)
   bucketed   ... + bucket-collectives (the cost model's cut)
   default    ... + bucket-collectives,schedule-collectives
+  gpu-cut    default without the host's rates: the cut of an H100 and
+             its links (the topology defaults), as before the rates
   one        default with --force-fusion: one bucket up to --bucket-bytes
              (the policy before the cost model's cut)
+
+The cost model's cut weighs the compute a bucket waits for against the
+latency it saves, so opt must know the host's rates, not an H100's
+(semantics §4.7). Every pipeline but gpu-cut gets them as topology flags
+(--device-tflops, --device-bandwidth, --bandwidth, --latency,
+--base-latency). RATES: --device-tflops T, --device-bandwidth GBPS,
+--link-bandwidth GBPS, --link-latency US state them; those not stated
+are measured first under the same mpirun: a 256^3 mm and a 1 Mi-element
+add give a rank's FLOP/s and memory bandwidth (per call, from the
+summary), and NP-rank all_reduces of 16 KiB and 4 MiB, each after the
+same small mm (64^3) and waited at once, the link: the exposed time of one collective
+(charged as the base latency, hops ~free) and the bandwidth the model's
+all_reduce term 2(n-1)/n·bytes/bw needs to fit the difference. Each
+collective follows compute, as in a step: back to back, the ranks meet
+in step (tens of µs on shared memory); after compute, ranks the
+scheduler put aside arrive late and every collective waits for the last
+one (hundreds of µs on an oversubscribed host), which is the latency a
+bucket saves.
 
 All are first checked equal with `run --compare` against plain. Then
 they run in REPEATS rounds, each round every pipeline once in a rotated
@@ -54,8 +74,10 @@ PIPES = [
     ("overlap", ["-p", "verify,shape-infer,fuse-collectives,schedule-collectives,cancel-views,dce"]),
     ("bucketed", ["-p", PIPE_BUCKET]),
     ("default", ["-p", PIPE_DEFAULT]),
+    ("gpu-cut", ["-p", PIPE_DEFAULT]),
     ("one", ["-p", PIPE_DEFAULT, "--force-fusion"]),
 ]
+HOST_RATES = [p for p, _ in PIPES if p != "gpu-cut"]
 CASES = [("dp", 16, 4 << 10), ("dp", 32, 16 << 10), ("dp", 64, 2 << 10),
          ("fsdp", 16, 4 << 10), ("dp", 4, 1 << 20), ("dp", 2, 4 << 20)]
 BUCKET = 25 << 20
@@ -65,52 +87,101 @@ AG = "_c10d_functional.all_gather_into_tensor.default"
 RS = "_c10d_functional.reduce_scatter_tensor.default"
 AR = "_c10d_functional.all_reduce.default"
 WAIT = "_c10d_functional.wait_tensor.default"
+MM = "aten.mm.default"
+ADD = "aten.add.Tensor"
+
+
+def graph_text(name, np_, body, outs):
+    """A local-view graph on a 1-D mesh of np_ ranks (group dp). body:
+    (node, target, args) in order; target None is a float32 placeholder
+    of shape args; an arg is a node name, "=STR" a string, or an int."""
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<dtopt-graph version="1" name="%s" view="local">' % name,
+             '  <mesh name="world" shape="%d" dims="dp"/>' % np_,
+             '  <group name="dp" mesh="world" dims="dp"/>']
+    for node, target, args in body:
+        if target is None:
+            lines.append('  <node name="%s" op="placeholder"><tensor dtype="float32" '
+                         'shape="%s"/></node>' % (node, " ".join(map(str, args))))
+            continue
+        parts = ['<arg int="%d"/>' % a if not isinstance(a, str) else
+                 '<arg str="%s"/>' % a[1:] if a.startswith("=") else
+                 '<arg node="%s"/>' % a for a in args]
+        lines.append('  <node name="%s" op="call_function" target="%s">%s</node>'
+                     % (node, target, "".join(parts)))
+    lines.append('  <node name="output" op="output"><arg nodes="%s"/></node>' % " ".join(outs))
+    return "\n".join(lines + ["</dtopt-graph>"]) + "\n"
 
 
 def step_graph(style, count, elems, np_):
     """count gradients of `elems` float32 elements each (rows x 64)."""
     cols = 64
     rows = max(np_, elems // cols // np_ * np_)
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<dtopt-graph version="1" name="step" view="local">',
-             '  <mesh name="world" shape="%d" dims="dp"/>' % np_,
-             '  <group name="dp" mesh="world" dims="dp"/>']
-    outs = []
-
-    def node(name, target, *args):
-        parts = []
-        for a in args:
-            if isinstance(a, str) and a.startswith("="):
-                parts.append('<arg str="%s"/>' % a[1:])
-            elif isinstance(a, str):
-                parts.append('<arg node="%s"/>' % a)
-            else:
-                parts.append('<arg int="%d"/>' % a)
-        lines.append('  <node name="%s" op="call_function" target="%s">%s</node>'
-                     % (name, target, "".join(parts)))
-
-    def placeholder(name, shape):
-        lines.append('  <node name="%s" op="placeholder"><tensor dtype="float32" shape="%s"/></node>'
-                     % (name, " ".join(map(str, shape))))
-
+    body, outs = [], []
     for i in range(count):
-        placeholder("a%d" % i, [rows, 16])
-        placeholder("b%d" % i, [16, cols])
-        node("g%d" % i, "aten.mm.default", "a%d" % i, "b%d" % i)
+        body += [("a%d" % i, None, [rows, 16]), ("b%d" % i, None, [16, cols]),
+                 ("g%d" % i, MM, ["a%d" % i, "b%d" % i])]
         if style == "dp":
-            node("c%d" % i, AR, "g%d" % i, "=sum", "=dp")
+            body.append(("c%d" % i, AR, ["g%d" % i, "=sum", "=dp"]))
         else:
-            node("c%d" % i, RS, "g%d" % i, "=sum", np_, "=dp")
-        node("w%d" % i, WAIT, "c%d" % i)
+            body.append(("c%d" % i, RS, ["g%d" % i, "=sum", np_, "=dp"]))
+        body.append(("w%d" % i, WAIT, ["c%d" % i]))
         outs.append("w%d" % i)
         if style == "fsdp":
-            placeholder("p%d" % i, [rows // np_, cols])
-            node("ag%d" % i, AG, "p%d" % i, np_, "=dp")
-            node("wa%d" % i, WAIT, "ag%d" % i)
+            body += [("p%d" % i, None, [rows // np_, cols]),
+                     ("ag%d" % i, AG, ["p%d" % i, np_, "=dp"]),
+                     ("wa%d" % i, WAIT, ["ag%d" % i])]
             outs.append("wa%d" % i)
-    lines.append('  <node name="output" op="output"><arg nodes="%s"/></node>' % " ".join(outs))
-    lines.append("</dtopt-graph>")
-    return "\n".join(lines) + "\n", rows * cols * 4
+    return graph_text("step", np_, body, outs), rows * cols * 4
+
+
+def per_call_us(summary, target):
+    """µs per call of `target`, from `run --summary` (total over ranks / count)."""
+    m = re.search(r"^%s\s+(\d+)\s+([0-9.]+)" % re.escape(target), summary, re.M)
+    return float(m.group(2)) * 1e3 / int(m.group(1))
+
+
+def calibrate(args, mpirun, tmp):
+    """The rates not stated on the command line, measured (see above)."""
+    def timed(name, body, outs, iters):
+        path = os.path.join(tmp, name + ".xml")
+        with open(path, "w") as f:
+            f.write(graph_text("calibrate", args.np, body, outs))
+        return run(mpirun + [args.dtopt, "run", path, "--iters", str(iters),
+                             "--warmup", "2", "--summary"])[0]
+    if args.device_tflops is None or args.device_bandwidth is None:
+        n, e = 256, 1 << 20
+        out = timed("compute", [("x", None, [n, n]), ("y", None, [n, n]),
+                                ("mm", MM, ["x", "y"]), ("u", None, [e]), ("v", None, [e]),
+                                ("add", ADD, ["u", "v"])], ["mm", "add"], 10)
+        if args.device_tflops is None:
+            args.device_tflops = 2.0 * n ** 3 / per_call_us(out, MM) / 1e6
+        if args.device_bandwidth is None:
+            args.device_bandwidth = 3 * 4 * e / per_call_us(out, ADD) / 1e3
+    if args.link_bandwidth is None or args.link_latency is None:
+        t = {}
+        for elems, count, iters in ((4 << 10, 16, 20), (1 << 20, 4, 5)):
+            body, outs = [], []
+            for i in range(count):
+                body += [("x%d" % i, None, [64, 64]), ("m%d" % i, MM, ["x%d" % i, "x%d" % i]),
+                         ("g%d" % i, None, [elems]), ("c%d" % i, AR, ["g%d" % i, "=sum", "=dp"]),
+                         ("w%d" % i, WAIT, ["c%d" % i])]
+                outs += ["m%d" % i, "w%d" % i]
+            out = timed("link%d" % elems, body, outs, iters)
+            t[elems] = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e3 / count
+        if args.link_latency is None:
+            args.link_latency = t[4 << 10]
+        if args.link_bandwidth is None:
+            beta = max(t[1 << 20] - t[4 << 10], 1e-3) / (4.0 * ((1 << 20) - (4 << 10)))  # µs/byte
+            hops = 2.0 * (args.np - 1) / args.np
+            args.link_bandwidth = min(1e3, hops * 1e6 / (1 << 30) / beta)
+
+
+def rate_flags(args):
+    return ["--device-tflops=%.6g" % args.device_tflops,
+            "--device-bandwidth=%.6g" % args.device_bandwidth,
+            "--bandwidth=%.6g" % args.link_bandwidth, "--latency=0.001",
+            "--base-latency=%.6g" % args.link_latency]
 
 
 def run(cmd):
@@ -140,7 +211,7 @@ def load():
 
 def quartiles(xs):
     xs = sorted(xs)
-    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else xs * 3
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else xs * 3
     return q[0], statistics.median(xs), q[2]
 
 
@@ -152,6 +223,11 @@ def main():
     ap.add_argument("--case", action="append", default=[],
                     help="run only this case (e.g. dp32x64K); repeatable")
     ap.add_argument("--quick", action="store_true", help="two small cases, 3 repeats")
+    ap.add_argument("--device-tflops", type=float, help="a rank's compute, TFLOP/s (measured)")
+    ap.add_argument("--device-bandwidth", type=float, help="a rank's memory GB/s (measured)")
+    ap.add_argument("--link-bandwidth", type=float, help="the link's GB/s (measured)")
+    ap.add_argument("--link-latency", type=float,
+                    help="one collective's latency, µs (measured)")
     args = ap.parse_args()
     mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
     cases = CASES
@@ -163,6 +239,8 @@ def main():
             sys.exit("no case named %s (cases: %s)" % (
                 ", ".join(args.case), ", ".join(case_name(*c) for c in CASES)))
     tmp = tempfile.mkdtemp(prefix="bench_bucket.")
+    calibrate(args, mpirun, tmp)
+    print("host rates (load %s): %s" % (load(), " ".join(rate_flags(args))))
     print("%d ranks on %d cores, %d rounds; ratio = pipeline / plain of the same round: "
           "median [quartiles]" % (args.np, os.cpu_count(), args.repeats))
     print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s %19s" % (
@@ -177,7 +255,8 @@ def main():
         paths = []
         for pname, flags in PIPES:
             out = src.replace(".xml", ".%s.xml" % pname)
-            run([args.dtopt, "opt"] + flags + [src, "-o", out])
+            host = rate_flags(args) if pname in HOST_RATES else []
+            run([args.dtopt, "opt"] + flags + host + [src, "-o", out])
             paths.append(out)
         for p in paths[1:]:
             run(mpirun + [args.dtopt, "run", "--compare", paths[0], p])
