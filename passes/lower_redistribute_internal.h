@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* lower_redistribute_internal.h: what the two files of the
- * `lower-redistribute` pass share (lower_redistribute.c walks the graph,
- * lowers placeholders and compute nodes; lower_redistribute_steps.c turns
- * one dtensor.redistribute into collectives and local ops). Nothing else
- * uses it. */
+/* lower_redistribute_internal.h: what the files of the
+ * `lower-redistribute` pass share (lower_redistribute.c walks the graph
+ * and lowers compute nodes; lower_redistribute_inputs.c placeholders and
+ * constants; lower_redistribute_steps.c turns one dtensor.redistribute
+ * into collectives and local ops; _padding.c, _pieces.c and _rules.c
+ * their parts). Nothing else uses it. */
 #ifndef DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 #define DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 
@@ -75,6 +76,23 @@ int dt_lower_dim_group(struct dt_lower *l, int mesh, int dim);
  * pointer into the module's strings moves when a string is interned. */
 void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
 			size_t size);
+
+/* Replicated on every mesh dim of `me` that has more than one rank. */
+bool dt_lower_replicated(const struct dt_mesh *me,
+			 const struct dt_placements *pl);
+
+/* Graph inputs (lower_redistribute_inputs.c). Before the pass numbers the
+ * old nodes: each constant pinned to a Partial placement (and with rank
+ * -1, each sharded one) becomes its replicated self and a
+ * dtensor.redistribute to its pin. */
+void dt_lower_split_constants(struct dt_module *m, int rank);
+/* Lower placeholder `id` to its local shape (and strides) under its
+ * <sharding>; DT_OK or DT_EINPUT after a report. */
+int dt_lower_placeholder(struct dt_lower *l, uint32_t id);
+/* Lower constant `id` as a placeholder (replicated on the first mesh
+ * without a pin); a sharded one keeps this rank's slice of its data.
+ * DT_OK or DT_EINPUT after a report. */
+int dt_lower_constant(struct dt_lower *l, uint32_t id);
 
 /* A call of `op` before l->before, named after l->base, with its
  * metadata inferred; 0 after a report. */
