@@ -20,7 +20,7 @@
  *   onto declared flattened groups (semantics §4.4; --create-groups
  *   declares missing ones, else one warning per module and group), each
  *   step as a _c10d_functional collective with its wait and DTensor's
- *   local ops around it (lower_redistribute_steps.c).
+ *   local ops around it (lower_redistribute_plan.c, _steps.c).
  * - A compute node keeps its op. Its output placements are its <sharding>
  *   pin; without a pin it is replicated when all its tensor inputs are,
  *   and otherwise an error (shard-prop, a later pass, will pick them).

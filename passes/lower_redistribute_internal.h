@@ -2,9 +2,10 @@
 /* lower_redistribute_internal.h: what the files of the
  * `lower-redistribute` pass share (lower_redistribute.c walks the graph
  * and lowers compute nodes; lower_redistribute_inputs.c placeholders and
- * constants; lower_redistribute_steps.c turns one dtensor.redistribute
- * into collectives and local ops; _padding.c, _pieces.c and _rules.c
- * their parts). Nothing else uses it. */
+ * constants; lower_redistribute_plan.c plans one dtensor.redistribute and
+ * lower_redistribute_steps.c turns its steps into collectives and local
+ * ops; _padding.c, _pieces.c and _rules.c their parts). Nothing else uses
+ * it. */
 #ifndef DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 #define DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 
@@ -162,6 +163,17 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
  * its local value (l->local) and sharding; `id` keeps no sharding. DT_OK
  * or DT_EINPUT after a report. */
 int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id);
+
+/* Emit step `s` of `plan` on value x (mesh coordinates `coord` of the
+ * rank lowered for); returns the node of its result (x itself for a
+ * partition that keeps the value), or 0 after a report
+ * (lower_redistribute_steps.c). */
+uint32_t dt_lower_emit_step(struct dt_lower *l,
+			    const struct dt_redist_plan *plan,
+			    const struct dt_redist_step *s, int mesh,
+			    const int64_t *coord, uint32_t x);
+/* Shape of result 0 of node `id` into shape; returns its rank. */
+int dt_lower_shape_of(const struct dt_module *m, uint32_t id, int64_t *shape);
 
 /* Lower dtensor.redistribute node `id` (an old id, not yet remapped):
  * plan, merge, emit the steps before it, record its local value and
