@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* internal.h: private declarations shared by the frontend's files: the
- * embedded schema, and the reader's state, shared by reader.c (the SAX
- * plumbing), read_graph.c (the document's header elements) and
- * read_node.c (<node> and its children). */
+ * embedded schema, and the reader's state, shared by reader.c (the entry
+ * points and the input's checks), read_sax.c (the SAX plumbing),
+ * read_graph.c (the document's header elements) and read_node.c (<node>
+ * and its children). */
 #ifndef DTOPT_FRONTEND_INTERNAL_H
 #define DTOPT_FRONTEND_INTERNAL_H
 
@@ -148,6 +149,22 @@ void dt_rd_error(struct dt_rd *r, uint32_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* dt_rd_attr, reporting "<el> needs a 'name' attribute" when absent. */
 const char *dt_rd_required(struct dt_rd *r, enum dt_rd_attr a);
+/* libxml2's structured error handler (ud: the struct dt_rd): reports
+ * its first error, a schema violation or malformed XML (reader.c). */
+struct _xmlError;
+void dt_rd_libxml_error(void *ud, struct _xmlError *e);
+/* The message refusing a DOCTYPE (reader.c). */
+extern const char dt_rd_doctype_refused[];
+
+/* How libxml2 reads the input, for the parse and the schema pass: as
+ * UTF-8 whatever its first bytes or its declaration say (read_sax.c). */
+extern const char dt_rd_parse_encoding[];
+extern const int dt_rd_parse_options;
+/* Parse the document that read(in, ...) streams (close(in) at its end)
+ * into r->m through the element handlers; DT_OK, DT_EINPUT after a
+ * report, DT_EIO when no parser could be made (read_sax.c). */
+int dt_rd_parse(struct dt_rd *r, int (*read)(void *in, char *buf, int len),
+		int (*close)(void *in), void *in);
 
 /* Value parsing (read_graph.c); false on a malformed value. */
 bool dt_rd_parse_int(const char *s, int64_t *out);

@@ -14,13 +14,13 @@
  *   the first mesh) they stay as they are; sharded, --rank R keeps the
  *   rank's slice of the data, and SPMD lowering (or a Partial pin)
  *   replicates the constant and redistributes it to its pin
- *   (split_sharded_constants).
+ *   (lower_redistribute_inputs.c).
  * - Each dtensor.redistribute becomes DTensor's plan for it (the planner of
  *   redistribute.h: greedy, or min-cost for shard orders and _S), merged
  *   onto declared flattened groups (semantics §4.4; --create-groups
  *   declares missing ones, else one warning per module and group), each
  *   step as a _c10d_functional collective with its wait and DTensor's
- *   local ops around it (lower_redistribute_steps.c).
+ *   local ops around it (lower_redistribute_plan.c, _steps.c).
  * - A compute node keeps its op. Its output placements are its <sharding>
  *   pin; without a pin it is replicated when all its tensor inputs are,
  *   and otherwise an error (shard-prop, a later pass, will pick them).
@@ -144,195 +144,13 @@ void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
 	buf[n] = 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Values. */
-
-/* Replicated on every mesh dim that has more than one rank. */
-static bool replicated(const struct dt_mesh *me, const struct dt_placements *pl)
+bool dt_lower_replicated(const struct dt_mesh *me,
+			 const struct dt_placements *pl)
 {
 	for (int k = 0; k < pl->ndim; k++)
 		if (me->shape[k] > 1 && pl->p[k].kind != DT_PL_REPLICATE)
 			return false;
 	return true;
-}
-
-/* Strides of `shape` laid out in the order the global strides give (the
- * contiguous strides for a contiguous global tensor). */
-static void local_strides(const int64_t *gshape, const int64_t *gstride,
-			  const int64_t *shape, int rank, int64_t *stride)
-{
-	int64_t want[DT_MAX_RANK];
-	dt_contiguous_strides(gshape, rank, want);
-	if (memcmp(want, gstride, (size_t)rank * sizeof *want) == 0) {
-		dt_contiguous_strides(shape, rank, stride);
-		return;
-	}
-	int order[DT_MAX_RANK]; /* dims, outermost (largest stride) first */
-	for (int d = 0; d < rank; d++) {
-		int at = d;
-		while (at > 0 && gstride[order[at - 1]] < gstride[d]) {
-			order[at] = order[at - 1];
-			at--;
-		}
-		order[at] = d;
-	}
-	int64_t s = 1;
-	for (int i = rank - 1; i >= 0; i--) {
-		stride[order[i]] = s;
-		s *= shape[order[i]] > 1 ? shape[order[i]] : 1;
-	}
-}
-
-static int lower_placeholder(struct dt_lower *l, uint32_t id)
-{
-	struct dt_module *m = l->m;
-	const struct dt_node *n = dt_node_get(m, id);
-	const struct dt_sharding sh = *dt_node_sharding(m, n);
-	struct dt_tensor t = *dt_node_tensor(m, n, 0);
-	int rank;
-	int64_t g[DT_MAX_RANK], gs[DT_MAX_RANK], shape[DT_MAX_RANK];
-	int64_t stride[DT_MAX_RANK], coord[DT_MAX_MESH_DIMS];
-	const int64_t *gp = dt_ints_get(m, t.shape, &rank);
-	memcpy(g, gp, (size_t)rank * sizeof *g);
-	memcpy(gs, dt_ints_get(m, t.stride, NULL), (size_t)rank * sizeof *gs);
-	if (!dt_lower_coords(l, n, sh.mesh, coord))
-		return DT_EINPUT;
-	dt_lower_local_shape(l, sh.mesh, &sh.placements, g, rank, shape);
-	local_strides(g, gs, shape, rank, stride);
-	t.shape = dt_ints_intern(m, shape, (size_t)rank);
-	t.stride = dt_ints_intern(m, stride, (size_t)rank);
-	t.offset = 0;
-	dt_node_set_tensors(m, id, &t, 1);
-	uint32_t s = dt_lower_add_sharding(l, sh.mesh, &sh.placements, g, rank);
-	dt_node_get(m, id)->sharding = s;
-	l->shard[id] = s;
-	return DT_OK;
-}
-
-static bool has_partial(const struct dt_placements *pl)
-{
-	for (int k = 0; k < pl->ndim; k++)
-		if (pl->p[k].kind == DT_PL_PARTIAL)
-			return true;
-	return false;
-}
-
-/* The rank's slice of constant `id`'s data (global tensor g), for its
- * lowered local tensor and sharding. */
-static void slice_constant(struct dt_lower *l, uint32_t id,
-			   const struct dt_tensor *g, const int64_t *coord)
-{
-	struct dt_module *m = l->m;
-	const struct dt_node *n = dt_node_get(m, id);
-	const struct dt_sharding *sh = dt_node_sharding(m, n);
-	const int64_t *mesh_shape = m->meshes.data[sh->mesh].shape;
-	int rank;
-	const int64_t *gshape = dt_ints_get(m, g->shape, &rank);
-	int64_t gstride[DT_MAX_RANK], at[DT_MAX_RANK] = {0}, nidx;
-	int64_t *idx[DT_MAX_RANK];
-	dt_contiguous_strides(gshape, rank, gstride);
-	const int64_t *local = dt_ints_get(m, dt_node_tensor(m, n, 0)->shape,
-					   NULL);
-	for (int d = 0; d < rank; d++) {
-		idx[d] = dt_arena_alloc(l->ctx->scratch,
-					(size_t)(gshape[d] + 1) * sizeof **idx);
-		dt_shard_indices(&sh->placements, mesh_shape, coord, d,
-				 gshape[d], idx[d], &nidx);
-		DT_REQUIRE(nidx == local[d]);
-	}
-	size_t esize = (size_t)dt_dtype_size((enum dt_dtype)g->dtype);
-	int64_t count = dt_numel(local, rank);
-	const unsigned char *src = dt_node_constant(m, n)->bytes;
-	unsigned char *dst;
-	uint32_t c = dt_module_new_constant(m, (uint64_t)count * esize, &dst);
-	for (int64_t e = 0; e < count; e++) {
-		int64_t from = 0;
-		for (int d = 0; d < rank; d++)
-			from += idx[d][at[d]] * gstride[d];
-		memcpy(dst + (size_t)e * esize, src + (size_t)from * esize, esize);
-		for (int d = rank - 1; d >= 0 && ++at[d] == local[d]; d--)
-			at[d] = 0;
-	}
-	dt_node_get(m, id)->constant = c;
-}
-
-/* A constant is lowered as a placeholder (one without a pin is replicated
- * on the first mesh); a sharded one keeps this rank's slice of its data
- * (only --rank R gets here, without Partial placements:
- * split_sharded_constants took the others). */
-static int lower_constant(struct dt_lower *l, uint32_t id)
-{
-	struct dt_module *m = l->m;
-	const struct dt_node *n = dt_node_get(m, id);
-	if (!dt_node_sharding(m, n)) {
-		if (!m->meshes.len) {
-			dt_node_error(l->ctx->diag, m, n,
-				      "cannot lower constant '%s': the graph "
-				      "declares no mesh", dt_node_name(m, id));
-			return DT_EINPUT;
-		}
-		struct dt_sharding r = {.placements.ndim =
-						m->meshes.data[0].ndim};
-		dt_placements_default_order(&r.placements);
-		uint32_t s = dt_vec_push(&m->shardings, r);
-		dt_node_get(m, id)->sharding = s;
-	}
-	const struct dt_sharding *sh = dt_node_sharding(m, dt_node_get(m, id));
-	bool whole = replicated(&m->meshes.data[sh->mesh], &sh->placements);
-	bool partial = has_partial(&sh->placements);
-	int mesh = sh->mesh;
-	struct dt_tensor g = *dt_node_tensor(m, n, 0);
-	int64_t coord[DT_MAX_MESH_DIMS];
-	int rc = lower_placeholder(l, id);
-	if (rc != DT_OK || whole)
-		return rc;
-	DT_REQUIRE(l->rank >= 0 && !partial);
-	if (!dt_lower_coords(l, dt_node_get(m, id), mesh, coord))
-		return DT_EINPUT;
-	slice_constant(l, id, &g, coord);
-	return DT_OK;
-}
-
-/* Each constant pinned to a Partial placement (and in SPMD lowering, each
- * sharded one) becomes its replicated self and a dtensor.redistribute to
- * its pin, lowered like any other (a partition step, or a chunk per
- * sharded mesh dim): data given whole cannot be split into parts by
- * slicing. Runs before the pass numbers the old nodes. */
-static void split_sharded_constants(struct dt_module *m, int rank)
-{
-	dt_str target = dt_str_intern(m, dt_op_get(DT_OP_REDISTRIBUTE)->target);
-	dt_foreach_node(m, id) {
-		const struct dt_node *n = dt_node_get(m, id);
-		const struct dt_sharding *sh = dt_node_sharding(m, n);
-		if (n->kind != DT_NODE_CONSTANT || !sh ||
-		    replicated(&m->meshes.data[sh->mesh], &sh->placements) ||
-		    (rank >= 0 && !has_partial(&sh->placements)))
-			continue;
-		struct dt_sharding pin = *sh, whole = {.mesh = sh->mesh};
-		whole.placements.ndim = sh->placements.ndim;
-		dt_placements_default_order(&whole.placements);
-		struct dt_tensor t = *dt_node_tensor(m, n, 0);
-		char name[300];
-		snprintf(name, sizeof name, "%.256s.redistribute",
-			 dt_node_name(m, id));
-		for (int k = 2; dt_module_find_node(m, dt_str_intern(m, name)); k++)
-			snprintf(name, sizeof name, "%.256s.redistribute_%d",
-				 dt_node_name(m, id), k);
-		struct dt_arg in = {.kind = DT_ARG_NODE, .v.node = id};
-		uint32_t r = dt_module_add_node(m, &(struct dt_node_init){
-			.kind = DT_NODE_CALL, .name = dt_str_intern(m, name),
-			.target = target, .line = dt_node_get(m, id)->line,
-			.args = &in, .nargs = 1, .tensors = &t, .ntensors = 1,
-			.sharding = &pin});
-		uint32_t next = dt_node_get(m, id)->next;
-		if (next)
-			dt_graph_insert_before(m, r, next);
-		else
-			dt_graph_append(m, r);
-		dt_module_replace_uses(m, id, r);
-		m->args.data[dt_node_get(m, r)->args].v.node = id;
-		dt_node_get(m, id)->sharding = dt_vec_push(&m->shardings, whole);
-	}
 }
 
 /* The node holding the local value of old node `input`. */
@@ -378,7 +196,7 @@ static void scan_input(void *ud, uint32_t input)
 	else if (sh->mesh != in->mesh && !in->other_mesh)
 		in->other_mesh = input;
 	if (!in->sharded &&
-	    !replicated(&m->meshes.data[sh->mesh], &sh->placements))
+	    !dt_lower_replicated(&m->meshes.data[sh->mesh], &sh->placements))
 		in->sharded = input;
 }
 
@@ -685,7 +503,7 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 			      "cannot lower %s: it has no tensor metadata", name);
 		return DT_EINPUT;
 	}
-	bool repl = replicated(me, &pl);
+	bool repl = dt_lower_replicated(me, &pl);
 	int64_t coord[DT_MAX_MESH_DIMS];
 	if (!dt_lower_coords(l, n, mesh, coord))
 		return DT_EINPUT;
@@ -796,7 +614,7 @@ static int run_lower(struct dt_pass_ctx *ctx)
 			       "lowers one graph for every rank)", rank);
 		return DT_EINPUT;
 	}
-	split_sharded_constants(m, rank);
+	dt_lower_split_constants(m, rank);
 	struct dt_lower l = {
 		.ctx = ctx,
 		.m = m,
@@ -834,10 +652,10 @@ static int run_lower(struct dt_pass_ctx *ctx)
 	for (uint32_t id = m->first; id && rc == DT_OK; id = next) {
 		next = dt_node_get(m, id)->next;
 		switch ((enum dt_node_kind)dt_node_get(m, id)->kind) {
-		case DT_NODE_PLACEHOLDER: rc = lower_placeholder(&l, id); break;
+		case DT_NODE_PLACEHOLDER: rc = dt_lower_placeholder(&l, id); break;
 		case DT_NODE_CALL: rc = lower_call(&l, id); break;
 		case DT_NODE_OUTPUT: remap_args(&l, id); break;
-		case DT_NODE_CONSTANT: rc = lower_constant(&l, id); break;
+		case DT_NODE_CONSTANT: rc = dt_lower_constant(&l, id); break;
 		}
 	}
 	dt_redist_warned_fini(&l.warned);

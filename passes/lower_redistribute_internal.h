@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* lower_redistribute_internal.h: what the two files of the
- * `lower-redistribute` pass share (lower_redistribute.c walks the graph,
- * lowers placeholders and compute nodes; lower_redistribute_steps.c turns
- * one dtensor.redistribute into collectives and local ops). Nothing else
- * uses it. */
+/* lower_redistribute_internal.h: what the files of the
+ * `lower-redistribute` pass share (lower_redistribute.c walks the graph
+ * and lowers compute nodes; lower_redistribute_inputs.c placeholders and
+ * constants; lower_redistribute_plan.c plans one dtensor.redistribute and
+ * lower_redistribute_steps.c turns its steps into collectives and local
+ * ops; _padding.c, _pieces.c and _rules.c their parts). Nothing else uses
+ * it. */
 #ifndef DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 #define DTOPT_LOWER_REDISTRIBUTE_INTERNAL_H
 
@@ -76,6 +78,23 @@ int dt_lower_dim_group(struct dt_lower *l, int mesh, int dim);
 void dt_lower_copy_name(const struct dt_module *m, uint32_t id, char *buf,
 			size_t size);
 
+/* Replicated on every mesh dim of `me` that has more than one rank. */
+bool dt_lower_replicated(const struct dt_mesh *me,
+			 const struct dt_placements *pl);
+
+/* Graph inputs (lower_redistribute_inputs.c). Before the pass numbers the
+ * old nodes: each constant pinned to a Partial placement (and with rank
+ * -1, each sharded one) becomes its replicated self and a
+ * dtensor.redistribute to its pin. */
+void dt_lower_split_constants(struct dt_module *m, int rank);
+/* Lower placeholder `id` to its local shape (and strides) under its
+ * <sharding>; DT_OK or DT_EINPUT after a report. */
+int dt_lower_placeholder(struct dt_lower *l, uint32_t id);
+/* Lower constant `id` as a placeholder (replicated on the first mesh
+ * without a pin); a sharded one keeps this rank's slice of its data.
+ * DT_OK or DT_EINPUT after a report. */
+int dt_lower_constant(struct dt_lower *l, uint32_t id);
+
 /* A call of `op` before l->before, named after l->base, with its
  * metadata inferred; 0 after a report. */
 uint32_t dt_lower_emit(struct dt_lower *l, enum dt_op op, const char *suffix,
@@ -144,6 +163,17 @@ int dt_lower_padding(struct dt_lower *l, uint32_t id, int mesh,
  * its local value (l->local) and sharding; `id` keeps no sharding. DT_OK
  * or DT_EINPUT after a report. */
 int dt_lower_pack_pieces(struct dt_lower *l, uint32_t id);
+
+/* Emit step `s` of `plan` on value x (mesh coordinates `coord` of the
+ * rank lowered for); returns the node of its result (x itself for a
+ * partition that keeps the value), or 0 after a report
+ * (lower_redistribute_steps.c). */
+uint32_t dt_lower_emit_step(struct dt_lower *l,
+			    const struct dt_redist_plan *plan,
+			    const struct dt_redist_step *s, int mesh,
+			    const int64_t *coord, uint32_t x);
+/* Shape of result 0 of node `id` into shape; returns its rank. */
+int dt_lower_shape_of(const struct dt_module *m, uint32_t id, int64_t *shape);
 
 /* Lower dtensor.redistribute node `id` (an old id, not yet remapped):
  * plan, merge, emit the steps before it, record its local value and
