@@ -55,6 +55,20 @@ def marked(mark, rank=None):
     return pids
 
 
+def mpirun_crashed_finalizing(code, text):
+    """Whether mpirun, not a rank, died of SIGSEGV in PMIx's finalize after
+    reporting how the job ended: every frame of the trace is in OpenMPI's
+    libraries or mpirun, none in dtopt."""
+    if code != -signal.SIGSEGV or "*** Process received signal ***" not in text:
+        return False
+    trace = text[text.index("*** Process received signal ***"):]
+    frames = re.findall(r"\[ *\d+\] (\S+)", trace)
+    return (bool(frames) and "finalize" in trace
+            and not any("dtopt" in f for f in frames)
+            and any("mpirun" in f for f in frames)
+            and re.search(r"exited on signal|returned\s+a non-zero exit code", text) is not None)
+
+
 class Job:
     """One mpirun of dtopt run, started in its own session."""
 
@@ -93,7 +107,14 @@ class Job:
             raise Failure("%s: still running after %d s (a hang)" % (" ".join(self.cmd), LIMIT))
         print("$ %s\n  -> exit %d" % (" ".join(self.cmd), self.proc.returncode))
         text = out + err
-        if self.proc.returncode != expect:
+        if mpirun_crashed_finalizing(self.proc.returncode, text):
+            # OpenMPI 4.1's mpirun (Debian 12) can crash in its PMIx
+            # server's finalize after a rank died: the job ended as
+            # expected, mpirun reported it, then crashed itself
+            print("  (mpirun itself crashed in PMIx finalize after the job "
+                  "ended: OpenMPI's defect, not dtopt's; judged as exit %d)" % expect)
+            text = text[:text.index("*** Process received signal ***")]
+        elif self.proc.returncode != expect:
             raise Failure("exit %d, expected %d\n%s" % (self.proc.returncode, expect, text))
         for m in messages:
             if not re.search(m, text):
