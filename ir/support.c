@@ -240,7 +240,8 @@ static uint32_t intern_find(const struct dt_intern *t, uint32_t h,
 			continue;
 		uint32_t other = (v & mask) - 1;
 		if (intern_len_at(t, other) == n &&
-		    memcmp(p, t->bytes.data + t->offsets.data[other], n) == 0)
+		    (n == 0 ||
+		     memcmp(p, t->bytes.data + t->offsets.data[other], n) == 0))
 			return other;
 	}
 	*slot = i;
