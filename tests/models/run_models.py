@@ -34,7 +34,10 @@ and, where experts.py has a plan for the placement (all but naive):
 --budget-from-expert lowers the expert's plan first and gives dtopt's
 search its per-rank peak as --memory-budget: the expert keeps per-rank
 memory down (weights sharded), which a time-only search at these sizes
-trades for fewer bytes moved.
+trades for fewer bytes moved. --memory adds a table of the whole-graph
+search's usage estimate of each plan (dtopt's and the expert's, the peak of
+the `shard-prop:global` remark) against the interpreter's measured per-rank
+peak (rank 0's `values N bytes at peak` of `run --summary`), and the ratio.
 
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
@@ -45,7 +48,7 @@ land (--update-expected FILE rewrites it from this run).
 usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
                      [--search S] [--no-expert] [--budget-from-expert]
-                     [--assert-not-worse-than-expert]
+                     [--assert-not-worse-than-expert] [--memory]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
@@ -153,6 +156,21 @@ def peak_after(out):
     return None
 
 
+def global_estimate(out):
+    """The whole-graph plan's peak usage (bytes) from the
+    `shard-prop:global` remark of `out`, None without one."""
+    m = re.search(r"peak (\d+) bytes per rank \[shard-prop:global\]", out)
+    return int(m.group(1)) if m else None
+
+
+def measured_peak(mpirun, low):
+    """Rank 0's values at peak (bytes) of a plain `run --summary` of the
+    lowered graph `low`, None when it does not run."""
+    rc, out = run(mpirun + ["--summary", low])
+    m = re.search(r"memory: values (\d+) bytes at peak", out)
+    return int(m.group(1)) if rc == 0 and m else None
+
+
 def report(out):
     """({'ag:tp': count, ...}, total bytes, total modelled µs) from the
     first `--report=json` line of `out`."""
@@ -243,6 +261,8 @@ class Result:
         self.budget = None  # the --memory-budget dtopt's plan was given
         self.unmet_pins = 0  # expert pins reached by a redistribution
         self.errors = {}  # stage -> max abs error
+        self.estimate = None  # the global search's peak usage of the plan
+        self.measured = None  # the interpreter's per-rank peak (rank 0)
 
     def done(self, stage, ok, reason="", error=None):
         if ok:
@@ -287,6 +307,8 @@ def run_config(a, model, placement, gm, inputs, expected):
         if res.expert.peak is not None:
             res.budget = res.expert.peak
             search.append("--memory-budget=%d" % res.budget)
+    if a.memory:
+        search.append("--remarks")
     low = os.path.join(work, "out.xml")
     rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
                    "--report=json"] + search)
@@ -298,6 +320,9 @@ def run_config(a, model, placement, gm, inputs, expected):
     if rc == 0:
         res.collectives, res.bytes, res.time_us = report(out)
         res.peak = peak_after(out)
+        if a.memory:
+            res.estimate = global_estimate(out)
+            res.measured = measured_peak(mpirun[:-1], low)
         why = pins_reason(low.replace("{rank}", "0"), outs)
         res.done("pins", not why, why)
         ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
@@ -337,6 +362,11 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
         return ex
     ex.collectives, ex.bytes, ex.time_us = report(out)
     ex.peak = peak_after(out)
+    if a.memory:
+        ex.estimate = global_estimate(run(
+            [a.dtopt, "opt", g, "-o", os.devnull, "--create-groups",
+             "--search=global", "--remarks"])[1])
+        ex.measured = measured_peak(mpirun[:-1], low)
     res.unmet_pins = out.count("[shard-prop:pin]")
     want = experts.TEXTBOOK.get(res.config)
     if want:
@@ -497,6 +527,25 @@ def print_comparison(results, search):
             "yes" if checked else "NO"))
 
 
+def _ratio(r):
+    if r.estimate is None or not r.measured:
+        return "-"
+    return "%.2f" % (r.estimate / r.measured)
+
+
+def print_memory(results):
+    """The markdown table of --memory: per configuration and plan, the
+    global search's usage estimate against the measured per-rank peak."""
+    print("| config | dtopt: estimate | measured | ratio | expert: estimate "
+          "| measured | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        e = r.expert or Result(r.config)
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r.config, r.estimate, r.measured, _ratio(r), e.estimate,
+            e.measured, _ratio(e)))
+
+
 def worse_than_expert(results):
     """Messages for each configuration where dtopt's plan moves more
     (collectives, bytes or modelled time) than the expert's."""
@@ -545,6 +594,9 @@ def main():
                     "peak of the configuration's expert plan (its liveness "
                     "estimate, `opt --report`); configurations without an "
                     "expert plan run without a budget")
+    ap.add_argument("--memory", action="store_true",
+                    help="print the global search's usage estimate of each "
+                    "plan against the measured per-rank peak")
     ap.add_argument("--no-expert", action="store_true",
                     help="skip the expert plans (experts.py)")
     ap.add_argument("--assert-not-worse-than-expert", action="store_true",
@@ -591,6 +643,9 @@ def main():
         print_table(results)
         print()
         print_comparison(results, a.search)
+    if a.memory:
+        print()
+        print_memory(results)
     print("%d configurations in %.1f s" % (len(results), time.time() - start))
     if a.update_expected:
         write_expected(a.update_expected, results)
