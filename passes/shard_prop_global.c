@@ -184,6 +184,39 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 	dt_free(order);
 }
 
+/* Each copy node (its two edges come in, one after the other: from the
+ * producer and the consumer of its input) takes the strategy their
+ * choices in x allow. */
+static void settle_copies(const struct dt_shard_problem *pr, int32_t *x)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	uint8_t *open = NULL;
+	size_t cap = 0;
+	for (int32_t j = 0; j + 1 < p->nedges; j++) {
+		int32_t q = p->edges[j].to, nq = p->nodes[q].nstrategies;
+		if (pr->pnodes.data[q].kind != DT_PNODE_COPY ||
+		    (j > 0 && p->edges[j - 1].to == q))
+			continue; /* not a copy node, or its second edge */
+		if ((size_t)nq > cap) {
+			cap = (size_t)nq;
+			open = dt_realloc(open, cap);
+		}
+		for (int k = 0; k < 2; k++)
+			for (int32_t t = 0; t < nq; t++) {
+				const struct dt_solve_edge *f = &p->edges[j + k];
+				bool ok = f->cost[(size_t)x[f->from] * (size_t)nq +
+						  (size_t)t] != DT_SOLVE_INFINITE;
+				open[t] = k ? open[t] && ok : ok;
+			}
+		for (int32_t t = 0; t < nq; t++)
+			if (open[t]) {
+				x[q] = t;
+				break;
+			}
+	}
+	dt_free(open);
+}
+
 /* The replicated plan, the second floor: every node that has a strategy
  * with all its placements replicated takes it (graph inputs are moved to
  * R once, their moves joining buckets), the others their choice in `x`.
@@ -194,6 +227,8 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
 		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 		const struct dt_solve_node *sn = &pr->solve.nodes[k];
+		if (n->kind == DT_PNODE_COPY)
+			continue;
 		for (int32_t s = 0; s < sn->nstrategies; s++) {
 			const struct dt_placements *pl =
 			    dt_shard_problem_pl(pr, k, s);
@@ -207,6 +242,7 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 			}
 		}
 	}
+	settle_copies(pr, x);
 }
 
 /* Take plan `x` into `strategy` (*cost, *peak) when it fits the limit and

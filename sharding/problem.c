@@ -7,11 +7,14 @@
  * the topology's device_tflops and per-rank bytes over its
  * device_bandwidth (a replicated matmul pays its whole product), plus a
  * pinned node's move to its pin;
- * its usage the per-rank bytes of its results, live from its position in
- * graph order to its last user's (inputs throughout, as the interpreter
- * holds them; a value several inputs read through its publisher). Its
- * edges (the moves between a producer's and a consumer's placements) and
- * publishers are sharding/problem_moves.c's.
+ * its usage the per-rank bytes of the buffers it makes, as the
+ * interpreter holds them: live from its position in graph order to its
+ * last reader's, a view (a reader aliasing it) counting with its own last
+ * reader; inputs throughout; a view holds none (its base's bytes), a
+ * pinned result is held at its pin, a published result by its publisher,
+ * the copy a move makes by the input's copy node. Its edges (the moves
+ * between a producer's and a consumer's placements), publishers and copy
+ * nodes are sharding/problem_moves.c's.
  *
  *   x (placeholder S(0)) ─ mm(x, w) ─ relu     node mm: 6 strategies on
  *   w (placeholder R)   ─┘                     a 1-D mesh; edge x→mm:
@@ -22,6 +25,7 @@
 #include "cost_model.h"
 #include "problem_internal.h"
 #include "problem_prune.h"
+#include "views.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -116,6 +120,65 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 	return n;
 }
 
+/* Per-rank bytes of result r of graph node `g` under pl. */
+static double value_bytes(const struct dt_module *m, uint16_t mesh,
+			  const struct dt_node *g, uint32_t r,
+			  const struct dt_placements *pl)
+{
+	if (r >= g->ntensors || mesh >= m->meshes.len)
+		return 0;
+	const struct dt_tensor *t = dt_node_tensor(m, g, (int)r);
+	struct dt_rule_tensor rt = {.dtype = t->dtype};
+	int rank;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	if (rank > DT_MAX_RANK)
+		return 0;
+	rt.rank = (uint8_t)rank;
+	memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
+	return dt_shard_local_bytes(&m->meshes.data[mesh], &rt, pl);
+}
+
+bool dt_shard_view_holder(const struct dt_module *m, const struct dt_node *g)
+{
+	return g->op != DT_OP_GETITEM && dt_shard_aliases(m, g);
+}
+
+bool dt_shard_aliases(const struct dt_module *m, const struct dt_node *g)
+{
+	return g->kind == DT_NODE_CALL && g->nargs &&
+	       dt_node_arg(m, g, 0)->kind == DT_ARG_NODE &&
+	       (g->op == DT_OP_GETITEM || dt_op_has(g->op, DT_OPF_VIEW) ||
+		dt_is_view_step(m, g));
+}
+
+/* The per-rank bytes problem node k (not a publisher or copy node) holds
+ * under strategy s: each result at its placements, result 0 of a pinned
+ * node at its pin (where its users read it); none for a view's results
+ * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
+ * the results `published` marks (bit r of entry k; NULL: none), which
+ * their publishers hold. */
+static int64_t held_bytes(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, const uint32_t *published,
+			  uint32_t k, int32_t s)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	const struct dt_node *g = dt_node_get(m, n->node);
+	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
+	bool view = dt_shard_aliases(m, g);
+	double bytes = 0;
+	for (uint32_t r = 0; r < n->nout; r++) {
+		if (published && r < 32 && (published[k] >> r & 1))
+			continue;
+		bool moved = n->pinned && r == 0 &&
+			     !dt_placements_equal(&pl[0], &n->pin);
+		if (view && !moved)
+			continue;
+		bytes += value_bytes(m, n->mesh, g, r,
+				     n->pinned && r == 0 ? &n->pin : &pl[r]);
+	}
+	return (int64_t)bytes;
+}
+
 /* Modelled compute of a strategy (µs): flops (2·M·N·K for the matmul
  * family, one per element of the largest tensor otherwise) divided by the
  * size of every mesh dim on which some tensor is sharded, against the
@@ -158,17 +221,13 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	for (uint32_t k = 0; k < b->node->width; k++)
 		dt_vec_push(&pr->placements, pl[k]);
 	double c = b->node->kind == DT_PNODE_SOURCE ? 0 : compute_us(b, pl);
-	double bytes = 0;
-	for (uint32_t k = 0; k < b->node->nout; k++)
-		bytes += b->node->kind == DT_PNODE_SOURCE
-			     ? 0
-			     : dt_shard_local_bytes(&b->space.mesh,
-					   &b->rules.tensors.data[k], &pl[k]);
 	dt_vec_push(&pr->compute_us, c);
 	dt_vec_push(&pr->pin_us, pin_us);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
 	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
-	dt_vec_push(&b->usage, (int64_t)bytes);
+	int64_t held = held_bytes(pr, b->m, NULL, pr->pnodes.len - 1,
+				  (int32_t)b->usage.len);
+	dt_vec_push(&b->usage, held);
 }
 
 static void take_strategy(void *ud, const struct dt_shard_choice *c)
@@ -253,18 +312,6 @@ static void add_source(struct builder *b, uint32_t id)
 	struct dt_shard_pnode *n = new_pnode(b, id, mesh, DT_PNODE_SOURCE);
 	n->nout = n->width = 1;
 	add_strategy(b, &pl, 0);
-	/* Its bytes: the tensor under the placements. */
-	const struct dt_node *g = gnode(b, id);
-	if (g->ntensors && b->m->meshes.len) {
-		const struct dt_tensor *t = dt_node_tensor(b->m, g, 0);
-		struct dt_rule_tensor rt = {.dtype = t->dtype};
-		int rank;
-		const int64_t *shape = dt_ints_get(b->m, t->shape, &rank);
-		rt.rank = (uint8_t)rank;
-		memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
-		b->usage.data[0] = (int64_t)dt_shard_local_bytes(
-		    &b->m->meshes.data[mesh], &rt, &pl);
-	}
 }
 
 /* The kinds b->rules' placeholders take on mesh mp: S, and the split
@@ -427,11 +474,42 @@ static int add_call(struct builder *b, uint32_t id)
 	return DT_OK;
 }
 
+/* ends[id]: just after the last reader of graph node id's buffer: an
+ * output's reader at npos, a reader aliasing it (dt_shard_aliases()) at its own
+ * end, any other at its position + 1. */
+static void alias_ends(struct builder *b, uint32_t npos, uint32_t *ends)
+{
+	struct dt_module *m = b->m;
+	uint32_t *order = dt_calloc((size_t)npos + 1, sizeof *order);
+	dt_foreach_node(m, id)
+	{
+		order[b->pos.data[id]] = id;
+	}
+	struct dt_uses u;
+	dt_uses_fill(&u, m);
+	for (uint32_t p = npos; p-- > 0;) {
+		uint32_t id = order[p];
+		ends[id] = p + 1;
+		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
+			uint32_t user = u.list[j];
+			const struct dt_node *g = gnode(b, user);
+			uint32_t end = g->kind == DT_NODE_OUTPUT ? npos
+				       : dt_shard_aliases(m, g) &&
+					       dt_node_arg(m, g, 0)->v.node == id
+					   ? ends[user]
+					   : b->pos.data[user] + 1;
+			if (end > ends[id])
+				ends[id] = end;
+		}
+	}
+	dt_uses_fini(&u);
+	dt_free(order);
+}
+
 /* Publisher k of result r of problem node h: where h has one strategy
  * (a pinned input, a fixed node), the publisher's strategy giving h's
  * placements moves nothing and holds no bytes of its own: the value is
- * h's (an input, or a node of several results, is not cut where its
- * publisher starts: counting both doubled them). */
+ * h's. */
 static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
 			  uint32_t r)
 {
@@ -444,58 +522,100 @@ static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
 			pub->usage[j] = 0;
 }
 
-/* Intervals: a node is live from its position to just after its last
- * user's (an output's value to the end). */
-static void build_intervals(struct builder *b, uint32_t npos)
+/* Copy node k's reader is a view: where it is the only reader of a
+ * value its producer (one result, not an input) makes, the value lives
+ * on in the view whether moved or not: the copy node holds it (its
+ * bytes at the placements read) and the producer's buffer ends at the
+ * view. */
+static void sole_view(struct builder *b, const struct dt_uses *u, uint32_t k,
+		      uint32_t npos)
 {
 	struct dt_shard_problem *pr = b->pr;
-	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		sn->start = b->pos.data[pr->pnodes.data[k].node];
-		sn->end = sn->start + 1;
-		if (pr->pnodes.data[k].kind == DT_PNODE_SOURCE &&
-		    gnode(b, pr->pnodes.data[k].node)->op !=
-			DT_OP_REDISTRIBUTE) /* inputs stay throughout */
-			sn->end = npos;
-	}
+	const struct dt_shard_input *in =
+	    &b->edges.copies.data[k - b->edges.first_copy];
+	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
+	uint32_t v = in->tensor.node;
+	uint32_t readers = u->first[v + 1] - u->first[v];
+	uint32_t reader = readers ? u->list[u->first[v]] : 0;
+	if (readers != 1 || from->node != v || from->nout != 1 ||
+	    from->kind == DT_PNODE_SOURCE || from->kind == DT_PNODE_PUBLISH ||
+	    b->pos.data[reader] + 1 >= npos)
+		return;
+	struct dt_solve_node *sn = &pr->solve.nodes[k];
+	for (int32_t s = 0; s < (int32_t)pr->pnodes.data[k].kept; s++)
+		sn->usage[s] = (int64_t)dt_shard_local_bytes(
+		    &b->m->meshes.data[pr->pnodes.data[k].mesh], &in->tensor,
+		    dt_shard_problem_pl(pr, k, s));
+	pr->solve.nodes[in->producer].end = b->pos.data[reader] + 1;
+}
+
+/* Intervals and usages (semantics §6.6): a node's buffers live from its
+ * position to alias_ends' end (a graph input's to the end, as the
+ * interpreter holds them); a published value from its holder's position,
+ * at the publisher's placements, its holder holding none of it (a graph
+ * input holds its own: the publisher only a copy); a copy node from its
+ * reader's position to just after it (to the reader's end when the
+ * reader aliases it). */
+static void build_usage(struct builder *b, uint32_t npos)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_module *m = b->m;
+	uint32_t *ends = dt_calloc((size_t)m->nodes.len + 1, sizeof *ends);
+	uint32_t *published =
+	    dt_calloc((size_t)pr->pnodes.len + 1, sizeof *published);
+	alias_ends(b, npos, ends);
 	struct dt_uses u;
-	dt_uses_fill(&u, b->m);
-	dt_foreach_node(b->m, id)
+	dt_uses_fill(&u, m);
+	dt_foreach_node(m, id)
 	{
-		uint32_t k = pr->of_node.data[id];
-		if (k == NONE)
-			continue;
+		uint32_t r = pr->result.data[id];
+		if (pr->publish.data[id] != NONE && r < 32)
+			published[pr->of_node.data[id]] |= 1u << r;
+	}
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
-			const struct dt_node *user = gnode(b, u.list[j]);
-			int64_t end = user->kind == DT_NODE_OUTPUT
-					  ? (int64_t)npos
-					  : (int64_t)b->pos.data[u.list[j]] + 1;
-			if (end > sn->end)
-				sn->end = end;
+		const struct dt_node *g = gnode(b, n->node);
+		sn->start = b->pos.data[n->node];
+		sn->end = ends[n->node];
+		if (n->kind == DT_PNODE_SOURCE) {
+			if (g->op != DT_OP_REDISTRIBUTE)
+				sn->end = npos;
+		} else if (n->kind == DT_PNODE_PUBLISH) {
+			uint32_t h = pr->of_node.data[n->node];
+			if (pr->pnodes.data[h].kind == DT_PNODE_SOURCE)
+				unmoved_alias(pr, k, h, pr->result.data[n->node]);
+			if (dt_shard_view_holder(m, g)) /* its link's copy node */
+				memset(sn->usage, 0, (size_t)sn->nstrategies *
+							 sizeof *sn->usage);
+		} else if (n->kind == DT_PNODE_COPY) {
+			if (!dt_shard_aliases(m, g))
+				sn->end = sn->start + 1;
+			else
+				sole_view(b, &u, k, npos);
+		} else {
+			if (g->ntensors > 1) /* its getitems' below */
+				sn->end = sn->start + 1;
+			for (int32_t s = 0; s < sn->nstrategies; s++)
+				sn->usage[s] = held_bytes(pr, m, published, k, s);
 		}
 	}
-	dt_uses_fini(&u);
-	/* A published value lives on as its publisher's placements; a
-	 * producer of one result is gone after the redistribution next to it
-	 * (inputs stay). */
-	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
-		if (pr->pnodes.data[k].kind != DT_PNODE_PUBLISH)
+	/* A node of several results lives as long as its getitems'
+	 * buffers it holds. */
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *g = gnode(b, id);
+		uint32_t k = pr->of_node.data[id];
+		if (g->op != DT_OP_GETITEM || k == NONE ||
+		    pr->publish.data[id] != NONE)
 			continue;
-		uint32_t holder = pr->pnodes.data[k].node;
-		struct dt_solve_node *from =
-		    &pr->solve.nodes[pr->of_node.data[holder]];
-		pr->solve.nodes[k].start = b->pos.data[holder];
-		pr->solve.nodes[k].end = from->end;
-		if (pr->pnodes.data[pr->of_node.data[holder]].node == holder &&
-		    pr->pnodes.data[pr->of_node.data[holder]].kind !=
-			DT_PNODE_SOURCE) {
-			if (from->end > from->start + 2)
-				from->end = from->start + 2;
-		} else
-			unmoved_alias(pr, k, pr->of_node.data[holder],
-				      pr->result.data[holder]);
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		if (ends[id] > sn->end)
+			sn->end = ends[id];
 	}
+	dt_uses_fini(&u);
+	dt_free(published);
+	dt_free(ends);
 }
 
 /* A pinned input's placements become a pruning anchor (problem_prune.h),
@@ -655,14 +775,23 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	memset(pr->publish.data, 0xff, m->nodes.len * sizeof(uint32_t));
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		dt_shard_edges_publish(&b.edges, pr);
+		dt_shard_edges_copies(&b.edges, pr);
 		pr->entries = 0;
 		for (uint32_t k = 0; k < b.edges.inputs.len; k++)
 			pr->entries += entries_of(&b, k);
+		for (uint32_t k = 0; k < b.edges.copies.len; k++) {
+			const struct dt_shard_input *in = &b.edges.copies.data[k];
+			pr->entries +=
+			    (double)pr->solve.nodes[b.edges.first_copy + k]
+				.nstrategies *
+			    (double)(pr->solve.nodes[in->producer].nstrategies +
+				     pr->solve.nodes[in->consumer].nstrategies);
+		}
 	}
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		dt_shard_edges_build(&b.edges, pr);
-		build_intervals(&b, npos);
+		build_usage(&b, npos);
 	}
 	if (rc == DT_OK && diag->remarks && b.prune.capped) {
 		const struct dt_node *w =

@@ -32,6 +32,10 @@ struct dt_shard_edges {
 	DT_VEC(uint8_t) to_output;           /* per graph node: only the
 						output node reads it */
 	DT_VEC(struct dt_shard_input) inputs;
+	DT_VEC(struct dt_shard_input) copies; /* per copy node, in order: the
+						 input it copies (consumer =
+						 the copy node's reader) */
+	uint32_t first_copy;                 /* the first copy node */
 	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
 				 slot, word 0 = 0: empty */
 	DT_VEC(int64_t) cost; /* ns, per slot */
@@ -81,10 +85,29 @@ static inline bool dt_shard_edges_source_bucketed(const struct dt_shard_edges *e
 void dt_shard_edges_publish(struct dt_shard_edges *e,
 			    struct dt_shard_problem *pr);
 
+/* A copy node (DT_PNODE_COPY) for every input (not a publisher's, unless
+ * the value published is a view's: the publisher then holds nothing) whose
+ * producer's and consumer's placements may differ: per placements the
+ * input is read at, a strategy without a copy (where the producer may
+ * give them) and one holding the copy (its per-rank bytes, where the
+ * producer may give others). Its edges (dt_shard_edges_build) from the
+ * producer and from the consumer allow only the strategy their choices
+ * imply, at no cost. After dt_shard_edges_publish. */
+void dt_shard_edges_copies(struct dt_shard_edges *e,
+			   struct dt_shard_problem *pr);
+
 /* pr->solve's edges: one per (producer, consumer) pair, its matrix the
- * moves of the inputs it joins, summed. */
+ * moves of the inputs it joins, summed; then two per copy node. */
 void dt_shard_edges_build(struct dt_shard_edges *e,
 			  struct dt_shard_problem *pr);
+
+/* Whether graph node g's results alias its input 0's buffer (a view, a
+ * getitem, a split; a reshape the strides allow), as the interpreter
+ * runs it. */
+bool dt_shard_aliases(const struct dt_module *m, const struct dt_node *g);
+/* A view's value (aliasing, not a getitem): its publisher holds nothing,
+ * its link's copy node the copy a move makes. */
+bool dt_shard_view_holder(const struct dt_module *m, const struct dt_node *g);
 
 /* Per-rank bytes of tensor t under pl: its largest shard. */
 double dt_shard_local_bytes(const struct dt_mesh *mesh,

@@ -11,6 +11,10 @@
  *   mm (S(1) | R | …) ─┬─ add      mm's result read twice: publisher p
  *                      └─ gelu     between, edges mm→p, p→add, p→gelu
  *
+ * The copy a move makes is memory the edges cannot express (the contest
+ * format has node usages only): a copy node per input that may move,
+ * whose strategy the two ends' choices fix (semantics §6.6).
+ *
  * Time: per edge the planner on each distinct (source, target) placement
  * pair not seen before (cached by tensor and placements), then a pass
  * over the |S_from| × |S_to| matrix. */
@@ -43,6 +47,7 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 {
 	dt_vec_free(&e->to_output);
 	dt_vec_free(&e->inputs);
+	dt_vec_free(&e->copies);
 	dt_vec_free(&e->keys);
 	dt_vec_free(&e->cost);
 }
@@ -296,10 +301,129 @@ void dt_shard_edges_publish(struct dt_shard_edges *e,
 	dt_vec_free(&readers);
 }
 
+/* Whether placements pl are among list's n. */
+static bool among(const struct dt_placements *list, uint32_t n,
+		  const struct dt_placements *pl)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (dt_placements_equal(&list[k], pl))
+			return true;
+	return false;
+}
+
+/* The copy node of input `in`, when some pair of its ends' placements
+ * differs. */
+static void add_copy(struct dt_shard_edges *e, struct dt_shard_problem *pr,
+		     const struct dt_shard_input *in)
+{
+	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
+	if (pr->pnodes.data[in->producer].mesh != to->mesh)
+		return;
+	struct dt_placements *src = NULL, *dst = NULL, *cand = NULL;
+	uint32_t ns = 0, nd = 0, nc = 0, cs = 0, cd = 0, cc = 0;
+	for (int32_t s = 0; s < pr->solve.nodes[in->producer].nstrategies; s++)
+		distinct(&src, &ns, &cs,
+			 dt_shard_result_pl(pr, in->producer, s, in->result));
+	for (int32_t s = 0; s < pr->solve.nodes[in->consumer].nstrategies; s++)
+		distinct(&dst, &nd, &cd,
+			 &dt_shard_problem_pl(pr, in->consumer,
+					      s)[to->nout + in->index]);
+	if (ns > 1 || nd > 1 || !dt_placements_equal(&src[0], &dst[0])) {
+		for (uint32_t j = 0; j < nd; j++) /* read in place */
+			if (among(src, ns, &dst[j]))
+				distinct(&cand, &nc, &cc, &dst[j]);
+		uint32_t kept = nc;
+		for (uint32_t j = 0; j < nd; j++) /* copied */
+			if (ns > 1 || !dt_placements_equal(&src[0], &dst[j])) {
+				if (nc == cc) {
+					cc = cc ? 2 * cc : 16;
+					cand = dt_realloc(cand, cc * sizeof *cand);
+				}
+				cand[nc++] = dst[j];
+			}
+		struct dt_shard_pnode v = {
+		    .node = to->node,
+		    .mesh = to->mesh,
+		    .kind = DT_PNODE_COPY,
+		    .width = 1,
+		    .first = pr->compute_us.len,
+		    .pl = pr->placements.len,
+		    .kept = kept,
+		};
+		struct dt_solve_node sn = {.nstrategies = (int32_t)nc};
+		sn.cost = dt_calloc(nc, sizeof *sn.cost);
+		sn.usage = dt_calloc(nc, sizeof *sn.usage);
+		for (uint32_t j = kept; j < nc; j++)
+			sn.usage[j] = (int64_t)dt_shard_local_bytes(
+			    &e->m->meshes.data[v.mesh], &in->tensor, &cand[j]);
+		pr->solve.nodes[dt_vec_push(&pr->pnodes, v)] = sn;
+		for (uint32_t j = 0; j < nc; j++) {
+			dt_vec_push(&pr->placements, cand[j]);
+			dt_vec_push(&pr->compute_us, 0.0);
+			dt_vec_push(&pr->pin_us, 0.0);
+		}
+		dt_vec_push(&e->copies, *in);
+	}
+	dt_free(src);
+	dt_free(dst);
+	dt_free(cand);
+}
+
+void dt_shard_edges_copies(struct dt_shard_edges *e,
+			   struct dt_shard_problem *pr)
+{
+	uint32_t n = pr->pnodes.len + e->inputs.len;
+	pr->solve.nodes = dt_realloc(pr->solve.nodes,
+				     (n + 1) * sizeof *pr->solve.nodes);
+	memset(&pr->solve.nodes[pr->pnodes.len], 0,
+	       (e->inputs.len + 1) * sizeof *pr->solve.nodes);
+	e->first_copy = pr->pnodes.len;
+	for (uint32_t j = 0; j < e->inputs.len; j++) {
+		const struct dt_shard_input *in = &e->inputs.data[j];
+		const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
+		if (to->kind != DT_PNODE_PUBLISH ||
+		    dt_shard_view_holder(e->m, dt_node_get(e->m, to->node)))
+			add_copy(e, pr, in);
+	}
+}
+
+/* The two edges of copy node q (of input `in`): from the producer (no
+ * copy exactly where it gives the placements read) and from the
+ * consumer (the placements it reads). */
+static void copy_edges(struct dt_shard_problem *pr, uint32_t q,
+		       const struct dt_shard_input *in)
+{
+	const struct dt_shard_pnode *c = &pr->pnodes.data[q];
+	int32_t nq = pr->solve.nodes[q].nstrategies;
+	uint32_t ends[2] = {in->producer, in->consumer};
+	for (int k = 0; k < 2; k++) {
+		struct dt_solve_edge *edge = &pr->solve.edges[pr->solve.nedges++];
+		int32_t nf = pr->solve.nodes[ends[k]].nstrategies;
+		edge->from = (int32_t)ends[k];
+		edge->to = (int32_t)q;
+		edge->cost = dt_calloc((size_t)nf * (size_t)nq, sizeof *edge->cost);
+		const struct dt_shard_pnode *f = &pr->pnodes.data[ends[k]];
+		for (int32_t s = 0; s < nf; s++) {
+			const struct dt_placements *pl =
+			    k == 0 ? dt_shard_result_pl(pr, ends[0], s, in->result)
+				   : &dt_shard_problem_pl(pr, ends[1], s)[f->nout + in->index];
+			for (int32_t t = 0; t < nq; t++) {
+				bool same = dt_placements_equal(
+				    pl, dt_shard_problem_pl(pr, q, t));
+				bool ok = k == 1 ? same
+						 : same == ((uint32_t)t < c->kept);
+				edge->cost[(size_t)s * (size_t)nq + (size_t)t] =
+				    ok ? 0 : DT_SOLVE_INFINITE;
+			}
+		}
+	}
+}
+
 void dt_shard_edges_build(struct dt_shard_edges *e,
 			  struct dt_shard_problem *pr)
 {
-	pr->solve.edges = dt_calloc(e->inputs.len + 1, sizeof *pr->solve.edges);
+	pr->solve.edges = dt_calloc(e->inputs.len + 2 * e->copies.len + 1,
+				    sizeof *pr->solve.edges);
 	uint32_t first_of_consumer = 0;
 	for (uint32_t k = 0; k < e->inputs.len; k++) {
 		const struct dt_shard_input *in = &e->inputs.data[k];
@@ -322,4 +446,6 @@ void dt_shard_edges_build(struct dt_shard_edges *e,
 		}
 		cost_input(e, pr, in, edge);
 	}
+	for (uint32_t j = 0; j < e->copies.len; j++)
+		copy_edges(pr, e->first_copy + j, &e->copies.data[j]);
 }

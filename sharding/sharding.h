@@ -385,10 +385,16 @@ enum dt_shard_pnode_kind {
 	DT_PNODE_RULES,      /* the op's expanded rules */
 	DT_PNODE_NO_RULE,    /* no rule for the op: runs replicated */
 	DT_PNODE_NO_STRATEGY, /* rules, none applies: runs replicated */
-	DT_PNODE_PUBLISH     /* a value two inputs or more read: the one
+	DT_PNODE_PUBLISH,    /* a value two inputs or more read: the one
 				placement all of them read it from (one
 				redistribution after it, shared), width 1,
 				no results; its node is the value's */
+	DT_PNODE_COPY        /* the copy a move makes for one input (memory
+				only, no cost): width 1, the placements the
+				input is read at; its first `kept` strategies
+				read the value where it is (no copy), the
+				others hold a copy; its node is the
+				consumer's */
 };
 
 struct dt_shard_pnode {
@@ -404,6 +410,7 @@ struct dt_shard_pnode {
 	uint32_t first;      /* its strategies' index in the per-strategy
 				arrays */
 	uint32_t pl;         /* strategy s's placements: pl + s × width */
+	uint32_t kept;       /* DT_PNODE_COPY: its strategies without a copy */
 	struct dt_placements pin; /* when pinned */
 };
 

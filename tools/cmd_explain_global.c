@@ -56,6 +56,8 @@ static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 	*users = 0;
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
+		if (pr->pnodes.data[e->to].kind == DT_PNODE_COPY)
+			continue; /* memory only: follows the ends' choices */
 		int32_t nt = p->nodes[e->to].nstrategies;
 		if ((uint32_t)e->to == k)
 			*here = add(*here, e->cost[(size_t)plan[e->from] * (size_t)nt +
@@ -80,7 +82,7 @@ static void print_edges(const struct dt_shard_problem *pr,
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
 		uint32_t other = in ? (uint32_t)e->to : (uint32_t)e->from;
-		if (other != k)
+		if (other != k || pr->pnodes.data[e->to].kind == DT_PNODE_COPY)
 			continue;
 		uint32_t end = in ? (uint32_t)e->from : (uint32_t)e->to;
 		int32_t nt = p->nodes[e->to].nstrategies;
