@@ -94,5 +94,6 @@ struct dt_backend *dt_backend_cpu_create(struct dt_diag *d)
 	cb->base.world_size = 1;
 	cb->base.diag = d;
 	cb->base.memory = dt_host_memory();
+	dt_host_heap_keep();
 	return &cb->base;
 }

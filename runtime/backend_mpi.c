@@ -658,6 +658,7 @@ static int share_memory(struct mpi_backend *b)
 	if (host != MPI_COMM_NULL)
 		MPI_Comm_free(&host);
 	b->base.memory = dt_host_memory() / (size_t)(local > 0 ? local : 1);
+	dt_host_heap_keep();
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 enum step {
@@ -53,6 +54,16 @@ double dt_rt_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct dt_rt_usage dt_rt_usage_now(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (struct dt_rt_usage){
+	    (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+		(double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6,
+	    (double)u.ru_minflt + (double)u.ru_majflt};
 }
 
 /* ---- buffers with accounting ---- */
@@ -704,11 +715,17 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 	if (rc == DT_OK && b->ops->synchronize(b) != DT_OK)
 		rc = DT_ERUNTIME;
 	double start = dt_rt_now();
+	struct dt_rt_usage used = dt_rt_usage_now();
 	for (int i = 0; rc == DT_OK && i < iters; i++)
 		rc = iterate(&ip, true, i == iters - 1 ? out : NULL);
 	if (rc == DT_OK && b->ops->synchronize(b) != DT_OK)
 		rc = DT_ERUNTIME;
 	out->seconds_per_iter = rc == DT_OK ? (dt_rt_now() - start) / iters : 0;
+	if (rc == DT_OK) {
+		struct dt_rt_usage now = dt_rt_usage_now();
+		out->usage.cpu_seconds = (now.cpu_seconds - used.cpu_seconds) / iters;
+		out->usage.page_faults = (now.page_faults - used.page_faults) / iters;
+	}
 	out->iters = iters;
 	out->peak_bytes = ip.peak;
 	out->largest_bytes = ip.largest;

@@ -293,12 +293,18 @@ struct dt_run_stat {
 	uint64_t bytes;     /* bytes of the results produced */
 };
 
+/* What a process used: CPU seconds (user and system) and page faults. */
+struct dt_rt_usage {
+	double cpu_seconds, page_faults;
+};
+
 struct dt_run_result {
 	/* Host copies of the graph's outputs, contiguous, in output order
 	 * (a none output has buf NULL). */
 	struct dt_rt_tensor *outputs;
 	uint32_t noutputs;
 	double seconds_per_iter;
+	struct dt_rt_usage usage; /* per timed iteration */
 	int iters;         /* timed iterations */
 	/* Memory (semantics §3.1): the most bytes of values live at once
 	 * (inputs, results; a collective's input read in place counts until
@@ -355,6 +361,9 @@ int dt_trace_merge(const char *path, int world_size, struct dt_diag *d);
 
 /* Monotonic seconds, for timing. */
 double dt_rt_now(void);
+/* This process's usage so far (every thread: compute, polling and MPI's
+ * own), for what a run's timed iterations cost. */
+struct dt_rt_usage dt_rt_usage_now(void);
 /* Call test(ud) until it returns true or, when timeout > 0, that many
  * seconds pass (false). Between calls it yields the CPU for the first
  * 0.1 s, then sleeps 1 ms: every wait for peers (collectives, the CLI's

@@ -6,11 +6,15 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static uint64_t fnv(uint64_t h, int64_t v)
 {
@@ -126,6 +130,21 @@ size_t dt_host_memory(void)
 	if (avail == UINT64_MAX || avail > SIZE_MAX)
 		return 0;
 	return (size_t)avail;
+}
+
+/* glibc returns a free()d block at the heap's top to the kernel once more
+ * than 128 KiB (after a large free, twice the largest freed block) lies
+ * there, and serves blocks above a dynamic threshold by mmap: an
+ * interpreter freeing and allocating the same few MiB every iteration
+ * then faults every page of them in again (a third of a rank's CPU on a
+ * bucketed all_reduce of 2 MiB). Fixed thresholds stop both; 32 MiB is
+ * the largest mmap threshold glibc accepts. */
+void dt_host_heap_keep(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
 }
 
 const char *dt_collective_name(enum dt_collective_kind k)

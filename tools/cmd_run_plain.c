@@ -281,6 +281,18 @@ static void print_communication(struct dt_runner *c,
 	       v[0], v[1] * 1e3, v[2] * 1e3, v[1] > 0 ? 100 * hidden / v[1] : 0);
 }
 
+/* --summary: the timed iterations' CPU time and page faults, summed over
+ * ranks (on a host with fewer cores than ranks, what polling costs shows
+ * here; faults, what freshly allocated buffers cost). */
+static void print_usage(struct dt_runner *c, const struct dt_run_result *r)
+{
+	double v[2] = {r->usage.cpu_seconds, r->usage.page_faults};
+	dt_runner_allreduce(c, v, 2, false);
+	if (c->rank == 0)
+		printf("cpu: %.3f ms and %.0f page faults per iteration (summed over %d rank%s)\n",
+		       v[0] * 1e3, v[1], c->size, c->size > 1 ? "s" : "");
+}
+
 int dt_runner_plain(struct dt_runner *c)
 {
 	struct dt_module *m[2] = {NULL, NULL};
@@ -302,8 +314,10 @@ int dt_runner_plain(struct dt_runner *c)
 			       "iterations after %d warm-up)\n", t, c->size,
 			       c->size > 1 ? "s" : "", c->o.iters, c->o.warmup);
 	}
-	if (code == DT_EXIT_OK && c->o.summary)
+	if (code == DT_EXIT_OK && c->o.summary) {
 		print_summary(c, m[0], &res);
+		print_usage(c, &res);
+	}
 	if (code == DT_EXIT_OK && (c->o.summary || c->o.trace))
 		print_communication(c, &res);
 	if (code == DT_EXIT_OK && c->o.out_dir)

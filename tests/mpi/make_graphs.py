@@ -356,8 +356,18 @@ def make_plain(outdir):
     g.write(outdir, "plain.xml")
 
 
+def make_heap(outdir):
+    """A step that allocates 8 MiB afresh every iteration: a 4 MiB sum
+    and the 4 MiB result of its all_reduce."""
+    g = Graph("heap", [4])
+    x = g.placeholder("x", "float32", [1024, 1024])
+    s = g.call("s", "aten.add.Tensor", x, x)
+    g.outputs.append(g.wait("w", g.call("ar", AR, s, "=sum", "=" + g.group([0]))))
+    g.write(outdir, "heap.xml")
+
+
 SETS = {"uneven": make_uneven, "planted": make_planted, "failing": make_failing,
-        "check": make_check, "plain": make_plain}
+        "check": make_check, "plain": make_plain, "heap": make_heap}
 
 
 def main():
@@ -367,7 +377,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     sets = sys.argv[2:] or ["order-2x2", "order-2x4", "order-4x2", "order-2x3",
                             "order-2x2x2", "uneven", "planted", "failing",
-                            "check", "plain"]
+                            "check", "plain", "heap"]
     for s in sets:
         if s.startswith("order-"):
             make_order(outdir, [int(v) for v in s[6:].split("x")])

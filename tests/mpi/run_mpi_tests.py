@@ -8,7 +8,7 @@ Generates the case's graphs with make_graphs.py into DIR/CASE, runs
 `mpirun --allow-run-as-root --oversubscribe -np N dtopt run ...` (each run
 under a 120 s limit) and checks exit codes and rank 0's tables.
 Cases: order-2x2 order-2x4 order-4x2 order-2x3 order-2x2x2 uneven planted
-failing mismatch check plain cli."""
+failing mismatch check plain cli heap."""
 import argparse
 import json
 import os
@@ -189,6 +189,13 @@ def case_plain(r):
         raise Failure("bad communication summary:\n" + p.stdout)
     if not re.search(r"time: \S+ s/iteration \(max over 4 ranks", p.stdout):
         raise Failure("no timing line:\n" + p.stdout)
+    # The timed iterations' CPU, summed over the ranks: more than nothing,
+    # less than 4 ranks busy for the whole wall time (a thread each, and
+    # MPI's own idle ones).
+    wall = float(re.search(r"time: (\S+) s/iteration", p.stdout).group(1))
+    cpu = re.search(r"cpu: ([0-9.]+) ms and [0-9]+ page faults per iteration \(summed over 4 ranks\)", p.stdout)
+    if not cpu or not 0 < float(cpu.group(1)) <= 4 * 2 * wall * 1e3:
+        raise Failure("bad cpu line (wall %g s/iteration):\n%s" % (wall, p.stdout))
 
 
 def case_cli(r):
@@ -203,6 +210,17 @@ def case_cli(r):
         raise Failure("the global graph's outputs are not printed:\n" + p.stdout)
 
 
+def case_heap(r):
+    # Buffers freed and allocated again every iteration reuse the heap's
+    # pages: after the warm-up, an iteration faults in almost none of the
+    # 2 x 1024 pages per rank it allocates (glibc's default thresholds
+    # trim or unmap them and fault them all in again: ~8000 here).
+    p = r.run(4, "heap.xml", "--summary", "--iters", "3", "--warmup", "2", expect=0)
+    m = re.search(r"cpu: [0-9.]+ ms and ([0-9]+) page faults per iteration", p.stdout)
+    if not m or int(m.group(1)) > 1024:
+        raise Failure("freed host memory is not reused:\n" + p.stdout)
+
+
 CASES = {
     "uneven": (["uneven"], case_uneven),
     "planted": (["planted"], case_planted),
@@ -211,6 +229,7 @@ CASES = {
     "check": (["check"], case_check),
     "plain": (["plain"], case_plain),
     "cli": (["check", "planted"], case_cli),
+    "heap": (["heap"], case_heap),
 }
 
 
