@@ -169,11 +169,14 @@ bool dt_shard_aliases(const struct dt_shard_problem *pr,
  * node at its pin (where its users read it); none for a view's results
  * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
  * the results `published` marks (bit r of entry k; NULL: none), which
- * their publishers hold. */
-static int64_t held_bytes(const struct dt_shard_problem *pr,
-			  const struct dt_module *m, const uint32_t *published,
+ * their publishers hold. A pin move that joins a bucket (only the output
+ * reads the value: a gradient) runs when the bucket does, at the end of
+ * the step: the value before the move is held too. */
+static int64_t held_bytes(const struct builder *b, const uint32_t *published,
 			  uint32_t k, int32_t s)
 {
+	const struct dt_shard_problem *pr = b->pr;
+	const struct dt_module *m = b->m;
 	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 	const struct dt_node *g = dt_node_get(m, n->node);
 	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
@@ -188,6 +191,8 @@ static int64_t held_bytes(const struct dt_shard_problem *pr,
 			continue;
 		bytes += value_bytes(m, n->mesh, g, r,
 				     n->pinned && r == 0 ? &n->pin : &pl[r]);
+		if (moved && dt_shard_edges_pin_bucketed(&b->edges, n->node))
+			bytes += value_bytes(m, n->mesh, g, 0, &pl[0]);
 	}
 	return (int64_t)bytes;
 }
@@ -238,7 +243,7 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&pr->pin_us, pin_us);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
 	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
-	int64_t held = held_bytes(pr, b->m, NULL, pr->pnodes.len - 1,
+	int64_t held = held_bytes(b, NULL, pr->pnodes.len - 1,
 				  (int32_t)b->usage.len);
 	dt_vec_push(&b->usage, held);
 }
@@ -551,6 +556,9 @@ static void sole_view(struct builder *b, const struct dt_uses *u, uint32_t k)
 	if (dt_uses_count(u, c) == 1 &&
 	    dt_shard_view_holder(pr, b->m, u->list[u->first[c]]))
 		return; /* the chain goes on: its last view's copy node */
+	if (dt_shard_edges_pin_bucketed(&b->edges, c))
+		return; /* only the output reads it: the move joins a bucket,
+			   at the end, the base held until then */
 	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
 		v = dt_node_arg(b->m, gnode(b, v), 0)->v.node;
 	uint32_t base = pr->of_node.data[v];
@@ -607,15 +615,21 @@ static void build_usage(struct builder *b, uint32_t npos)
 				memset(sn->usage, 0, (size_t)sn->nstrategies *
 							 sizeof *sn->usage);
 		} else if (n->kind == DT_PNODE_COPY) {
+			const struct dt_shard_pnode *from = &pr->pnodes.data[
+			    b->edges.copies.data[k - b->edges.first_copy].producer];
 			if (!dt_shard_aliases(pr, m, n->node))
 				sn->end = sn->start + 1;
 			else
 				sole_view(b, &u, k);
+			/* A graph input's move joins the bucket issued at the
+			 * start, which holds the copy from there. */
+			if (dt_shard_edges_source_bucketed(&b->edges, from))
+				sn->start = b->pos.data[from->node];
 		} else {
 			if (g->ntensors > 1) /* its getitems' below */
 				sn->end = sn->start + 1;
 			for (int32_t s = 0; s < sn->nstrategies; s++)
-				sn->usage[s] = held_bytes(pr, m, published, k, s);
+				sn->usage[s] = held_bytes(b, published, k, s);
 		}
 	}
 	/* A node of several results lives as long as its getitems'
