@@ -138,17 +138,30 @@ static double value_bytes(const struct dt_module *m, uint16_t mesh,
 	return dt_shard_local_bytes(&m->meshes.data[mesh], &rt, pl);
 }
 
-bool dt_shard_view_holder(const struct dt_module *m, const struct dt_node *g)
+bool dt_shard_view_holder(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, uint32_t id)
 {
-	return g->op != DT_OP_GETITEM && dt_shard_aliases(m, g);
+	return dt_node_get(m, id)->op != DT_OP_GETITEM &&
+	       dt_shard_aliases(pr, m, id);
 }
 
-bool dt_shard_aliases(const struct dt_module *m, const struct dt_node *g)
+bool dt_shard_aliases(const struct dt_shard_problem *pr,
+		      const struct dt_module *m, uint32_t id)
 {
-	return g->kind == DT_NODE_CALL && g->nargs &&
-	       dt_node_arg(m, g, 0)->kind == DT_ARG_NODE &&
-	       (g->op == DT_OP_GETITEM || dt_op_has(g->op, DT_OPF_VIEW) ||
-		dt_is_view_step(m, g));
+	const struct dt_node *g = dt_node_get(m, id);
+	if (g->kind != DT_NODE_CALL || !g->nargs ||
+	    dt_node_arg(m, g, 0)->kind != DT_ARG_NODE ||
+	    !(g->op == DT_OP_GETITEM || dt_op_has(g->op, DT_OPF_VIEW) ||
+	      dt_is_view_step(m, g)))
+		return false;
+	uint32_t k = pr->of_node.data[id];
+	const struct dt_shard_pnode *n = k == NONE ? NULL : &pr->pnodes.data[k];
+	/* A pinned view none of whose strategies gives the pin: its users
+	 * read the copy after it. */
+	return !(n && n->node == id && n->pinned &&
+		 pr->placements.len > n->pl &&
+		 !dt_placements_equal(&dt_shard_problem_pl(pr, k, 0)[0],
+				      &n->pin));
 }
 
 /* The per-rank bytes problem node k (not a publisher or copy node) holds
@@ -156,15 +169,18 @@ bool dt_shard_aliases(const struct dt_module *m, const struct dt_node *g)
  * node at its pin (where its users read it); none for a view's results
  * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
  * the results `published` marks (bit r of entry k; NULL: none), which
- * their publishers hold. */
-static int64_t held_bytes(const struct dt_shard_problem *pr,
-			  const struct dt_module *m, const uint32_t *published,
+ * their publishers hold. A pin move that joins a bucket (only the output
+ * reads the value: a gradient) runs when the bucket does, at the end of
+ * the step: the value before the move is held too. */
+static int64_t held_bytes(const struct builder *b, const uint32_t *published,
 			  uint32_t k, int32_t s)
 {
+	const struct dt_shard_problem *pr = b->pr;
+	const struct dt_module *m = b->m;
 	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 	const struct dt_node *g = dt_node_get(m, n->node);
 	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
-	bool view = dt_shard_aliases(m, g);
+	bool view = dt_shard_aliases(pr, m, n->node);
 	double bytes = 0;
 	for (uint32_t r = 0; r < n->nout; r++) {
 		if (published && r < 32 && (published[k] >> r & 1))
@@ -175,6 +191,8 @@ static int64_t held_bytes(const struct dt_shard_problem *pr,
 			continue;
 		bytes += value_bytes(m, n->mesh, g, r,
 				     n->pinned && r == 0 ? &n->pin : &pl[r]);
+		if (moved && dt_shard_edges_pin_bucketed(&b->edges, n->node))
+			bytes += value_bytes(m, n->mesh, g, 0, &pl[0]);
 	}
 	return (int64_t)bytes;
 }
@@ -225,7 +243,7 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&pr->pin_us, pin_us);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
 	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
-	int64_t held = held_bytes(pr, b->m, NULL, pr->pnodes.len - 1,
+	int64_t held = held_bytes(b, NULL, pr->pnodes.len - 1,
 				  (int32_t)b->usage.len);
 	dt_vec_push(&b->usage, held);
 }
@@ -494,7 +512,7 @@ static void alias_ends(struct builder *b, uint32_t npos, uint32_t *ends)
 			uint32_t user = u.list[j];
 			const struct dt_node *g = gnode(b, user);
 			uint32_t end = g->kind == DT_NODE_OUTPUT ? npos
-				       : dt_shard_aliases(m, g) &&
+				       : dt_shard_aliases(b->pr, m, user) &&
 					       dt_node_arg(m, g, 0)->v.node == id
 					   ? ends[user]
 					   : b->pos.data[user] + 1;
@@ -522,31 +540,39 @@ static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
 			pub->usage[j] = 0;
 }
 
-/* Copy node k's reader is a view: where it is the only reader of a
- * value its producer (one result, not an input) makes, the value lives
- * on in the view whether moved or not: the copy node holds it (its
- * bytes at the placements read) and the producer's buffer ends at the
- * view. */
-static void sole_view(struct builder *b, const struct dt_uses *u, uint32_t k,
-		      uint32_t npos)
+/* Copy node k's reader c is a view of value v: where v is a chain of
+ * views, each the only reader of the one before, over a base (one
+ * result, not an input, not a view) nothing else reads, and c ends the
+ * chain, the base's bytes live on in c whether moved or not: the copy
+ * node holds them (its bytes at the placements read) and the base's
+ * buffer ends at c. (An earlier link's copy still counts to the chain's
+ * end: two moves in one chain are counted twice.) */
+static void sole_view(struct builder *b, const struct dt_uses *u, uint32_t k)
 {
 	struct dt_shard_problem *pr = b->pr;
 	const struct dt_shard_input *in =
 	    &b->edges.copies.data[k - b->edges.first_copy];
-	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
-	uint32_t v = in->tensor.node;
-	uint32_t readers = u->first[v + 1] - u->first[v];
-	uint32_t reader = readers ? u->list[u->first[v]] : 0;
-	if (readers != 1 || from->node != v || from->nout != 1 ||
-	    from->kind == DT_PNODE_SOURCE || from->kind == DT_PNODE_PUBLISH ||
-	    b->pos.data[reader] + 1 >= npos)
+	uint32_t c = pr->pnodes.data[k].node, v = in->tensor.node;
+	if (dt_uses_count(u, c) == 1 &&
+	    dt_shard_view_holder(pr, b->m, u->list[u->first[c]]))
+		return; /* the chain goes on: its last view's copy node */
+	if (dt_shard_edges_pin_bucketed(&b->edges, c))
+		return; /* only the output reads it: the move joins a bucket,
+			   at the end, the base held until then */
+	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
+		v = dt_node_arg(b->m, gnode(b, v), 0)->v.node;
+	uint32_t base = pr->of_node.data[v];
+	if (dt_uses_count(u, v) != 1 || base == NONE ||
+	    pr->pnodes.data[base].node != v || pr->pnodes.data[base].nout != 1 ||
+	    pr->pnodes.data[base].kind == DT_PNODE_SOURCE ||
+	    dt_shard_aliases(pr, b->m, v))
 		return;
 	struct dt_solve_node *sn = &pr->solve.nodes[k];
 	for (int32_t s = 0; s < (int32_t)pr->pnodes.data[k].kept; s++)
 		sn->usage[s] = (int64_t)dt_shard_local_bytes(
 		    &b->m->meshes.data[pr->pnodes.data[k].mesh], &in->tensor,
 		    dt_shard_problem_pl(pr, k, s));
-	pr->solve.nodes[in->producer].end = b->pos.data[reader] + 1;
+	pr->solve.nodes[base].end = b->pos.data[c] + 1;
 }
 
 /* Intervals and usages (semantics §6.6): a node's buffers live from its
@@ -585,19 +611,25 @@ static void build_usage(struct builder *b, uint32_t npos)
 			uint32_t h = pr->of_node.data[n->node];
 			if (pr->pnodes.data[h].kind == DT_PNODE_SOURCE)
 				unmoved_alias(pr, k, h, pr->result.data[n->node]);
-			if (dt_shard_view_holder(m, g)) /* its link's copy node */
+			if (dt_shard_view_holder(pr, m, n->node)) /* its link's copy node */
 				memset(sn->usage, 0, (size_t)sn->nstrategies *
 							 sizeof *sn->usage);
 		} else if (n->kind == DT_PNODE_COPY) {
-			if (!dt_shard_aliases(m, g))
+			const struct dt_shard_pnode *from = &pr->pnodes.data[
+			    b->edges.copies.data[k - b->edges.first_copy].producer];
+			if (!dt_shard_aliases(pr, m, n->node))
 				sn->end = sn->start + 1;
 			else
-				sole_view(b, &u, k, npos);
+				sole_view(b, &u, k);
+			/* A graph input's move joins the bucket issued at the
+			 * start, which holds the copy from there. */
+			if (dt_shard_edges_source_bucketed(&b->edges, from))
+				sn->start = b->pos.data[from->node];
 		} else {
 			if (g->ntensors > 1) /* its getitems' below */
 				sn->end = sn->start + 1;
 			for (int32_t s = 0; s < sn->nstrategies; s++)
-				sn->usage[s] = held_bytes(pr, m, published, k, s);
+				sn->usage[s] = held_bytes(b, published, k, s);
 		}
 	}
 	/* A node of several results lives as long as its getitems'

@@ -101,13 +101,16 @@ void dt_shard_edges_copies(struct dt_shard_edges *e,
 void dt_shard_edges_build(struct dt_shard_edges *e,
 			  struct dt_shard_problem *pr);
 
-/* Whether graph node g's results alias its input 0's buffer (a view, a
+/* Whether graph node id's results alias its input 0's buffer (a view, a
  * getitem, a split; a reshape the strides allow), as the interpreter
- * runs it. */
-bool dt_shard_aliases(const struct dt_module *m, const struct dt_node *g);
+ * runs it: not a pinned view none of whose strategies gives the pin (its
+ * users read the copy after it). */
+bool dt_shard_aliases(const struct dt_shard_problem *pr,
+		      const struct dt_module *m, uint32_t id);
 /* A view's value (aliasing, not a getitem): its publisher holds nothing,
  * its link's copy node the copy a move makes. */
-bool dt_shard_view_holder(const struct dt_module *m, const struct dt_node *g);
+bool dt_shard_view_holder(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, uint32_t id);
 
 /* Per-rank bytes of tensor t under pl: its largest shard. */
 double dt_shard_local_bytes(const struct dt_mesh *mesh,

@@ -382,7 +382,7 @@ void dt_shard_edges_copies(struct dt_shard_edges *e,
 		const struct dt_shard_input *in = &e->inputs.data[j];
 		const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
 		if (to->kind != DT_PNODE_PUBLISH ||
-		    dt_shard_view_holder(e->m, dt_node_get(e->m, to->node)))
+		    dt_shard_view_holder(pr, e->m, to->node))
 			add_copy(e, pr, in);
 	}
 }

@@ -210,6 +210,9 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		res->cost = dt_solve_plan_cost(p, res->strategy, &res->peak_usage);
 		DT_REQUIRE(res->cost == DT_SOLVE_INFINITE ||
 			   dt_plan_cost(p, res->strategy) == red.offset + cost);
+		if (res->cost == DT_SOLVE_INFINITE) /* every plan in the limit
+						       has an infinite cost */
+			status = DT_EINPUT;
 	}
 	if (res->lower_bound != INT64_MIN && res->lower_bound >= res->cost)
 		res->timed_out = 0;
