@@ -422,6 +422,11 @@ struct dt_shard_problem {
 	DT_VEC(double) compute_us;   /* per strategy: modelled compute */
 	DT_VEC(double) pin_us;       /* per strategy: the move to the pin */
 	double entries;              /* the edge matrices' sizes, summed */
+	DT_VEC(uint8_t) hint;        /* per problem node: enum
+					dt_shard_hint_state (with hints) */
+	DT_VEC(int32_t) hint_at;     /* per problem node: the kept strategy
+					an expert's plan takes (with
+					DT_HINT_KEPT), else -1 */
 };
 
 /* Above this many edge matrix entries the problem is not built (its
@@ -446,6 +451,20 @@ struct dt_shard_problem_options {
 	int64_t budget;
 	bool create_groups;
 	uint8_t redistribute; /* enum dt_redist_mode lowering plans with */
+	/* Per graph node, placements of result 0 to report on (an expert's
+	 * plan, --expert-pins; ndim 0: none), or NULL: pr->hint says where
+	 * each went. They change nothing in the problem. */
+	const struct dt_placements *hint;
+};
+
+/* Where a hinted node's strategy went in the problem: the expert's is,
+ * of those giving the hint, the one of least cost plus moves from where
+ * its producers' hints (pins, sources) put its inputs. */
+enum dt_shard_hint_state {
+	DT_HINT_NONE,   /* no hint (or a pinned node) */
+	DT_HINT_KEPT,   /* kept */
+	DT_HINT_PRUNED, /* the cap dropped it */
+	DT_HINT_ABSENT, /* no strategy of the node's rules gives the hint */
 };
 
 /* Build the problem of global-view module `m` (SHAPES known). Returns
