@@ -79,7 +79,8 @@ struct builder {
 	uint32_t prune_first;                 /* its first entry of inputs */
 	const struct dt_placements *hint;     /* per graph node, or NULL */
 	bool pin_only;                        /* take only strategies giving
-						 the node's pin */
+						 the node's pin or reducing
+						 to it */
 	bool matmul;
 };
 
@@ -172,13 +173,38 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&b->usage, (int64_t)bytes);
 }
 
+/* Whether result placements pl reach pin by reductions alone: on each
+ * mesh dim the pin's placement, or a partial sum (or average) where the
+ * pin is R or a shard (an all-reduce, a reduce-scatter: a weight
+ * gradient's move to its parameter's placements). */
+static bool reduces_to(const struct dt_placements *pl,
+		       const struct dt_placements *pin)
+{
+	for (int m = 0; m < pl->ndim; m++) {
+		const struct dt_placement *p = &pl->p[m], *q = &pin->p[m];
+		bool same = p->kind == q->kind && p->dim == q->dim &&
+			    p->split_factor == q->split_factor &&
+			    p->reduce == q->reduce &&
+			    pl->order_pos[m] == pin->order_pos[m];
+		bool reduced = p->kind == DT_PL_PARTIAL &&
+			       (p->reduce == DT_REDUCE_SUM ||
+				p->reduce == DT_REDUCE_AVG) &&
+			       q->kind != DT_PL_PARTIAL;
+		if (!same && !reduced)
+			return false;
+	}
+	return true;
+}
+
 static void take_strategy(void *ud, const struct dt_shard_choice *c)
 {
 	struct builder *b = ud;
 	const struct dt_placements *pl = c->placements.data;
 	double pin_us = 0;
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
-		pin_us = b->node->nout != 1 || b->pin_only
+		pin_us = b->node->nout != 1 ||
+				 (b->pin_only &&
+				  !reduces_to(&pl[0], &b->node->pin))
 			     ? INFINITY
 			     : dt_shard_edges_move_us(
 				   &b->edges, b->node->mesh,
@@ -367,8 +393,10 @@ static int add_call(struct builder *b, uint32_t id)
 		n->pinned = true;
 		n->pin = pin->placements;
 	}
-	/* A pinned node: the strategies giving its pin, else every one
-	 * with its move to the pin. */
+	/* A pinned node: the strategies giving its pin or reaching it by
+	 * reductions (a weight gradient's P(sum) and its all-reduce, which
+	 * joins a bucket: the data-parallel plan), with the move; else
+	 * every one with its move to the pin. */
 	b->pin_only = pin != NULL;
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {

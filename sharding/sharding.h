@@ -397,8 +397,10 @@ struct dt_shard_pnode {
 	uint8_t kind;        /* enum dt_shard_pnode_kind */
 	bool pinned;         /* a <sharding> on the node: its users read
 				result 0 at the pin; its strategies are
-				those giving the pin, or when none does,
-				every one paying the move there */
+				those giving the pin or reaching it by
+				reductions alone (P(sum|avg) where the pin
+				has R or S), paying the move, or when none
+				does, every one paying the move there */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy
