@@ -236,13 +236,15 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 	const int64_t *g = dt_ints_get(p->m, t.shape, &rank);
 	memcpy(shape, g, sizeof(int64_t) * (size_t)rank);
 	struct dt_shard_unflat u, w;
-	if (v && dt_shard_unflatten(&v->pl, shape, rank, &u)) {
+	const int64_t *mesh_shape = p->m->meshes.data[mesh].shape;
+	if (v && dt_shard_unflatten(&v->pl, mesh_shape, shape, rank, &u)) {
 		uint32_t a = new_view(p, from, u.shape, u.rank, mesh,
 				      &u.sharded, before, line, "unflat");
 		if (first)
 			*first = a;
 		bool alike =
-		    dt_shard_unflatten_alike(&u, pl, shape, rank, &w);
+		    dt_shard_unflatten_alike(&u, pl, mesh_shape, shape, rank,
+					     &w);
 		uint32_t b =
 		    new_redistribute(p, a, mesh, alike ? &w.sharded : &u.gathered,
 				     before, line, NULL);
