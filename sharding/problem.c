@@ -633,6 +633,8 @@ static void prune_node(struct builder *b)
 		    .src = &b->srcs.data[total],
 		    .dst = &pr->placements.data[n->pl + n->nout + in->index],
 		    .stride = n->width,
+		    .source = pr->pnodes.data[in->producer].kind ==
+			      DT_PNODE_SOURCE,
 		};
 		total += (uint32_t)ns;
 	}
