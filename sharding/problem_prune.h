@@ -15,7 +15,7 @@
 #define DT_SHARD_PRUNE_SOURCES 2
 /* A node keeps this many chained strategies (distinct results): those
  * reading every input where a producer's chained strategy leaves it. */
-#define DT_SHARD_PRUNE_CHAINS 4
+#define DT_SHARD_PRUNE_CHAINS 6
 
 /* One input of the node being pruned, as the edges will see it. */
 struct dt_prune_input {
