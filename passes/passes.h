@@ -54,6 +54,10 @@ struct dt_pass_options {
 	/* Where shard-prop writes the whole-graph problem it builds, as the
 	 * IOPDDL contest's JSON (any search); NULL = nowhere. */
 	FILE *problem_out;
+	/* --expert-pins: a file of an expert's placements per node, the
+	 * whole-graph search reports where they went (shard_prop_expert.c);
+	 * NULL = none. */
+	const char *expert_pins;
 	/* bucket-collectives: the most bytes one merged collective moves
 	 * (the cost model's bytes); 0 = 25 MiB, DDP's default. */
 	int64_t bucket_bytes;
@@ -192,6 +196,26 @@ struct dt_shard_problem;
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved);
+
+/* The solver options of --search=global (its threads, time budget and
+ * stopping rules). */
+struct dt_solve_options;
+void dt_shard_global_options(const struct dt_pass_ctx *ctx,
+			     struct dt_solve_options *so);
+
+/* --expert-pins (shard_prop_expert.c): read FILE's `NODE PLACEMENTS`
+ * lines into hint (one entry per node of ctx->m, zeroed by the caller:
+ * ndim 0 = none); DT_OK, or DT_EINPUT / DT_EIO after a `FILE:LINE:
+ * error:`. Then, after the plan (cost plan_cost) is found, remark where
+ * each hint went in pr (built with them) and what the best plan keeping
+ * the kept ones costs: a remark per node the problem lost, and one
+ * summary (tag shard-prop:expert). */
+int dt_shard_expert_read(struct dt_pass_ctx *ctx, const char *path,
+			 struct dt_placements *hint);
+void dt_shard_expert_report(struct dt_pass_ctx *ctx,
+			    const struct dt_shard_problem *pr,
+			    const struct dt_placements *hint,
+			    int64_t plan_cost);
 
 /* Monotonic seconds, for timing. */
 double dt_now(void);

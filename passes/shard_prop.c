@@ -236,13 +236,15 @@ static uint32_t new_redistribute(struct prop *p, uint32_t from, uint16_t mesh,
 	const int64_t *g = dt_ints_get(p->m, t.shape, &rank);
 	memcpy(shape, g, sizeof(int64_t) * (size_t)rank);
 	struct dt_shard_unflat u, w;
-	if (v && dt_shard_unflatten(&v->pl, shape, rank, &u)) {
+	const int64_t *mesh_shape = p->m->meshes.data[mesh].shape;
+	if (v && dt_shard_unflatten(&v->pl, mesh_shape, shape, rank, &u)) {
 		uint32_t a = new_view(p, from, u.shape, u.rank, mesh,
 				      &u.sharded, before, line, "unflat");
 		if (first)
 			*first = a;
 		bool alike =
-		    dt_shard_unflatten_alike(&u, pl, shape, rank, &w);
+		    dt_shard_unflatten_alike(&u, pl, mesh_shape, shape, rank,
+					     &w);
 		uint32_t b =
 		    new_redistribute(p, a, mesh, alike ? &w.sharded : &u.gathered,
 				     before, line, NULL);
@@ -659,9 +661,21 @@ static int plan_graph(struct prop *p)
 	    .create_groups = o->create_groups,
 	    .redistribute = o->redistribute,
 	};
+	struct dt_placements *hint = NULL;
+	if (global && o->expert_pins) {
+		hint = dt_calloc(p->m->nodes.len + 1, sizeof *hint);
+		po.hint = hint;
+		int rc = dt_shard_expert_read(p->ctx, o->expert_pins, hint);
+		if (rc != DT_OK) {
+			dt_free(hint);
+			return rc;
+		}
+	}
 	int rc = dt_shard_problem_build(&p->problem, p->m, &po, p->ctx->diag);
-	if (rc != DT_OK)
+	if (rc != DT_OK) {
+		dt_free(hint);
 		return rc;
+	}
 	if (p->problem.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		/* Too large to solve or write: the node-by-node search. */
 		dt_diag_report(p->ctx->diag,
@@ -673,6 +687,7 @@ static int plan_graph(struct prop *p)
 			       o->problem_out ? ": not written"
 					      : "; placements chosen node by "
 						"node (--search=pq)");
+		dt_free(hint);
 		return o->problem_out ? DT_EINPUT : DT_OK;
 	}
 	if (o->problem_out)
@@ -683,6 +698,11 @@ static int plan_graph(struct prop *p)
 			    sizeof *p->plan);
 	bool solved;
 	rc = dt_shard_global_solve(p->ctx, &p->problem, p->plan, &solved);
+	if (hint && solved)
+		dt_shard_expert_report(p->ctx, &p->problem, hint,
+				       dt_solve_plan_cost(&p->problem.solve,
+							  p->plan, NULL));
+	dt_free(hint);
 	if (!solved) {
 		dt_free(p->plan);
 		p->plan = NULL;

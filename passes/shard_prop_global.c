@@ -259,6 +259,19 @@ static void take_if_cheaper(const struct dt_solve_problem *p, const int32_t *x,
 	}
 }
 
+void dt_shard_global_options(const struct dt_pass_ctx *ctx,
+			     struct dt_solve_options *so)
+{
+	const struct dt_pass_options *o = ctx->options;
+	*so = (struct dt_solve_options){
+	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
+						   : DT_GLOBAL_TIMEOUT_S,
+	    .threads = DT_GLOBAL_THREADS,
+	    .stall_rounds = DT_GLOBAL_STALL_ROUNDS,
+	    .exact_visits = DT_GLOBAL_EXACT_VISITS,
+	};
+}
+
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved)
@@ -282,14 +295,8 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  p->usage_limit, floor, node_name(ctx->m, id));
 		return DT_EINPUT;
 	}
-	const struct dt_pass_options *o = ctx->options;
-	struct dt_solve_options so = {
-	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
-						   : DT_GLOBAL_TIMEOUT_S,
-	    .threads = DT_GLOBAL_THREADS,
-	    .stall_rounds = DT_GLOBAL_STALL_ROUNDS,
-	    .exact_visits = DT_GLOBAL_EXACT_VISITS,
-	};
+	struct dt_solve_options so;
+	dt_shard_global_options(ctx, &so);
 	struct dt_solve_result res = {.strategy = strategy};
 	rc = dt_solve(p, &so, &res);
 	/* Never worse than deciding node by node, nor than running

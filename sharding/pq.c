@@ -169,7 +169,7 @@ static bool row_allowed(const struct dt_shard_space *s, int m, uint32_t r)
 	const struct dt_placement *out = &dt_shard_space_row(s, r)[0];
 	if (s->rules->nout == 0)
 		return true;
-	if (s->has_pin && !dt_shard_same_placement(out, &s->pin.p[m]))
+	if (s->has_pin && !dt_shard_same_placement(out, &s->pin_rows.p[m]))
 		return false;
 	return !s->rules->inplace || s->rules->nin == 0 ||
 	       dt_shard_same_placement(out, &s->current.data[0].p[m]);

@@ -81,8 +81,10 @@ struct builder {
 	DT_VEC(const struct dt_placements *) srcs;
 	DT_VEC(uint8_t) keep;
 	uint32_t prune_first;                 /* its first entry of inputs */
+	const struct dt_placements *hint;     /* per graph node, or NULL */
 	bool pin_only;                        /* take only strategies giving
-						 the node's pin */
+						 the node's pin or reducing
+						 to it */
 	bool matmul;
 };
 
@@ -248,13 +250,38 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&b->usage, held);
 }
 
+/* Whether result placements pl reach pin by reductions alone: on each
+ * mesh dim the pin's placement, or a partial sum (or average) where the
+ * pin is R or a shard (an all-reduce, a reduce-scatter: a weight
+ * gradient's move to its parameter's placements). */
+static bool reduces_to(const struct dt_placements *pl,
+		       const struct dt_placements *pin)
+{
+	for (int m = 0; m < pl->ndim; m++) {
+		const struct dt_placement *p = &pl->p[m], *q = &pin->p[m];
+		bool same = p->kind == q->kind && p->dim == q->dim &&
+			    p->split_factor == q->split_factor &&
+			    p->reduce == q->reduce &&
+			    pl->order_pos[m] == pin->order_pos[m];
+		bool reduced = p->kind == DT_PL_PARTIAL &&
+			       (p->reduce == DT_REDUCE_SUM ||
+				p->reduce == DT_REDUCE_AVG) &&
+			       q->kind != DT_PL_PARTIAL;
+		if (!same && !reduced)
+			return false;
+	}
+	return true;
+}
+
 static void take_strategy(void *ud, const struct dt_shard_choice *c)
 {
 	struct builder *b = ud;
 	const struct dt_placements *pl = c->placements.data;
 	double pin_us = 0;
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
-		pin_us = b->node->nout != 1 || b->pin_only
+		pin_us = b->node->nout != 1 ||
+				 (b->pin_only &&
+				  !reduces_to(&pl[0], &b->node->pin))
 			     ? INFINITY
 			     : dt_shard_edges_move_us(
 				   &b->edges, b->node->mesh,
@@ -431,8 +458,10 @@ static int add_call(struct builder *b, uint32_t id)
 		n->pinned = true;
 		n->pin = pin->placements;
 	}
-	/* A pinned node: the strategies giving its pin, else every one
-	 * with its move to the pin. */
+	/* A pinned node: the strategies giving its pin or reaching it by
+	 * reductions (a weight gradient's P(sum) and its all-reduce, which
+	 * joins a bucket: the data-parallel plan), with the move; else
+	 * every one with its move to the pin. */
 	b->pin_only = pin != NULL;
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {
@@ -680,8 +709,54 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 				      &in->tensor, src, dst);
 }
 
+/* Where input `in`'s producer puts its value in an expert's plan: its
+ * pin, a source's placements, or its hint (result 0); NULL when unknown. */
+static const struct dt_placements *expert_source(const struct builder *b,
+						 const struct dt_shard_input *in)
+{
+	const struct dt_shard_pnode *p = &b->pr->pnodes.data[in->producer];
+	if ((p->pinned && in->result == 0) || p->kind == DT_PNODE_SOURCE)
+		return dt_shard_result_pl(b->pr, in->producer, 0, in->result);
+	const struct dt_placements *h = &b->hint[p->node];
+	return in->result == 0 && h->ndim ? h : NULL;
+}
+
+/* The strategy an expert's plan takes at the node just built: of those
+ * of finite cost giving result 0 `want`, the one of least cost plus moves
+ * from where its producers put their values (expert_source; an input
+ * from elsewhere is not weighed); -1 when none gives it. */
+static int32_t expert_choice(struct builder *b, const struct dt_placements *want)
+{
+	const struct dt_shard_pnode *n = &b->pr->pnodes.data[b->pr->pnodes.len - 1];
+	const struct dt_shard_input *in = &b->edges.inputs.data[b->prune_first];
+	uint32_t nin = b->edges.inputs.len - b->prune_first;
+	int32_t best = -1;
+	int64_t least = 0;
+	for (uint32_t s = 0; s < b->cost.len; s++) {
+		const struct dt_placements *pl =
+		    &b->pr->placements.data[n->pl + s * n->width];
+		if (b->cost.data[s] == DT_SOLVE_INFINITE ||
+		    !dt_placements_equal(&pl[0], want))
+			continue;
+		int64_t c = b->cost.data[s];
+		for (uint32_t i = 0; i < nin; i++) {
+			const struct dt_placements *src = expert_source(b, &in[i]);
+			if (src)
+				c = dt_shard_add_sat(
+				    c, prune_move(b, i, src,
+						  &pl[n->nout + in[i].index]));
+		}
+		if (best < 0 || c < least) {
+			best = (int32_t)s;
+			least = c;
+		}
+	}
+	return best;
+}
+
 /* Cut the strategies of the node just built to those dt_prune_node
- * keeps (problem_prune.h), in order. */
+ * keeps (problem_prune.h), in order; with hints, record where the
+ * node's went (pr->hint). */
 static void prune_node(struct builder *b)
 {
 	struct dt_shard_problem *pr = b->pr;
@@ -710,17 +785,37 @@ static void prune_node(struct builder *b)
 		    .src = &b->srcs.data[total],
 		    .dst = &pr->placements.data[n->pl + n->nout + in->index],
 		    .stride = n->width,
+		    .source = pr->pnodes.data[in->producer].kind ==
+			      DT_PNODE_SOURCE,
 		};
 		total += (uint32_t)ns;
 	}
 	int32_t ns = (int32_t)b->cost.len;
 	b->keep.len = 0;
 	dt_vec_grow(&b->keep, (uint32_t)ns);
-	if (dt_prune_node(&b->prune, k, ns, b->cost.data, b->pin.data,
-			  b->usage.data,
-			  n->nout ? &pr->placements.data[n->pl] : NULL,
-			  n->width, b->prune_in.data, nin, prune_move, b,
-			  b->keep.data) == (uint32_t)ns)
+	uint32_t kept = dt_prune_node(&b->prune, k, ns, b->cost.data,
+				      b->pin.data, b->usage.data,
+				      n->nout ? &pr->placements.data[n->pl]
+					      : NULL,
+				      n->width, b->prune_in.data, nin,
+				      prune_move, b, b->keep.data);
+	int32_t expert = -1;
+	if (b->hint) {
+		const struct dt_placements *want = &b->hint[n->node];
+		uint8_t state = DT_HINT_NONE;
+		if (want->ndim && !n->pinned && n->nout) {
+			expert = expert_choice(b, want);
+			state = expert < 0		 ? DT_HINT_ABSENT
+				: b->keep.data[expert] ? DT_HINT_KEPT
+						       : DT_HINT_PRUNED;
+		}
+		dt_vec_push(&pr->hint, state);
+		int32_t at = -1;
+		for (int32_t s = 0; state == DT_HINT_KEPT && s <= expert; s++)
+			at += b->keep.data[s];
+		dt_vec_push(&pr->hint_at, at);
+	}
+	if (kept == (uint32_t)ns)
 		return;
 	uint32_t at = 0;
 	for (uint32_t s = 0; s < (uint32_t)ns; s++) {
@@ -759,6 +854,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			    .edges = {.m = m, .topology = o->topology,
 				      .create_groups = o->create_groups,
 				      .redistribute = o->redistribute},
+			    .hint = o->hint,
 			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;
@@ -871,6 +967,8 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	dt_vec_free(&pr->placements);
 	dt_vec_free(&pr->compute_us);
 	dt_vec_free(&pr->pin_us);
+	dt_vec_free(&pr->hint);
+	dt_vec_free(&pr->hint_at);
 	memset(pr, 0, sizeof *pr);
 }
 

@@ -19,6 +19,7 @@
 #include "problem_prune.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A hash consistent with dt_placements_equal. */
 static uint32_t pl_hash(const struct dt_placements *pl)
@@ -64,6 +65,17 @@ static uint32_t set_index(struct dt_prune *p, const struct dt_placements *pl)
 			return p->slots.data[h];
 		}
 		if (dt_placements_equal(p->distinct.data[at], pl))
+			return at;
+	}
+}
+
+/* The index of pl in the set, or UINT32_MAX. */
+static uint32_t set_find(const struct dt_prune *p, const struct dt_placements *pl)
+{
+	uint32_t mask = p->slots.len - 1;
+	for (uint32_t h = pl_hash(pl) & mask;; h = (h + 1) & mask) {
+		uint32_t at = p->slots.data[h];
+		if (at == UINT32_MAX || dt_placements_equal(p->distinct.data[at], pl))
 			return at;
 	}
 }
@@ -230,6 +242,89 @@ static void keep_anchored(const struct dt_prune *p, int32_t n,
 	}
 }
 
+/* Append to p->variants (room made) what a chain may read of a value
+ * at q: q, and q with any of its partial mesh dims (from a graph input,
+ * of its sharded ones) made R: an all-reduce, a weight's all-gather. */
+static void add_variants(struct dt_prune *p, const struct dt_placements *q,
+			 bool source)
+{
+	int dims[DT_MAX_MESH_DIMS], nd = 0;
+	for (int m = 0; m < q->ndim; m++)
+		if (q->p[m].kind == DT_PL_PARTIAL ||
+		    (source && q->p[m].kind != DT_PL_REPLICATE))
+			dims[nd++] = m;
+	for (uint32_t mask = 0; mask < 1u << nd; mask++) {
+		struct dt_placements v = *q;
+		for (int j = 0; j < nd; j++)
+			if (mask & 1u << j)
+				v.p[dims[j]] = (struct dt_placement){
+				    .kind = DT_PL_REPLICATE};
+		if (mask)
+			dt_placements_default_order(&v);
+		dt_vec_push(&p->variants, v);
+	}
+}
+
+/* Set p->open[s] for the strategies reading every input where a chained
+ * strategy of its producer leaves it (add_variants). */
+static void find_chained(struct dt_prune *p, int32_t n,
+			 const struct dt_prune_input *in, uint32_t nin)
+{
+	p->open.len = 0;
+	dt_vec_grow(&p->open, (uint32_t)n);
+	for (int32_t s = 0; s < n; s++)
+		p->open.data[s] = 1;
+	for (uint32_t i = 0; i < nin; i++) {
+		const uint8_t *chained =
+		    &p->chained.data[p->first.data[in[i].producer]];
+		uint32_t room = 0;
+		for (int32_t s = 0; s < in[i].nsrc; s++)
+			room += chained[s] ? 1u << in[i].src[s]->ndim : 0;
+		p->variants.len = 0;
+		dt_vec_grow(&p->variants, room);
+		p->variants.len = 0;
+		for (int32_t s = 0; s < in[i].nsrc; s++)
+			if (chained[s])
+				add_variants(p, in[i].src[s], in[i].source);
+		set_clear(p, p->variants.len);
+		for (uint32_t v = 0; v < p->variants.len; v++)
+			set_index(p, &p->variants.data[v]);
+		for (int32_t s = 0; s < n; s++)
+			if (p->open.data[s] &&
+			    set_find(p, &in[i].dst[(size_t)s * in[i].stride]) ==
+				UINT32_MAX)
+				p->open.data[s] = 0;
+	}
+}
+
+/* Keep, and mark chained in `chain`, the best open strategy of each of
+ * DT_SHARD_PRUNE_CHAINS result placements: by least usage (a plan that
+ * keeps its values sharded, as an expert's does, holds the least), then
+ * least forward cost, then the earlier. */
+static void keep_chained(struct dt_prune *p, int32_t n, const int64_t *usage,
+			 const struct dt_placements *res, uint32_t res_stride,
+			 uint8_t *keep, uint8_t *chain)
+{
+	for (int c = 0; c < DT_SHARD_PRUNE_CHAINS; c++) {
+		int32_t best = -1;
+		for (int32_t s = 0; s < n; s++)
+			if (p->open.data[s] && p->lb.data[s] != DT_SOLVE_INFINITE &&
+			    (best < 0 || usage[s] < usage[best] ||
+			     (usage[s] == usage[best] &&
+			      p->lb.data[s] < p->lb.data[best])))
+				best = s;
+		if (best < 0)
+			return;
+		keep[best] = chain[best] = 1;
+		for (int32_t s = 0; s < n; s++)
+			if (p->open.data[s] &&
+			    (s == best || (res && dt_placements_equal(
+						      &res[(size_t)s * res_stride],
+						      &res[(size_t)best * res_stride]))))
+				p->open.data[s] = 0;
+	}
+}
+
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,
 		       const int64_t *usage,
@@ -250,7 +345,6 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		weigh_input(p, i, &in[i], n, move, ud);
 	int32_t fl = argmin(p->nb.data, n), gr = argmin(p->gr.data, n);
 	int32_t lu = least_usage(p, n, cost, usage);
-	uint32_t kept = (uint32_t)n;
 	for (int32_t s = 0; s < n; s++)
 		keep[s] = 1;
 	if (p->cap && (uint32_t)n > p->cap) {
@@ -265,11 +359,21 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		take_best(p, n, res, res_stride, keep);
 		if (res)
 			keep_anchored(p, n, res, res_stride, keep);
-		kept = 0;
-		for (int32_t s = 0; s < n; s++)
-			kept += keep[s];
 		p->capped++;
 	}
+	/* A node without inputs (a source, a creation op) starts chains
+	 * from whatever it keeps. */
+	p->mark.len = 0;
+	dt_vec_grow(&p->mark, (uint32_t)n);
+	memcpy(p->mark.data, keep, (size_t)n);
+	if (nin) {
+		memset(p->mark.data, 0, (size_t)n);
+		find_chained(p, n, in, nin);
+		keep_chained(p, n, usage, res, res_stride, keep, p->mark.data);
+	}
+	uint32_t kept = 0;
+	for (int32_t s = 0; s < n; s++)
+		kept += keep[s];
 	if (n > p->widest_n) {
 		p->widest_n = n;
 		p->widest = k;
@@ -286,6 +390,7 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		if (s == gr)
 			dt_vec_push(&p->greedy, at);
 		dt_vec_push(&p->fwd, p->lb.data[s]);
+		dt_vec_push(&p->chained, p->mark.data[s]);
 		at++;
 	}
 	return kept;
@@ -296,6 +401,10 @@ void dt_prune_fini(struct dt_prune *p)
 	dt_vec_free(&p->first);
 	dt_vec_free(&p->anchors);
 	dt_vec_free(&p->fwd);
+	dt_vec_free(&p->chained);
+	dt_vec_free(&p->variants);
+	dt_vec_free(&p->open);
+	dt_vec_free(&p->mark);
 	dt_vec_free(&p->floor);
 	dt_vec_free(&p->greedy);
 	dt_vec_free(&p->lb);

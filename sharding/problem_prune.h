@@ -13,6 +13,9 @@
 /* Of a producer's kept placements, the forward costs weigh moves from
  * this many of least forward cost (and its node-by-node choices). */
 #define DT_SHARD_PRUNE_SOURCES 2
+/* A node keeps this many chained strategies (distinct results): those
+ * reading every input where a producer's chained strategy leaves it. */
+#define DT_SHARD_PRUNE_CHAINS 6
 
 /* One input of the node being pruned, as the edges will see it. */
 struct dt_prune_input {
@@ -23,6 +26,9 @@ struct dt_prune_input {
 	const struct dt_placements *dst;        /* strategy s reads
 						   dst[s × stride] */
 	uint32_t stride;
+	bool source;                            /* the producer is a graph
+						   input: a chain may gather
+						   it */
 };
 
 /* The planner's cost (ns, DT_SOLVE_INFINITE where none) of moving input
@@ -43,6 +49,8 @@ struct dt_prune {
 					   its best strategy giving it */
 	DT_VEC(uint32_t) first;         /* per pruned node: its values in fwd */
 	DT_VEC(int64_t) fwd;            /* per kept strategy: forward cost */
+	DT_VEC(uint8_t) chained;        /* per kept strategy: one of its
+					   node's chained ones */
 	DT_VEC(int32_t) floor, greedy;  /* per pruned node: its node-by-node
 					   choices (kept) */
 	double before, after;           /* strategies weighed, kept */
@@ -55,6 +63,8 @@ struct dt_prune {
 	DT_VEC(uint32_t) idx, slots;
 	DT_VEC(struct dt_prune_rank) order;
 	DT_VEC(const struct dt_placements *) distinct;
+	DT_VEC(struct dt_placements) variants;
+	DT_VEC(uint8_t) open, mark;
 };
 
 /* Prune the n strategies (cost[s] ns: compute plus the move to a pin;
@@ -75,8 +85,16 @@ struct dt_prune {
  * expert keeps the activations) and for all-replicated, the strategy of
  * least forward cost giving them as result 0, so the plans that keep
  * the inputs' placements throughout (and the replicated floor) survive
- * when the cap would rank them out (3-D meshes). Sets keep[s] (n entries) and returns how many are kept;
- * the caller drops the others, keeping the order. */
+ * when the cap would rank them out (3-D meshes); and its chained
+ * strategies: of those reading each input where a chained strategy of
+ * its producer leaves it (a graph input also gathered on some mesh dims,
+ * a partial also reduced to R), the best per result placement, for the
+ * DT_SHARD_PRUNE_CHAINS results of least usage (then forward cost; a
+ * node without inputs chains from all it keeps): the plans that
+ * move only to gather a weight or reduce a partial sum (an expert's:
+ * Megatron's heads on tp through every view) survive. Sets keep[s] (n
+ * entries) and returns how many are kept; the caller drops the others,
+ * keeping the order. */
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 		       const int64_t *cost, const int64_t *pin,
 		       const int64_t *usage,

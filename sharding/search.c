@@ -28,27 +28,32 @@ static const struct dt_rule_tensor *tensor_of(const struct dt_shard_space *s,
 /* ------------------------------------------------------------------ */
 /* Costs. */
 
-bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
+bool dt_shard_unflatten(const struct dt_placements *pl,
+			const int64_t *mesh_shape, const int64_t *shape,
 			int rank, struct dt_shard_unflat *out)
 {
-	/* The first tensor dim split only by _S, all of one factor (a dim
-	 * that some S(d) also splits is a shard order, §2). */
+	/* The first tensor dim split by _S, all of one factor, and by S
+	 * only on mesh dims before them (a view's nested _S, §6.1: the S
+	 * shards cut the pieces; an S after a _S is a shard order, §2). */
 	int d = -1;
 	int64_t pieces = 0;
 	for (int e = 0; e < rank && d < 0; e++) {
-		bool plain = false, strided = false, one = true;
+		bool strided = false, one = true, nested = true;
+		int64_t outer = 1;
 		for (int m = 0; m < pl->ndim; m++) {
 			const struct dt_placement *p = &pl->p[m];
 			if (!dt_shard_is_sharding(p) || p->dim != e)
 				continue;
-			plain |= p->kind == DT_PL_SHARD;
-			if (p->kind != DT_PL_STRIDED_SHARD)
+			if (p->kind == DT_PL_SHARD) {
+				nested &= !strided;
+				outer *= mesh_shape[m];
 				continue;
-			one &= !strided || p->split_factor == pieces;
+			}
+			one &= !strided || p->split_factor * outer == pieces;
 			strided = true;
-			pieces = p->split_factor;
+			pieces = p->split_factor * outer;
 		}
-		if (strided && !plain && one && pieces >= 2)
+		if (strided && nested && one && pieces >= 2)
 			d = e;
 	}
 	if (d < 0 || rank + 1 > DT_MAX_RANK || shape[d] % pieces != 0 ||
@@ -85,10 +90,10 @@ bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
 
 bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 			      const struct dt_placements *pl,
-			      const int64_t *shape, int rank,
-			      struct dt_shard_unflat *out)
+			      const int64_t *mesh_shape, const int64_t *shape,
+			      int rank, struct dt_shard_unflat *out)
 {
-	return dt_shard_unflatten(pl, shape, rank, out) && out->dim == u->dim &&
+	return dt_shard_unflatten(pl, mesh_shape, shape, rank, out) && out->dim == u->dim &&
 	       out->pieces == u->pieces;
 }
 
@@ -100,11 +105,12 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_shard_lowering *low)
 {
 	struct dt_shard_unflat u, w;
-	if (dt_shard_unflatten(src, t->shape, t->rank, &u)) {
+	if (dt_shard_unflatten(src, mesh->shape, t->shape, t->rank, &u)) {
 		struct dt_rule_tensor wide = *t;
 		wide.rank = (uint8_t)u.rank;
 		memcpy(wide.shape, u.shape, sizeof u.shape);
-		if (dt_shard_unflatten_alike(&u, dst, t->shape, t->rank, &w))
+		if (dt_shard_unflatten_alike(&u, dst, mesh->shape, t->shape,
+					     t->rank, &w))
 			return dt_shard_move_cost(mesh, topology, &wide,
 						  &u.sharded, &w.sharded, low);
 		/* A shard never becomes partial (semantics §3), not even
@@ -314,6 +320,54 @@ static bool partials_conflict(const struct dt_placements *pl)
 	return false;
 }
 
+/* Tensor dim d of pl sharded both by a view's block row (S: the merged
+ * dim's outer pieces) and by one strided row (_S(d,P): an inner dim
+ * behind outer dims of product P), semantics §6.1: valid when every S
+ * mesh dim comes first in shard order, so that each rank's S chunk holds
+ * whole outer rows; the _S then counts the pieces of that chunk, its
+ * factor P divided by the S shards (dp x tp attention: `[S(0), _S(0,4)]`
+ * holds the batch on dp and the heads on tp of a merged batch x heads dim).
+ * Adjusts pl's factors; false when not valid. */
+static bool nest_strided(const struct dt_shard_space *s, const uint32_t *rows,
+			 struct dt_placements *pl, int d)
+{
+	int last_plain = -1, first_strided = DT_MAX_MESH_DIMS;
+	uint32_t origin = DT_SHARD_NO_ORIGIN;
+	int64_t outer = 1;
+	for (int m = 0; m < pl->ndim; m++) {
+		const struct dt_placement *p = &pl->p[m];
+		if (!dt_shard_is_sharding(p) || p->dim != d)
+			continue;
+		if (!(s->row_flags.data[rows[m]] & DT_ROW_STRIDED)) {
+			if (p->kind != DT_PL_SHARD)
+				return false;
+			last_plain = m;
+			outer *= s->mesh.shape[m];
+			continue;
+		}
+		uint32_t o = s->row_origin.data[rows[m]];
+		if ((origin != DT_SHARD_NO_ORIGIN && o != origin) ||
+		    p->kind != DT_PL_STRIDED_SHARD)
+			return false;
+		origin = o;
+		first_strided = m < first_strided ? m : first_strided;
+	}
+	if (last_plain > first_strided)
+		return false;
+	for (int m = 0; m < pl->ndim; m++) {
+		struct dt_placement *p = &pl->p[m];
+		if (p->kind != DT_PL_STRIDED_SHARD || p->dim != d ||
+		    !(s->row_flags.data[rows[m]] & DT_ROW_STRIDED))
+			continue;
+		if (p->split_factor % outer != 0)
+			return false;
+		p->split_factor = (int32_t)(p->split_factor / outer);
+		if (p->split_factor == 1)
+			p->kind = DT_PL_SHARD;
+	}
+	return true;
+}
+
 /* The placements of the strategy `rows` into s->strategy, and whether it
  * passes the filters of semantics §6 step 3. */
 bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows)
@@ -355,7 +409,8 @@ bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 				one_origin &= origin == DT_SHARD_NO_ORIGIN || o == origin;
 				origin = o;
 			}
-			if ((flags & DT_ROW_STRIDED) && !one_origin)
+			if ((flags & DT_ROW_STRIDED) && !one_origin &&
+			    !nest_strided(s, rows, &pl[t], d))
 				return false;
 			if (shards == 1)
 				continue;

@@ -180,6 +180,9 @@ struct dt_shard_space {
 	struct dt_mesh mesh;          /* copy (devices not used) */
 	struct dt_topology topology;
 	struct dt_placements pin;
+	struct dt_placements pin_rows; /* the pin as the rows write it (a
+					  view's nested _S: factors over the
+					  whole dim, search.c) */
 	bool has_pin;
 	bool uncosted;                /* as the request's */
 	uint32_t width;               /* nout + nin */
@@ -188,7 +191,8 @@ struct dt_shard_space {
 	DT_VEC(uint8_t) row_flags;
 	DT_VEC(uint32_t) row_origin;  /* single-dim row filled, UINT32_MAX for
 					 the all-replicate row */
-	DT_VEC(struct dt_placements) current; /* per input */
+	DT_VEC(struct dt_placements) current; /* per input, as the rows
+						 write them (pin_rows) */
 	/* Per input: the placements a state may give one mesh dim (those of
 	 * the input's column in the rows and its current ones), sorted. */
 	DT_VEC(uint32_t) cand_first;  /* nin + 1 */
@@ -321,11 +325,13 @@ uint64_t dt_shard_enumerate(struct dt_shard_space *s,
 
 /* A value whose tensor dim d is split, on every mesh dim sharding it, as
  * _S(d,P) with P >= 2 (the pieces of a view that merged a sharded inner
- * dim behind outer dims of product P, semantics §6.1; no S(d) beside
- * them) is no shard order, so the planner cannot move it (other dims may
- * hold anything, a shard-order _S included; the first such d is taken). Read with dim d split into (P, len/P) it
- * is a plain shard of dim d+1: it moves through that view (shard-prop
- * inserts it; the search prices it). */
+ * dim behind outer dims of product P, semantics §6.1), or after S(d) on
+ * mesh dims before them (a nested _S: the S shards cut the outer dims,
+ * P = its factor times their shards) is no shard order, so the planner
+ * cannot move it (other dims may hold anything, a shard-order _S
+ * included; the first such d is taken). Read with dim d split into (P,
+ * len/P) it is a shard of dim d+1 (and the S ones of dim d): it moves
+ * through that view (shard-prop inserts it; the search prices it). */
 struct dt_shard_unflat {
 	int dim;                       /* d */
 	int64_t pieces;                /* P */
@@ -335,15 +341,17 @@ struct dt_shard_unflat {
 	struct dt_placements gathered; /* unflattened, those mesh dims R */
 	struct dt_placements flat;     /* the placements, those mesh dims R */
 };
-/* Whether `pl` on a tensor of shape[0..rank) is such a value; fills *out. */
-bool dt_shard_unflatten(const struct dt_placements *pl, const int64_t *shape,
+/* Whether `pl` (on a mesh of shape mesh_shape) on a tensor of
+ * shape[0..rank) is such a value; fills *out. */
+bool dt_shard_unflatten(const struct dt_placements *pl,
+			const int64_t *mesh_shape, const int64_t *shape,
 			int rank, struct dt_shard_unflat *out);
 /* Whether `pl` is such a value too, with u's dim and pieces (then the two
  * move into each other through the unflattened view); fills *out. */
 bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 			      const struct dt_placements *pl,
-			      const int64_t *shape, int rank,
-			      struct dt_shard_unflat *out);
+			      const int64_t *mesh_shape, const int64_t *shape,
+			      int rank, struct dt_shard_unflat *out);
 
 /* How lowering will emit a move, for dt_shard_move_cost to price that:
  * its steps merged onto flattened groups with `merge` (its price_only set,
@@ -403,8 +411,10 @@ struct dt_shard_pnode {
 	uint8_t kind;        /* enum dt_shard_pnode_kind */
 	bool pinned;         /* a <sharding> on the node: its users read
 				result 0 at the pin; its strategies are
-				those giving the pin, or when none does,
-				every one paying the move there */
+				those giving the pin or reaching it by
+				reductions alone (P(sum|avg) where the pin
+				has R or S), paying the move, or when none
+				does, every one paying the move there */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy
@@ -429,6 +439,11 @@ struct dt_shard_problem {
 	DT_VEC(double) compute_us;   /* per strategy: modelled compute */
 	DT_VEC(double) pin_us;       /* per strategy: the move to the pin */
 	double entries;              /* the edge matrices' sizes, summed */
+	DT_VEC(uint8_t) hint;        /* per problem node: enum
+					dt_shard_hint_state (with hints) */
+	DT_VEC(int32_t) hint_at;     /* per problem node: the kept strategy
+					an expert's plan takes (with
+					DT_HINT_KEPT), else -1 */
 };
 
 /* Above this many edge matrix entries the problem is not built (its
@@ -453,6 +468,20 @@ struct dt_shard_problem_options {
 	int64_t budget;
 	bool create_groups;
 	uint8_t redistribute; /* enum dt_redist_mode lowering plans with */
+	/* Per graph node, placements of result 0 to report on (an expert's
+	 * plan, --expert-pins; ndim 0: none), or NULL: pr->hint says where
+	 * each went. They change nothing in the problem. */
+	const struct dt_placements *hint;
+};
+
+/* Where a hinted node's strategy went in the problem: the expert's is,
+ * of those giving the hint, the one of least cost plus moves from where
+ * its producers' hints (pins, sources) put its inputs. */
+enum dt_shard_hint_state {
+	DT_HINT_NONE,   /* no hint (or a pinned node) */
+	DT_HINT_KEPT,   /* kept */
+	DT_HINT_PRUNED, /* the cap dropped it */
+	DT_HINT_ABSENT, /* no strategy of the node's rules gives the hint */
 };
 
 /* Build the problem of global-view module `m` (SHAPES known). Returns

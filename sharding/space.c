@@ -255,6 +255,35 @@ static void fill_candidates(struct dt_shard_space *s)
 	}
 }
 
+/* A view's nested _S (semantics §6.1: plain S mesh dims first, then _S
+ * of the pieces of their chunk) as its strided rows write it: the factor
+ * counting pieces of the whole dim, times the S shards (search.c's
+ * nest_strided divides it back). */
+static void nested_to_rows(const struct dt_mesh *mesh, struct dt_placements *pl)
+{
+	for (int d = 0; d < DT_MAX_RANK; d++) {
+		int last_plain = -1, first_strided = DT_MAX_MESH_DIMS;
+		int64_t outer = 1;
+		for (int m = 0; m < pl->ndim; m++) {
+			if (!dt_shard_is_sharding(&pl->p[m]) || pl->p[m].dim != d)
+				continue;
+			if (pl->p[m].kind == DT_PL_SHARD) {
+				last_plain = m;
+				outer *= mesh->shape[m];
+			} else if (m < first_strided) {
+				first_strided = m;
+			}
+		}
+		if (last_plain < 0 || first_strided == DT_MAX_MESH_DIMS ||
+		    last_plain > first_strided)
+			continue;
+		for (int m = 0; m < pl->ndim; m++)
+			if (pl->p[m].kind == DT_PL_STRIDED_SHARD &&
+			    pl->p[m].dim == d)
+				pl->p[m].split_factor *= (int32_t)outer;
+	}
+}
+
 void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 			 const struct dt_shard_request *req)
 {
@@ -277,6 +306,16 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 	for (uint32_t i = 0; i < rules->nin; i++)
 		dt_vec_push(&s->current, req->current[i]);
 	expand_rows(s, req);
+	s->pin_rows = s->pin;
+	bool strided = false;
+	for (uint32_t r = 0; r < s->nrows; r++)
+		strided |= (s->row_flags.data[r] & DT_ROW_STRIDED) != 0;
+	if (strided) {
+		nested_to_rows(&s->mesh, &s->pin_rows);
+		for (uint32_t i = 0; i < rules->nin; i++)
+			if (dt_shard_input_active(s, i))
+				nested_to_rows(&s->mesh, &s->current.data[i]);
+	}
 	fill_candidates(s);
 	/* A collective moving input i on mesh dim m carries at least its
 	 * smallest shard, the global size over every rank (an all_gather that

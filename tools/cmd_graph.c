@@ -125,7 +125,12 @@ static const char opt_help_passes[] =
 	"      --dump-problem=FILE\n"
 	"                        write the whole-graph problem shard-prop builds (in\n"
 	"                        the IOPDDL contest's JSON, 'dtopt solve' reads it;\n"
-	"                        written only when opt succeeds, '-' is stdout)\n\n";
+	"                        written only when opt succeeds, '-' is stdout)\n"
+	"      --expert-pins=FILE\n"
+	"                        global: remark where an expert's placements\n"
+	"                        (FILE: 'NODE PLACEMENTS' lines) went in the\n"
+	"                        problem (kept, pruned, none) and what the best\n"
+	"                        plan keeping them costs (with --remarks)\n\n";
 
 /* What `opt` was told, for one run or one run per rank. */
 struct opt_job {
@@ -334,6 +339,7 @@ int dt_cmd_opt(int argc, char **argv)
 		{"memory-budget", required_argument, NULL, 'M'},
 		{"solve-timeout", required_argument, NULL, 'Z'},
 		{"dump-problem", required_argument, NULL, 'P'},
+		{"expert-pins", required_argument, NULL, 'E'},
 		{"bucket-bytes", required_argument, NULL, 'U'},
 		{"overlap-bytes", required_argument, NULL, 'O'},
 		{"format", required_argument, NULL, 'f'},
@@ -428,6 +434,7 @@ int dt_cmd_opt(int argc, char **argv)
 						      "not '%s'", optarg);
 			break;
 		case 'P': problem_path = optarg; break;
+		case 'E': popt.pass.expert_pins = optarg; break;
 		case 'K':
 			popt.pass.rank = (int)strtol(optarg, &end, 10);
 			if (!*optarg || *end || popt.pass.rank < 0)

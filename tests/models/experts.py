@@ -30,9 +30,10 @@ plan derives every intermediate's placements from the graph itself:
 Every call node gets its result 0's pin, except getitems (they follow
 their node), values downstream of a parameter gradient (the SGD step:
 shard-prop follows the gradient's shard), and values whose placements
-dtopt cannot write (two mesh dims splitting different axes of one merged
-dim, e.g. heads x batch of a bmm under dp x tp): those few are left to
-shard-prop, and `dtopt opt --remarks` names any pin no strategy gives.
+dtopt cannot write (an inner axis of a merged dim split before its outer
+one; the batch x heads of a bmm under dp x tp is a nested _S, `S(0)
+_S(0,B/dp)`): those few are left to shard-prop, and `dtopt opt --remarks`
+names any pin no strategy gives.
 
 Embedding and loss, as Megatron has them, need rules dtopt lacks (a masked
 vocab-parallel lookup P(sum) <- table S(0), and log_softmax / the
@@ -111,9 +112,7 @@ PLANS = {
 # its first LayerNorm, which only its weight gradients read. Not listed: the
 # MLP under DP / FSDP (mse_loss_backward with reduction mean has no sharded
 # rule: its kernel divides by the local count, so prediction and target are
-# all-gathered) and the 2-D / 3-D plans (the per-head bmm of GPT-2 and
-# Llama cannot hold the batch on dp and the heads on tp in one merged dim:
-# dtopt has no placement for it, so attention gathers the batch).
+# all-gathered) and the 2-D / 3-D plans.
 TEXTBOOK = {
     "gpt2/dp": "23 AR[dp]",
     "llama/dp": "14 AR[dp]",
@@ -413,34 +412,45 @@ def _dim_placement(labels, axes):
     return found
 
 
-def placements_of(labels, partial, plan_axes, dims):
-    """The placements string of a value, or None when dtopt cannot write
-    it."""
+def placements_of(labels, partial, plan_axes, dims, sizes):
+    """The placements string of a value on a mesh of `sizes`, or None when
+    dtopt cannot write it. A merged dim whose outer axis some mesh dims
+    split (S) and an inner one later mesh dims (dp x tp attention's batch
+    x heads) is a nested _S: its factor counts the pieces of each S chunk
+    (semantics §6.1)."""
     toks, held = [], {}
-    for m in dims:
+    for m, n in zip(dims, sizes):
         f = _dim_placement(labels, plan_axes.get(m, ()))
         if f is False:
             return None
         if f is not None:
             d, pieces = f
+            outer = held.setdefault(d, {"plain": 1, "pieces": None})
             if pieces == 1:
+                if outer["pieces"] is not None:
+                    return None  # S after _S on one dim: a shard order
+                outer["plain"] *= n
                 toks.append("S(%d)" % d)
             else:
-                toks.append("_S(%d,%d)" % (d, pieces))
-            held.setdefault(d, set()).add(pieces)
+                if outer["pieces"] not in (None, pieces) or \
+                        pieces % outer["plain"]:
+                    return None
+                outer["pieces"] = pieces
+                sf = pieces // outer["plain"]
+                toks.append("_S(%d,%d)" % (d, sf) if sf > 1 else
+                            "S(%d)" % d)
         elif m in partial:
             toks.append("P(%s)" % partial[m])
         else:
             toks.append("R")
-    if any(len(p) > 1 for p in held.values()):
-        return None  # one dim split as plain and as pieces: not writable
     return " ".join(toks)
 
 
-def plan_pins(gm, vals, plan_axes, dims, output_pins):
+def plan_pins(gm, vals, plan_axes, dims, sizes, output_pins):
     """{node name: placements of result 0} for plan `plan_axes` ({mesh dim:
-    axes}), over mesh dims `dims`; `output_pins` {node: placements} are the
-    exporter's output pins (kept, and followed by later nodes)."""
+    axes}), over mesh dims `dims` of sizes `sizes`; `output_pins` {node:
+    placements} are the exporter's output pins (kept, and followed by later
+    nodes)."""
     out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
     flat = list(torch.utils._pytree.tree_flatten(out_node.args[0])[0])
     grads = set(flat[1:])
@@ -488,7 +498,8 @@ def plan_pins(gm, vals, plan_axes, dims, output_pins):
         partial[n] = res or [kept]
         if n in output_pins or n in skip or not v.pinnable:
             continue
-        pl = placements_of(v.labels[0], partial[n][0], plan_axes, dims)
+        pl = placements_of(v.labels[0], partial[n][0], plan_axes, dims,
+                           sizes)
         if pl is not None:
             pins[n.name] = pl
     return pins
@@ -512,7 +523,7 @@ def export(gm, inputs, model, placement, path, models_mod=None):
     flat = torch.utils._pytree.tree_flatten(out_node.args[0])[0]
     output_pins = {v: o for v, o in zip(flat, outs)
                    if isinstance(v, torch.fx.Node) and v.op == "call_function"}
-    pins = plan_pins(gm, vals, plan_axes, dims, output_pins)
+    pins = plan_pins(gm, vals, plan_axes, dims, shape, output_pins)
     fx_export.export(gm, inputs, mesh_shape=shape, mesh_dims=dims,
                      placements=pl, output_placements=outs,
                      node_placements=pins, path=path,

@@ -49,6 +49,7 @@ usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
                      [--search S] [--no-expert] [--budget-from-expert]
                      [--assert-not-worse-than-expert] [--memory]
+                     [--report-expert] [--no-check]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
@@ -263,6 +264,9 @@ class Result:
         self.errors = {}  # stage -> max abs error
         self.estimate = None  # the global search's peak usage of the plan
         self.measured = None  # the interpreter's per-rank peak (rank 0)
+        self.space = None  # --report-expert: the expert's plan in the
+        # whole-graph problem (kept, pruned, absent, score µs, plan µs)
+        self.lost = []  # --report-expert: 'node placements: why' lines
 
     def done(self, stage, ok, reason="", error=None):
         if ok:
@@ -309,6 +313,18 @@ def run_config(a, model, placement, gm, inputs, expected):
             search.append("--memory-budget=%d" % res.budget)
     if a.memory:
         search.append("--remarks")
+    if has_expert and a.report_expert:
+        pins = os.path.join(work, "expert.pins")
+        try:
+            got = experts.export(gm, inputs, model, placement,
+                                 os.path.join(work, "expert.xml"))
+            fx_export.write_atomic(pins, "".join(
+                "%s %s\n" % kv for kv in sorted(got.items())))
+            search.append("--expert-pins=" + pins)
+            if "--remarks" not in search:
+                search.append("--remarks")
+        except (fx_export.ExportError, ValueError):
+            pass  # expert-export reports it
     low = os.path.join(work, "out.xml")
     rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
                    "--report=json"] + search)
@@ -318,6 +334,7 @@ def run_config(a, model, placement, gm, inputs, expected):
                        "--report=json"] + search)
         res.done("lower", rc == 0, first_error(out))
     if rc == 0:
+        res.space, res.lost = expert_space(out)
         res.collectives, res.bytes, res.time_us = report(out)
         res.peak = peak_after(out)
         if a.memory:
@@ -325,12 +342,15 @@ def run_config(a, model, placement, gm, inputs, expected):
             res.measured = measured_peak(mpirun[:-1], low)
         why = pins_reason(low.replace("{rank}", "0"), outs)
         res.done("pins", not why, why)
-        ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
-        res.done("check-reference", ok, why, err)
-    ok, err, why = check_summary(*run(mpirun + [g]))
-    res.done("check", ok, why, err)
-    ok, err, why = compare_eager(a.dtopt, g, work, expected)
-    res.done("eager", ok, why, err)
+        if not a.no_check:
+            ok, err, why = check_summary(*run(mpirun + ["--reference", g,
+                                                        low]))
+            res.done("check-reference", ok, why, err)
+    if not a.no_check:
+        ok, err, why = check_summary(*run(mpirun + [g]))
+        res.done("check", ok, why, err)
+        ok, err, why = compare_eager(a.dtopt, g, work, expected)
+        res.done("eager", ok, why, err)
     if has_expert and not a.budget_from_expert:
         res.expert = run_expert(a, model, placement, gm, inputs, mpirun, work,
                                 res)
@@ -379,11 +399,54 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
             "no lowering (%s)" % first_error(out_u)
         res.done("expert-plan", got == want, "the expert plan lowers to %s, "
                  "the textbook's is %s" % (got, want))
+    if a.no_check:
+        return ex
     ok, err, why = check_summary(*run(mpirun + ["--reference", g, low]))
     res.done("expert-check-reference", ok, why, err)
     ok, err, why = check_summary(*run(mpirun + [g]))
     res.done("expert-check", ok, why, err)
     return ex
+
+
+_SPACE_RE = re.compile(r"expert pins: (\d+) kept, (\d+) pruned, (\d+) given "
+                       r"by no strategy; the best plan keeping the kept ones "
+                       r"costs (?:([0-9.]+) us|no plan)[^,]*, the plan "
+                       r"([0-9.]+) us")
+_LOST_RE = re.compile(r"node '(\S+)': the expert's (.*) is (pruned|given by "
+                      r"no strategy of its rules)")
+
+
+def expert_space(out):
+    """((kept, pruned, absent, score µs or None, plan µs), ['node pl: why'])
+    from the shard-prop:expert remarks of `out` (None, [] without)."""
+    m = _SPACE_RE.search(out)
+    if not m:
+        return None, []
+    space = (int(m.group(1)), int(m.group(2)), int(m.group(3)),
+             float(m.group(4)) if m.group(4) else None, float(m.group(5)))
+    lost = ["%s %s: %s" % (x.group(1), x.group(2),
+                           "pruned" if x.group(3) == "pruned" else "no rule")
+            for x in _LOST_RE.finditer(out)]
+    return space, lost
+
+
+def print_space(results):
+    """The --report-expert table: per configuration, the expert's pins
+    kept / pruned / given by no strategy in dtopt's problem, the score of
+    the best plan keeping the kept ones and dtopt's plan (modelled µs);
+    then every pin lost."""
+    print("| config | expert pins kept | pruned | no strategy | best plan "
+          "keeping them µs | dtopt's plan µs |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        if r.space:
+            k, p, n, score, plan = r.space
+            print("| %s | %d | %d | %d | %s | %.2f |" % (
+                r.config, k, p, n, "-" if score is None else "%.2f" % score,
+                plan))
+    for r in results:
+        for ln in r.lost:
+            print("  %-16s %s" % (r.config, ln))
 
 
 # ---------------------------------------------------------------------------
@@ -602,6 +665,14 @@ def main():
     ap.add_argument("--assert-not-worse-than-expert", action="store_true",
                     help="fail where dtopt's plan has more collectives, "
                     "bytes or modelled time than the expert's")
+    ap.add_argument("--report-expert", action="store_true",
+                    help="with --search=global: where the expert plan's "
+                    "pins went in dtopt's problem (kept, pruned, given by "
+                    "no strategy) and what the problem scores the best plan "
+                    "keeping them (opt --expert-pins)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the execution checks (check-reference, "
+                    "check, eager and the expert's): tables only")
     ap.add_argument("--expected", metavar="FILE")
     ap.add_argument("--update-expected", metavar="FILE")
     a = ap.parse_args()
@@ -646,6 +717,9 @@ def main():
     if a.memory:
         print()
         print_memory(results)
+    if a.report_expert:
+        print()
+        print_space(results)
     print("%d configurations in %.1f s" % (len(results), time.time() - start))
     if a.update_expected:
         write_expected(a.update_expected, results)

@@ -2,8 +2,8 @@
 /* test_prune.c: the whole-graph problem's strategy pruning
  * (sharding/problem_prune.c) on hand-made nodes: which strategies the cap
  * keeps (one per result placement first, by forward cost), the
- * node-by-node choices and the anchored ones kept beyond the cap, and
- * the forward costs a consumer ranks by. */
+ * node-by-node choices and the anchored and chained ones kept beyond the
+ * cap, and the forward costs a consumer ranks by. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,12 +153,79 @@ static void test_anchors(void **state)
 	dt_prune_fini(&p);
 }
 
+/* P(sum) on a 1-D mesh. */
+static struct dt_placements partial(void)
+{
+	struct dt_placements p = {.ndim = 1};
+	p.p[0] = (struct dt_placement){.kind = DT_PL_PARTIAL,
+				       .reduce = DT_REDUCE_SUM};
+	return p;
+}
+
+/* Beyond the cap a node keeps its chained strategies: those reading its
+ * input where a chained strategy of the producer leaves it (or that
+ * reduced to R), the least usage per result first; a chain ends where
+ * the input would move otherwise. */
+static void test_chains(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 1};
+	int calls = 0;
+	uint8_t keep[6];
+	int64_t zero[6] = {0}, use[6] = {9, 9, 9, 9, 9, 9};
+	/* Node 0, no inputs: S(0) (cheapest, kept) and P(sum); with cap 1
+	 * only S(0) is kept, and chains start from it. */
+	int64_t c0[2] = {1, 2};
+	struct dt_placements r0[2] = {pl(0), partial()};
+	assert_int_equal(dt_prune_node(&p, 0, 2, c0, zero, use, r0, 1, NULL, 0,
+				       move, &calls, keep),
+			 1);
+	assert_true(keep[0] && !keep[1] && p.chained.data[0]);
+	/* Node 1 reads node 0 (result, input):
+	 *   s  cost  reads  result  usage
+	 *   0  1     R      R       9      (cheapest: the cap keeps it)
+	 *   1  50    S(0)   S(0)    4      chained
+	 *   2  60    S(0)   S(2)    2      chained, least usage
+	 *   3  40    S(0)   S(2)    2      chained, same result, cheaper
+	 *   4  70    S(1)   S(1)    5      not chained: S(1) is a move
+	 * The cap keeps 3 (least forward cost; least usage too), 0 (the
+	 * greedy choice: no pin, every strategy ties), and the chains 1. */
+	int64_t cost[5] = {1, 50, 60, 40, 70}, use1[5] = {9, 4, 2, 2, 5};
+	int res[5] = {-1, 0, 2, 2, 1}, in[5] = {-1, 0, 0, 0, 1};
+	struct dt_placements strat[10];
+	for (int s = 0; s < 5; s++) {
+		strat[2 * s] = pl(res[s]);
+		strat[2 * s + 1] = pl(in[s]);
+	}
+	const struct dt_placements *src0[1] = {&r0[0]};
+	struct dt_prune_input input = {.producer = 0, .nsrc = 1, .src = src0,
+				       .dst = &strat[1], .stride = 2};
+	assert_int_equal(dt_prune_node(&p, 1, 5, cost, zero, use1, strat, 2,
+				       &input, 1, move, &calls, keep),
+			 3);
+	assert_true(keep[0] && keep[1] && !keep[2] && keep[3] && !keep[4]);
+	/* Kept in order 0, 1, 3: 1 and 3 chained, 0 not (R is no chain of
+	 * S(0) but its gather, which only a graph input may have). */
+	const uint8_t *ch = &p.chained.data[p.first.data[1]];
+	assert_true(!ch[0] && ch[1] && ch[2]);
+	/* From a graph input a chain may gather it: R reads S(0) gathered. */
+	input.source = true;
+	assert_int_equal(dt_prune_node(&p, 2, 5, cost, zero, use1, strat, 2,
+				       &input, 1, move, &calls, keep),
+			 3);
+	assert_true(keep[0] && keep[1] && !keep[2] && keep[3] && !keep[4]);
+	ch = &p.chained.data[p.first.data[2]];
+	assert_true(ch[0] && ch[1] && ch[2]);
+	dt_prune_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cap_and_forward),
 	    cmocka_unit_test(test_no_cap_and_ties),
 	    cmocka_unit_test(test_anchors),
+	    cmocka_unit_test(test_chains),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
