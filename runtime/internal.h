@@ -41,6 +41,25 @@ static inline char *dt_rt_at(const struct dt_rt_tensor *t, int64_t off)
 }
 
 /* ------------------------------------------------------------------ */
+/* The interpreter's buffer pool (pool.c): freed buffers of one size kept
+ * for the next allocation of that size (no page faults on reuse). */
+#define DT_POOL_MIN_BYTES (64u << 10)
+
+struct dt_pool {
+	DT_VEC(struct dt_buffer *) free; /* refs 0, owned by the pool */
+	size_t bytes;                    /* held in free */
+};
+/* A pooled buffer of exactly `bytes` (one reference, not in flight), or
+ * NULL when none is held. */
+struct dt_buffer *dt_pool_take(struct dt_pool *p, size_t bytes);
+/* Keep `buf` (its last reference) for reuse; false (nothing done) when it
+ * is smaller than DT_POOL_MIN_BYTES: then the caller releases it. */
+bool dt_pool_give(struct dt_pool *p, struct dt_buffer *buf);
+/* Release the oldest buffers held to backend b until at most `keep`
+ * bytes are (keep 0: all, before dt_vec_free(&p->free)). */
+void dt_pool_trim(struct dt_pool *p, struct dt_backend *b, size_t keep);
+
+/* ------------------------------------------------------------------ */
 /* Strided iteration (cpu_kernel.c): the elements of a shape in row-major
  * order, with each operand's element offset (its own offset included).
  * Operands are right-aligned against the shape; a missing or size-1 dim

@@ -4,8 +4,9 @@
  * inputs once, then runs the graph warmup + iters times: views share their
  * input's buffer with the IR's geometry, kernels write fresh buffers,
  * collectives get contiguous inputs and complete at their wait, and every
- * buffer goes back to the backend after its last reader. It keeps per-node
- * times for the summary table and the Chrome trace. */
+ * buffer goes back after its last reader (to the pool, pool.c, when
+ * large). It keeps per-node times for the summary table and the Chrome
+ * trace. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -45,6 +46,7 @@ struct interp {
 	size_t buffers, buffer_peak;     /* collective buffers */
 	size_t memory_peak;              /* both */
 	uint32_t memory_node;            /* the node whose buffer set it */
+	struct dt_pool pool;             /* freed buffers kept for reuse */
 	double t0;
 };
 
@@ -74,10 +76,19 @@ static void account(struct interp *ip, const struct dt_node *n, size_t bytes,
 	}
 }
 
+/* A buffer of `bytes`: a pooled one of that size, else a fresh one after
+ * trimming the pool so that what the run holds (values, collective
+ * buffers, pool) stays within the accounted peak. */
 static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
 				    size_t bytes, bool in_flight)
 {
-	struct dt_buffer *buf = dt_buffer_create(ip->b, bytes);
+	struct dt_buffer *buf = dt_pool_take(&ip->pool, bytes);
+	if (!buf) {
+		size_t held = ip->live + ip->buffers + bytes;
+		dt_pool_trim(&ip->pool, ip->b,
+			     ip->memory_peak > held ? ip->memory_peak - held : 0);
+		buf = dt_buffer_create(ip->b, bytes);
+	}
 	if (!buf) {
 		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
 		return NULL;
@@ -91,8 +102,11 @@ static void buffer_drop(struct interp *ip, struct dt_buffer *buf)
 {
 	if (!buf)
 		return;
-	if (buf->refs == 1)
+	if (buf->refs == 1) {
 		*(buf->in_flight ? &ip->buffers : &ip->live) -= buf->bytes;
+		if (dt_pool_give(&ip->pool, buf))
+			return;
+	}
 	dt_buffer_release(ip->b, buf);
 }
 
@@ -558,6 +572,8 @@ static void interp_fini(struct interp *ip)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);
 	dt_vec_free(&ip->events);
+	dt_pool_trim(&ip->pool, ip->b, 0);
+	dt_vec_free(&ip->pool.free);
 }
 
 static int materialize(struct interp *ip)

@@ -420,6 +420,41 @@ static void test_iterations_summary(void **state)
 	run_fini(&u);
 }
 
+/* Buffers of 64 KiB or more freed in one iteration serve the next
+ * (allocations of the first iteration only), and the pool gives back what
+ * it holds rather than let the run hold more than its accounted peak. */
+static void test_buffer_pool(void **state)
+{
+	(void)state;
+	struct run u;
+	struct dt_run_options opt = {.seed = SEED, .iters = 3, .warmup = 2};
+	run_graph(&u, RT_GRAPH("local", PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"a\"/>")
+		CALL("c", "aten.neg.default", "<arg node=\"b\"/>")
+		OUT("c")), &opt);
+	assert_int_equal(u.rc, DT_OK);
+	/* x, a, b; c reuses a's buffer, every later iteration the pool's */
+	assert_int_equal(allocations(u.b), 3);
+	assert_int_equal(u.res.memory_bytes, 3 * 65536);
+	assert_true(rt_at(&u.res.outputs[0], 7) == -x_at("x@0", 7));
+	run_fini(&u);
+
+	/* a is pooled when b is done; c (128 KiB) would make x, a, b, c
+	 * held, past the peak (x, a, b): a goes back first; in later
+	 * iterations the pooled c and d give way to a and b likewise */
+	run_graph(&u, RT_GRAPH("local", PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"a\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"b b\"/>")
+		CALL("d", "aten.neg.default", "<arg node=\"c\"/>")
+		OUT("d")), &opt);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(u.res.memory_bytes, 5 * 65536); /* x, b, c at d */
+	assert_int_equal(rt_counting_of(u.b)->max_bytes, 5 * 65536);
+	run_fini(&u);
+}
+
 static int count(const char *s, const char *what)
 {
 	int k = 0;
@@ -552,6 +587,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pack_pieces, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_dropout, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_iterations_summary, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_buffer_pool, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_trace, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_errors, rt_setup, rt_teardown),
 	};
