@@ -18,6 +18,10 @@
  *                   reshaped (copied) to its gathered shape
  *   reduce_scatter  each input viewed as [group, n/group], cat on dim 1,
  *                   one reduce_scatter, each member's result a narrow
+ * The cat costs no copy where a member is computed by a kernel read by
+ * nothing else: the interpreter writes it straight into its run of the
+ * flat buffer (runtime/place.c; all_reduce and all_gather, whose runs
+ * are contiguous).
  * A gather whose shards are then moved onto dim d > 0 (DTensor's chunk +
  * getitems + cat after the wait: the layout permutation FSDP2 does on its
  * flat buffer) has its columns viewed as [group, shard...], permuted and

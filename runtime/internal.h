@@ -60,6 +60,21 @@ bool dt_pool_give(struct dt_pool *p, struct dt_buffer *buf);
 void dt_pool_trim(struct dt_pool *p, struct dt_backend *b, size_t keep);
 
 /* ------------------------------------------------------------------ */
+/* Producers written in place into the cat that reads them (place.c). */
+enum {
+	DT_PLACE_OTHER,
+	DT_PLACE_KERNEL, /* writes fresh buffers (a kernel step) */
+	DT_PLACE_VIEW,   /* result 0 aliases input 0's buffer (a view step) */
+};
+/* For the `count` nodes of `order` (graph order) of kind[] (DT_PLACE_*,
+ * by node id): host[P] = the cat whose buffer producer P writes its
+ * result into, at element slot[P] of it, for each P place.c's rules
+ * allow; host[] and slot[] (node id -> entry) start zeroed. */
+void dt_place_plan(const struct dt_module *m, const uint32_t *order,
+		   uint32_t count, const uint8_t *kind, uint32_t *host,
+		   int64_t *slot);
+
+/* ------------------------------------------------------------------ */
 /* Strided iteration (cpu_kernel.c): the elements of a shape in row-major
  * order, with each operand's element offset (its own offset included).
  * Operands are right-aligned against the shape; a missing or size-1 dim

@@ -18,6 +18,8 @@ enum step {
 	STEP_VIEW,       /* result(s) alias the input's buffer */
 	STEP_GETITEM,    /* one result of a multi-result node */
 	STEP_KERNEL,     /* fresh buffers, backend kernel */
+	STEP_CAT_SLAB,   /* a cat some producers wrote into (place.c):
+			    copies the other inputs */
 	STEP_COLLECTIVE, /* contiguous input, started now */
 	STEP_WAIT,       /* completes the collective it reads */
 	STEP_OUTPUT,
@@ -47,6 +49,10 @@ struct interp {
 	size_t memory_peak;              /* both */
 	uint32_t memory_node;            /* the node whose buffer set it */
 	struct dt_pool pool;             /* freed buffers kept for reuse */
+	uint32_t *host;                  /* node -> cat it writes into (place.c) */
+	int64_t *slot;                   /* node -> its element offset there */
+	struct dt_buffer **slab;         /* cat -> its buffer, before it runs */
+	int64_t *slab_at;                /* cat -> its element offset in it */
 	double t0;
 };
 
@@ -262,6 +268,31 @@ static void plan_frees(struct interp *ip)
 	dt_free(last);
 }
 
+/* Producers that write into the cat reading them (place.c): the cats
+ * involved become STEP_CAT_SLAB. */
+static void plan_places(struct interp *ip)
+{
+	uint32_t nn = ip->m->nodes.len;
+	uint8_t *kind = dt_calloc(nn, 1);
+	ip->host = dt_calloc(nn, sizeof(uint32_t));
+	ip->slot = dt_calloc(nn, sizeof(int64_t));
+	ip->slab = dt_calloc(nn, sizeof(*ip->slab));
+	ip->slab_at = dt_calloc(nn, sizeof(int64_t));
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		kind[id] = ip->step[id] == STEP_KERNEL ? DT_PLACE_KERNEL
+			   : ip->step[id] == STEP_VIEW ? DT_PLACE_VIEW
+						       : DT_PLACE_OTHER;
+	}
+	dt_place_plan(ip->m, ip->order, ip->count, kind, ip->host, ip->slot);
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		if (ip->host[id])
+			ip->step[ip->host[id]] = STEP_CAT_SLAB;
+	}
+	dt_free(kind);
+}
+
 static uint32_t stat_index(struct interp *ip, const char *target)
 {
 	for (uint32_t i = 0; i < ip->stats.len; i++)
@@ -303,6 +334,7 @@ static int plan(struct interp *ip)
 		ip->stat_of[id] = stat_index(ip, dt_rt_node_target(n));
 	}
 	plan_frees(ip);
+	plan_places(ip);
 	return DT_OK;
 }
 
@@ -331,9 +363,15 @@ static int run_view(struct interp *ip, uint32_t id)
 		return dt_rt_fail(ip->b, ip->m, n, "a view needs a tensor input");
 	struct dt_buffer *buf = ip->values[in][0].buf;
 	DT_REQUIRE(buf != NULL);
-	for (uint32_t r = 0; r < n->ntensors; r++)
+	/* a value written into a cat's buffer (place.c) sits past its IR
+	 * offset: its views move with it */
+	int64_t shift = ip->values[in][0].offset -
+			dt_node_tensor(ip->m, dt_node_get(ip->m, in), 0)->offset;
+	for (uint32_t r = 0; r < n->ntensors; r++) {
 		if (describe(ip, id, r, buf) != DT_OK)
 			return DT_ERUNTIME;
+		ip->values[id][r].offset += shift;
+	}
 	return DT_OK;
 }
 
@@ -353,14 +391,93 @@ static int run_getitem(struct interp *ip, uint32_t id)
 	return DT_OK;
 }
 
+/* The buffer cat `c` (node n) writes into, allocated by its first placed
+ * producer (or by itself): its own, or its slice of its host cat's.
+ * ip->slab[c] holds a reference until c runs. */
+static struct dt_buffer *slab_of(struct interp *ip, uint32_t c)
+{
+	if (ip->slab[c])
+		return ip->slab[c];
+	const struct dt_node *n = dt_node_get(ip->m, c);
+	uint32_t host = ip->host[c];
+	struct dt_buffer *buf;
+	if (host) {
+		if (!(buf = slab_of(ip, host)))
+			return NULL;
+		buf->refs++;
+		ip->slab_at[c] = ip->slab_at[host] + ip->slot[c];
+	} else {
+		struct dt_rt_tensor t;
+		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, n, 0));
+		if (!(buf = buffer_new(ip, n, dt_rt_storage_bytes(&t), false)))
+			return NULL;
+		ip->slab_at[c] = 0;
+	}
+	return ip->slab[c] = buf;
+}
+
+/* Result 0 of `id` in its slice of its host cat's buffer (meta offset 0:
+ * place.c places dense results only). */
+static int place_result(struct interp *ip, uint32_t id)
+{
+	struct dt_rt_tensor *t = &ip->values[id][0];
+	dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, dt_node_get(ip->m, id), 0));
+	uint32_t host = ip->host[id];
+	if (!(t->buf = slab_of(ip, host)))
+		return DT_ERUNTIME;
+	t->buf->refs++;
+	t->offset = ip->slab_at[host] + ip->slot[id];
+	return DT_OK;
+}
+
+/* A cat some inputs were written into: its buffer (taken from slab[]),
+ * the other inputs copied into their runs. */
+static int run_cat_slab(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	struct dt_rt_tensor *y = &ip->values[id][0];
+	if (ip->host[id]) {
+		if (place_result(ip, id) != DT_OK)
+			return DT_ERUNTIME;
+	} else {
+		dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
+		if (!(y->buf = slab_of(ip, id)))
+			return DT_ERUNTIME;
+		y->buf->refs++;
+	}
+	buffer_drop(ip, ip->slab[id]);
+	ip->slab[id] = NULL;
+	const struct dt_arg *list = ip->args[id].arg[0];
+	int64_t at = y->offset;
+	for (uint32_t k = 0; k < list->len; k++) {
+		const struct dt_rt_tensor *x = &ip->values[ip->m->refs.data[list->v.first + k]][0];
+		int64_t len = dt_rt_numel(x);
+		if (x->buf != y->buf || x->offset != at) {
+			struct dt_rt_tensor run = *x;
+			run.buf = y->buf;
+			run.offset = at;
+			run.dtype = y->dtype;
+			dt_contiguous_strides(run.shape, run.rank, run.stride);
+			if (ip->b->ops->copy(ip->b, &run, x) != DT_OK)
+				return dt_rt_fail(ip->b, ip->m, n, "cannot copy input %u into its run", k);
+		}
+		at += len;
+	}
+	return DT_OK;
+}
+
 static int run_kernel(struct interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	for (uint32_t r = 0; r < n->ntensors; r++) {
 		struct dt_rt_tensor *t = &ip->values[id][r];
 		dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
-		if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false)))
+		if (ip->host[id]) { /* one result (place.c) */
+			if (place_result(ip, id) != DT_OK)
+				return DT_ERUNTIME;
+		} else if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false))) {
 			return DT_ERUNTIME;
+		}
 	}
 	struct dt_kernel_call c = {
 		.m = ip->m, .node = n, .op = (enum dt_op)n->op, .args = &ip->args[id],
@@ -472,6 +589,7 @@ static int run_step(struct interp *ip, uint32_t id, struct dt_run_result *res)
 	case STEP_VIEW: return run_view(ip, id);
 	case STEP_GETITEM: return run_getitem(ip, id);
 	case STEP_KERNEL: return run_kernel(ip, id);
+	case STEP_CAT_SLAB: return run_cat_slab(ip, id);
 	case STEP_COLLECTIVE: return run_collective(ip, id);
 	case STEP_WAIT: return run_wait(ip, id);
 	case STEP_OUTPUT: return res ? run_output(ip, id, res) : DT_OK;
@@ -502,6 +620,8 @@ static int drain(struct interp *ip)
 		if (ip->step[id] == STEP_COLLECTIVE && complete(ip, id) != DT_OK)
 			rc = DT_ERUNTIME;
 		values_drop(ip, id);
+		buffer_drop(ip, ip->slab[id]);
+		ip->slab[id] = NULL;
 	}
 	return rc;
 }
@@ -567,7 +687,8 @@ static void interp_fini(struct interp *ip)
 		buffer_drop(ip, ip->inputs[id].buf);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
-			 ip->pinned, ip->stat_of, ip->started};
+			 ip->pinned, ip->stat_of, ip->started, ip->host, ip->slot,
+			 ip->slab, ip->slab_at};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);

@@ -118,6 +118,61 @@ static void test_buffers_freed(void **state)
 	run_fini(&u);
 }
 
+/* Producers write into the cat that reads them (place.c): through a
+ * reshape, directly, nested cats; copied: a placeholder, a value with
+ * another reader, one listed twice, a cat on dim 1 of [4, 8]s. */
+static void test_cat_in_place(void **state)
+{
+	(void)state;
+	struct run u;
+	run_graph(&u, RT_GRAPH("local", PH("x", "4 8", "8 1") PH("y", "32", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("fa", "aten.reshape.default", "<arg node=\"a\"/><arg ints=\"32\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"y\"/>")
+		CALL("d", "aten.exp.default", "<arg node=\"y\"/>")
+		CALL("e", "aten.add.Tensor", "<arg node=\"y\"/><arg node=\"y\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"fa b e y d d\"/>")
+		OUT("c e")), NULL);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(allocations(u.b), 5); /* x, y, d, e, c: a and b in c */
+	assert_int_equal(u.res.peak_bytes, (32 + 32 + 32 + 32 + 192) * 4);
+	for (int i = 0; i < 32; i++) {
+		const struct dt_rt_tensor *c = &u.res.outputs[0];
+		double y = x_at("y@0", i), ey = (double)expf((float)y);
+		assert_true(rt_at(c, i) == -x_at("x@0", i));
+		assert_true(rt_at(c, 32 + i) == -y);
+		assert_true(rt_at(c, 64 + i) == 2 * y);
+		assert_true(rt_at(c, 96 + i) == y);
+		assert_true(rt_at(c, 128 + i) == ey && rt_at(c, 160 + i) == ey);
+	}
+	run_fini(&u);
+
+	run_graph(&u, RT_GRAPH("local", PH("x", "4 8", "8 1")
+		CALL("p", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("q", "aten.exp.default", "<arg node=\"x\"/>")
+		CALL("i1", "aten.cat.default", "<arg nodes=\"p q\"/>")
+		CALL("r", "aten.abs.default", "<arg node=\"x\"/>")
+		CALL("s", "aten.neg.default", "<arg node=\"r\"/>")
+		CALL("i2", "aten.cat.default", "<arg nodes=\"r s\"/><arg int=\"1\"/>")
+		CALL("f2", "aten.reshape.default", "<arg node=\"i2\"/><arg ints=\"8 8\"/>")
+		CALL("o", "aten.cat.default", "<arg nodes=\"i1 f2\"/>")
+		OUT("o")), NULL);
+	assert_int_equal(u.rc, DT_OK);
+	/* x, r, s (i2 cats on dim 1 of [4, 8]s: copies), o; p, q, i1, i2
+	 * in o */
+	assert_int_equal(allocations(u.b), 4);
+	for (int i = 0; i < 32; i++) {
+		const struct dt_rt_tensor *o = &u.res.outputs[0];
+		double v = x_at("x@0", i);
+		int row = i / 8, col = i % 8;
+		assert_true(rt_at(o, i) == -v);
+		assert_true(rt_at(o, 32 + i) == (double)expf((float)v));
+		assert_true(rt_at(o, 64 + row * 16 + col) == fabs(v));
+		assert_true(rt_at(o, 64 + row * 16 + 8 + col) == -fabs(v));
+	}
+	run_fini(&u);
+}
+
 static void test_reshape_copy(void **state)
 {
 	(void)state;
@@ -579,6 +634,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_views_share, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_buffers_freed, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_reshape_copy, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_cat_in_place, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_outputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_collectives, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
