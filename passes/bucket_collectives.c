@@ -566,7 +566,7 @@ static void remark_cut(struct bucketing *b, const struct bucket *bk,
 {
 	struct dt_module *m = b->m;
 	remark(b, mb->coll, "overlap",
-	       "%s %s not bucketed: the cost model keeps it alone (merged with the others of the bucket of %s it would add more exposed communication than the launch it saves)",
+	       "%s %s not bucketed: the cost model keeps it alone (merged with the others of the bucket of %s it would add more exposed communication and copying than the launch it saves)",
 	       kind_name(m, mb->coll), name_of(m, mb->coll),
 	       name_of(m, bk->head));
 }
