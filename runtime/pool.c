@@ -49,6 +49,8 @@ void dt_pool_trim(struct dt_pool *p, struct dt_backend *b, size_t keep)
 		buf->refs = 1;
 		dt_buffer_release(b, buf);
 	}
+	if (n == 0)
+		return;
 	memmove(p->free.data, p->free.data + n,
 		(p->free.len - n) * sizeof *p->free.data);
 	p->free.len -= n;
