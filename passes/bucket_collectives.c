@@ -294,9 +294,9 @@ static void find_move(struct bucketing *b, struct dt_bucket_member *mb, int64_t 
  * (closed here). */
 /* Whether the runtime computes input `x` of a member straight into the
  * flat buffer (runtime/place.c): x, or the value x views without moving
- * a byte, is a kernel's result read by nothing else. A strided x is
- * flattened by a copy, computed there in its stead (and staged the same
- * way by a collective of its own). */
+ * a byte, is a kernel's result or an input (placed once for the run) read
+ * by nothing else. A strided x is flattened by a copy, computed there in
+ * its stead (and staged the same way by a collective of its own). */
 static bool computed_in_place(const struct bucketing *b, uint32_t x)
 {
 	const struct dt_module *m = b->m;
@@ -304,8 +304,11 @@ static bool computed_in_place(const struct bucketing *b, uint32_t x)
 		return true;
 	for (;;) {
 		const struct dt_node *n = dt_node_get(m, x);
-		if (n->kind != DT_NODE_CALL || dt_uses_count(&b->uses, x) != 1 ||
-		    !dt_bucket_is_dense(m, x))
+		if (dt_uses_count(&b->uses, x) != 1 || !dt_bucket_is_dense(m, x))
+			return false;
+		if (n->kind == DT_NODE_PLACEHOLDER || n->kind == DT_NODE_CONSTANT)
+			return true;
+		if (n->kind != DT_NODE_CALL)
 			return false;
 		enum dt_op op = (enum dt_op)n->op;
 		bool view = dt_op_has(op, DT_OPF_VIEW) || op == DT_OP_RESHAPE ||

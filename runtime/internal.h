@@ -65,6 +65,7 @@ enum {
 	DT_PLACE_OTHER,
 	DT_PLACE_KERNEL, /* writes fresh buffers (a kernel step) */
 	DT_PLACE_VIEW,   /* result 0 aliases input 0's buffer (a view step) */
+	DT_PLACE_INPUT,  /* a placeholder or constant, materialized once */
 };
 /* For the `count` nodes of `order` (graph order) of kind[] (DT_PLACE_*,
  * by node id): host[P] = the cat whose buffer producer P writes its

@@ -52,6 +52,8 @@ struct interp {
 	uint32_t *host;                  /* node -> cat it writes into (place.c) */
 	int64_t *slot;                   /* node -> its element offset there */
 	struct dt_buffer **slab;         /* cat -> its buffer, before it runs */
+	struct dt_buffer **kept;         /* cat -> its buffer for the whole run,
+					    holding inputs placed there */
 	int64_t *slab_at;                /* cat -> its element offset in it */
 	double t0;
 };
@@ -277,14 +279,23 @@ static void plan_places(struct interp *ip)
 	ip->host = dt_calloc(nn, sizeof(uint32_t));
 	ip->slot = dt_calloc(nn, sizeof(int64_t));
 	ip->slab = dt_calloc(nn, sizeof(*ip->slab));
+	ip->kept = dt_calloc(nn, sizeof(*ip->kept));
 	ip->slab_at = dt_calloc(nn, sizeof(int64_t));
 	for (uint32_t p = 0; p < ip->count; p++) {
 		uint32_t id = ip->order[p];
 		kind[id] = ip->step[id] == STEP_KERNEL ? DT_PLACE_KERNEL
 			   : ip->step[id] == STEP_VIEW ? DT_PLACE_VIEW
-						       : DT_PLACE_OTHER;
+			   : ip->step[id] == STEP_INPUT ? DT_PLACE_INPUT
+							: DT_PLACE_OTHER;
 	}
 	dt_place_plan(ip->m, ip->order, ip->count, kind, ip->host, ip->slot);
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		/* an input goes into a cat kept for the run: not one that
+		 * is itself a run of another cat (written every iteration) */
+		if (kind[id] == DT_PLACE_INPUT && ip->host[id] && ip->host[ip->host[id]])
+			ip->host[id] = 0;
+	}
 	for (uint32_t p = 0; p < ip->count; p++) {
 		uint32_t id = ip->order[p];
 		if (ip->host[id])
@@ -398,6 +409,11 @@ static struct dt_buffer *slab_of(struct interp *ip, uint32_t c)
 {
 	if (ip->slab[c])
 		return ip->slab[c];
+	if (ip->kept[c]) {
+		ip->kept[c]->refs++;
+		ip->slab_at[c] = 0;
+		return ip->slab[c] = ip->kept[c];
+	}
 	const struct dt_node *n = dt_node_get(ip->m, c);
 	uint32_t host = ip->host[c];
 	struct dt_buffer *buf;
@@ -414,6 +430,31 @@ static struct dt_buffer *slab_of(struct interp *ip, uint32_t c)
 		ip->slab_at[c] = 0;
 	}
 	return ip->slab[c] = buf;
+}
+
+/* Input `id`, materialized in a buffer of its own (not accounted), moved
+ * into its run of the buffer its host cat keeps for the run (allocated by
+ * the first such input). */
+static int place_input(struct interp *ip, uint32_t id)
+{
+	uint32_t c = ip->host[id];
+	const struct dt_node *cn = dt_node_get(ip->m, c);
+	if (!ip->kept[c]) {
+		struct dt_rt_tensor t;
+		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, cn, 0));
+		if (!(ip->kept[c] = buffer_new(ip, cn, dt_rt_storage_bytes(&t), false)))
+			return DT_ERUNTIME;
+	}
+	struct dt_rt_tensor run = ip->inputs[id];
+	run.buf = ip->kept[c];
+	run.offset = ip->slot[id];
+	if (ip->b->ops->copy(ip->b, &run, &ip->inputs[id]) != DT_OK)
+		return dt_rt_fail(ip->b, ip->m, dt_node_get(ip->m, id),
+				  "cannot copy the input into its cat's buffer");
+	dt_buffer_release(ip->b, ip->inputs[id].buf);
+	run.buf->refs++;
+	ip->inputs[id] = run;
+	return DT_OK;
 }
 
 /* Result 0 of `id` in its slice of its host cat's buffer (meta offset 0:
@@ -685,10 +726,12 @@ static void interp_fini(struct interp *ip)
 {
 	for (uint32_t id = 0; id < ip->m->nodes.len && ip->inputs; id++)
 		buffer_drop(ip, ip->inputs[id].buf);
+	for (uint32_t id = 0; id < ip->m->nodes.len && ip->kept; id++)
+		buffer_drop(ip, ip->kept[id]);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
 			 ip->pinned, ip->stat_of, ip->started, ip->host, ip->slot,
-			 ip->slab, ip->slab_at};
+			 ip->slab, ip->slab_at, ip->kept};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);
@@ -710,7 +753,12 @@ static int materialize(struct interp *ip)
 			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
 						   ip->b, &ip->inputs[id]) != DT_OK)
 			return DT_ERUNTIME;
-		account(ip, n, ip->inputs[id].buf->bytes, false);
+		if (ip->host[id]) {
+			if (place_input(ip, id) != DT_OK)
+				return DT_ERUNTIME;
+		} else {
+			account(ip, n, ip->inputs[id].buf->bytes, false);
+		}
 	}
 	return DT_OK;
 }
@@ -799,7 +847,11 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 		const struct dt_node *n = dt_node_get(m, id);
 		struct dt_rt_tensor *t = &ip.inputs[id];
 		dt_rt_from_meta(t, m, dt_node_tensor(m, n, 0));
-		if (!(t->buf = buffer_new(&ip, n, dt_rt_storage_bytes(t), false)))
+		size_t bytes = dt_rt_storage_bytes(t);
+		if (ip.host[id])
+			rc = (t->buf = dt_buffer_create(ip.b, bytes)) ? place_input(&ip, id)
+								    : DT_ERUNTIME;
+		else if (!(t->buf = buffer_new(&ip, n, bytes, false)))
 			rc = DT_ERUNTIME;
 	}
 	if (rc == DT_OK)

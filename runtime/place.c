@@ -12,7 +12,9 @@
  *   - input k of C is P's result, through views (one result each) that
  *     keep it contiguous from offset 0 with P's element count (reshape,
  *     view, flatten of a dense value: the same bytes);
- *   - P is a kernel (writes a fresh buffer) with one dense result of C's
+ *   - P is a kernel (writes a fresh buffer) or an input (placeholder or
+ *     constant, materialized once: then into a buffer C keeps for the
+ *     whole run, FSDP2's flat parameters), with one dense result of C's
  *     dtype, and P and every view on the way are read only by the next
  *     node on the way (no other use: P's value is not kept alive past C by
  *     anyone else, so the cat's buffer lives no longer than it did);
@@ -61,7 +63,8 @@ static uint32_t producer(struct planner *p, uint32_t c, uint32_t x)
 		if (!dense(m, x, &numel) || numel != want)
 			return 0;
 	}
-	if (p->kind[x] != DT_PLACE_KERNEL || dt_uses_count(&p->uses, x) != 1 ||
+	if ((p->kind[x] != DT_PLACE_KERNEL && p->kind[x] != DT_PLACE_INPUT) ||
+	    dt_uses_count(&p->uses, x) != 1 ||
 	    p->host[x] || x == c ||
 	    dt_node_tensor(m, dt_node_get(m, x), 0)->dtype != dtype)
 		return 0;

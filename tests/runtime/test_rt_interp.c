@@ -119,8 +119,9 @@ static void test_buffers_freed(void **state)
 }
 
 /* Producers write into the cat that reads them (place.c): through a
- * reshape, directly, nested cats; copied: a placeholder, a value with
- * another reader, one listed twice, a cat on dim 1 of [4, 8]s. */
+ * reshape, directly, an input once for the run, nested cats; copied: a
+ * placeholder read elsewhere, a value with another reader, one listed
+ * twice, a cat on dim 1 of [4, 8]s. */
 static void test_cat_in_place(void **state)
 {
 	(void)state;
@@ -144,6 +145,22 @@ static void test_cat_in_place(void **state)
 		assert_true(rt_at(c, 64 + i) == 2 * y);
 		assert_true(rt_at(c, 96 + i) == y);
 		assert_true(rt_at(c, 128 + i) == ey && rt_at(c, 160 + i) == ey);
+	}
+	run_fini(&u);
+
+	/* an input read only by the cat goes into a buffer the cat keeps for
+	 * the run: every iteration writes only a into it */
+	struct dt_run_options three = {.seed = SEED, .iters = 3};
+	run_graph(&u, RT_GRAPH("local", PH("x", "64", "1") PH("z", "64", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"a z\"/>")
+		OUT("c")), &three);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(allocations(u.b), 3); /* x, z's own, c's kept */
+	assert_int_equal(u.res.memory_bytes, (64 + 128) * 4);
+	for (int i = 0; i < 64; i++) {
+		assert_true(rt_at(&u.res.outputs[0], i) == -x_at("x@0", i));
+		assert_true(rt_at(&u.res.outputs[0], 64 + i) == x_at("z@0", i));
 	}
 	run_fini(&u);
 
