@@ -18,6 +18,10 @@
  *                   reshaped (copied) to its gathered shape
  *   reduce_scatter  each input viewed as [group, n/group], cat on dim 1,
  *                   one reduce_scatter, each member's result a narrow
+ * The cat costs no copy where a member is computed by a kernel read by
+ * nothing else: the interpreter writes it straight into its run of the
+ * flat buffer (runtime/place.c; all_reduce and all_gather, whose runs
+ * are contiguous).
  * A gather whose shards are then moved onto dim d > 0 (DTensor's chunk +
  * getitems + cat after the wait: the layout permutation FSDP2 does on its
  * flat buffer) has its columns viewed as [group, shard...], permuted and
@@ -288,6 +292,57 @@ static void find_move(struct bucketing *b, struct dt_bucket_member *mb, int64_t 
 
 /* Decide where collective `id` goes. `reads` is the row of its input
  * (closed here). */
+/* Whether the runtime computes input `x` of a member straight into the
+ * flat buffer (runtime/place.c): x, or the value x views without moving
+ * a byte, is a kernel's result or an input (placed once for the run) read
+ * by nothing else. A strided x is flattened by a copy, computed there in
+ * its stead (and staged the same way by a collective of its own). */
+static bool computed_in_place(const struct bucketing *b, uint32_t x)
+{
+	const struct dt_module *m = b->m;
+	if (!dt_bucket_is_dense(m, x))
+		return true;
+	for (;;) {
+		const struct dt_node *n = dt_node_get(m, x);
+		if (dt_uses_count(&b->uses, x) != 1 || !dt_bucket_is_dense(m, x))
+			return false;
+		if (n->kind == DT_NODE_PLACEHOLDER || n->kind == DT_NODE_CONSTANT)
+			return true;
+		if (n->kind != DT_NODE_CALL)
+			return false;
+		enum dt_op op = (enum dt_op)n->op;
+		bool view = dt_op_has(op, DT_OPF_VIEW) || op == DT_OP_RESHAPE ||
+			    op == DT_OP_UNSAFE_VIEW || op == DT_OP_CONTIGUOUS;
+		if (!view)
+			return op != DT_OP_GETITEM && n->ntensors == 1 &&
+			       !dt_op_has(op, DT_OPF_COLLECTIVE) &&
+			       !dt_op_has(op, DT_OPF_WAIT);
+		const struct dt_arg *in = dt_node_arg(m, n, 0);
+		if (!in || in->kind != DT_ARG_NODE)
+			return false;
+		x = in->v.node;
+	}
+}
+
+/* Bytes (read + written) a merge copies for member `mb` of kind `op`:
+ * its input into the flat buffer (always for reduce_scatter, whose runs
+ * are strided; else unless computed there), and an all_gather member's
+ * columns out to its gathered shape (unless moved: that copy replaces the
+ * chunk and cat's). */
+static double copied_bytes(const struct bucketing *b,
+			   const struct dt_bucket_member *mb, enum dt_op op)
+{
+	const struct dt_module *m = b->m;
+	double in = (double)mb->numel *
+		    (double)dt_dtype_size(dt_bucket_tensor(m, mb->input)->dtype);
+	double copied = 0;
+	if (op == DT_OP_REDUCE_SCATTER || !computed_in_place(b, mb->input))
+		copied += 2 * in;
+	if (op == DT_OP_ALL_GATHER && !mb->moved)
+		copied += 2 * mb->bytes;
+	return copied;
+}
+
 static void place(struct bucketing *b, uint32_t id, uint32_t *reads)
 {
 	struct dt_module *m = b->m;
@@ -339,6 +394,7 @@ static void place(struct bucketing *b, uint32_t id, uint32_t *reads)
 			    .numel = numel_of(m, x), .bytes = bytes};
 	if (want.op == DT_OP_ALL_GATHER)
 		find_move(b, &mb, a.size);
+	mb.copied = copied_bytes(b, &mb, want.op);
 	dt_vec_push(&b->members, mb);
 	b->bucket_of_wait[wait] = (uint32_t)k->open + 1;
 }
@@ -513,7 +569,7 @@ static void remark_cut(struct bucketing *b, const struct bucket *bk,
 {
 	struct dt_module *m = b->m;
 	remark(b, mb->coll, "overlap",
-	       "%s %s not bucketed: the cost model keeps it alone (merged with the others of the bucket of %s it would add more exposed communication than the launch it saves)",
+	       "%s %s not bucketed: the cost model keeps it alone (merged with the others of the bucket of %s it would add more exposed communication and copying than the launch it saves)",
 	       kind_name(m, mb->coll), name_of(m, mb->coll),
 	       name_of(m, bk->head));
 }
@@ -538,12 +594,14 @@ static bool rewrite_runs(struct bucketing *b, const struct bucket *bk,
 		double alpha = dt_comm_cost(b->topo, mesh, g->dims, g->ndims, kind, 0);
 		double beta = (dt_comm_cost(b->topo, mesh, g->dims, g->ndims, kind,
 					    (double)(1 << 30)) - alpha) / (double)(1 << 30);
-		double *ready = dt_malloc(2 * n * sizeof *ready), *bytes = ready + n;
+		double *ready = dt_malloc(3 * n * sizeof *ready), *bytes = ready + n;
+		double *copy = bytes + n;
 		for (uint32_t i = 0; i < n; i++) {
 			ready[i] = b->ready[mb[i].input];
 			bytes[i] = mb[i].bytes;
+			copy[i] = dt_roofline_us(b->topo, 0, mb[i].copied);
 		}
-		nruns = dt_bucket_cut(ready, bytes, n, alpha, beta, run_first);
+		nruns = dt_bucket_cut(ready, bytes, copy, n, alpha, beta, run_first);
 		dt_free(ready);
 	}
 	run_first[nruns] = n;

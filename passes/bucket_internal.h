@@ -18,6 +18,10 @@ struct dt_bucket_member {
 	uint32_t bucket; /* index of its bucket */
 	int64_t numel;   /* of the input */
 	double bytes;    /* what the bucket limit counts */
+	double copied;   /* bytes a merge copies for it (read + written):
+			    into the flat buffer unless the runtime computes
+			    it there (runtime/place.c), out of it to its
+			    shape for all_gather */
 };
 
 /* A collective's group (index and size) and reduce op (sum for
@@ -34,13 +38,15 @@ bool dt_bucket_read_args(const struct dt_module *m, uint32_t id,
 			 struct dt_diag *d, struct dt_bucket_args *a);
 
 /* Cut one bucket, members [0, count) in graph order (the modelled time,
- * µs, the input of each is ready, and its bytes), into runs of
- * consecutive members that each become one collective costing alpha +
- * beta · bytes µs (bucket_policy.c). Writes the first member of each run
- * to run_first (count entries at most), in order; returns the number of
- * runs. */
-uint32_t dt_bucket_cut(const double *ready, const double *bytes, uint32_t count,
-		       double alpha, double beta, uint32_t *run_first);
+ * µs, the input of each is ready, its bytes, and the µs of the copies a
+ * merge makes for it), into runs of consecutive members that each become
+ * one collective costing alpha + beta · bytes µs, plus its members'
+ * copies when it has two or more (bucket_policy.c). Writes the first
+ * member of each run to run_first (count entries at most), in order;
+ * returns the number of runs. */
+uint32_t dt_bucket_cut(const double *ready, const double *bytes,
+		       const double *copy, uint32_t count, double alpha,
+		       double beta, uint32_t *run_first);
 
 /* Replace members[0 .. count) (two or more of one kind, group, dtype and
  * reduce op, in graph order, none reading another's result) by one
@@ -79,6 +85,20 @@ static inline int dt_bucket_shape(const struct dt_module *m, uint32_t id,
 	for (int d = 0; shape && d < rank; d++)
 		shape[d] = s[d];
 	return rank;
+}
+
+/* Whether result 0 of `id` is contiguous from offset 0. */
+static inline bool dt_bucket_is_dense(const struct dt_module *m, uint32_t id)
+{
+	int64_t shape[DT_MAX_RANK], stride[DT_MAX_RANK];
+	int rank = dt_bucket_shape(m, id, shape), n;
+	const struct dt_tensor *t = dt_bucket_tensor(m, id);
+	const int64_t *st = dt_ints_get(m, t->stride, &n);
+	dt_contiguous_strides(shape, rank, stride);
+	for (int d = 0; d < rank; d++)
+		if (shape[d] != 1 && st[d] != stride[d])
+			return false;
+	return t->offset == 0;
 }
 
 #endif

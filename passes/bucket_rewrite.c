@@ -78,20 +78,6 @@ static uint32_t emit_view(struct emitter *e, enum dt_op op, uint32_t x,
 	return emit(e, op, suffix, a, 2);
 }
 
-/* Whether result 0 of `id` is contiguous from offset 0. */
-static bool is_dense(const struct dt_module *m, uint32_t id)
-{
-	int64_t shape[DT_MAX_RANK], stride[DT_MAX_RANK];
-	int rank = dt_bucket_shape(m, id, shape), n;
-	const struct dt_tensor *t = dt_bucket_tensor(m, id);
-	const int64_t *st = dt_ints_get(m, t->stride, &n);
-	dt_contiguous_strides(shape, rank, stride);
-	for (int d = 0; d < rank; d++)
-		if (shape[d] != 1 && st[d] != stride[d])
-			return false;
-	return t->offset == 0;
-}
-
 /* Result node `r` stands for member wait `w`: its name (outputs and
  * tables keep naming the value as before), metadata and sharding. `w`,
  * out of the graph, is renamed NAME.unbucketed; the name index follows. */
@@ -150,7 +136,7 @@ static uint32_t flat_input(struct emitter *e, const struct dt_bucket_member *mb,
 	}
 	int have = dt_bucket_shape(e->m, mb->input, shape);
 	if (have == rank && memcmp(shape, want, (size_t)rank * sizeof *want) == 0 &&
-	    is_dense(e->m, mb->input))
+	    dt_bucket_is_dense(e->m, mb->input))
 		return mb->input;
 	return emit_view(e, DT_OP_RESHAPE, mb->input, want, rank, "flat");
 }
@@ -275,7 +261,7 @@ uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 		/* A gathered member is a copy, laid out as the wait was: views
 		 * of it stay possible. (reshape is a view where only one rank's
 		 * rows make up the part.) */
-		if (gather && !is_dense(m, r)) {
+		if (gather && !dt_bucket_is_dense(m, r)) {
 			struct dt_arg ca = arg_node(r);
 			r = emit(&e, DT_OP_CONTIGUOUS, "copy", &ca, 1);
 		}

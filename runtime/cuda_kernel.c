@@ -300,9 +300,17 @@ int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 		hc.outputs = hout;
 		rc = dt_cpu_kernel(ctx->b, &hc);
 	}
-	for (uint32_t k = 0; k < c->noutputs && rc == DT_OK; k++)
-		rc = move(ctx, c, c->outputs[k].buf->data, hbuf[k].data,
-			  hbuf[k].bytes, cudaMemcpyHostToDevice);
+	/* only each output's span: an output may be a run of a buffer that
+	 * holds other values (the interpreter's cat placement, place.c) */
+	for (uint32_t k = 0; k < c->noutputs && rc == DT_OK; k++) {
+		size_t from = (size_t)c->outputs[k].offset *
+			      dt_dtype_size((enum dt_dtype)c->outputs[k].dtype);
+		size_t end = dt_rt_storage_bytes(&c->outputs[k]);
+		if (end > from)
+			rc = move(ctx, c, (char *)c->outputs[k].buf->data + from,
+				  (char *)hbuf[k].data + from, end - from,
+				  cudaMemcpyHostToDevice);
+	}
 	for (uint32_t i = 0; i < in.n; i++) {
 		uint32_t id = in.ids[i], nt = dt_node_get(m, id)->ntensors;
 		for (uint32_t r = 0; hv[id] && r < nt; r++)

@@ -41,6 +41,41 @@ static inline char *dt_rt_at(const struct dt_rt_tensor *t, int64_t off)
 }
 
 /* ------------------------------------------------------------------ */
+/* The interpreter's buffer pool (pool.c): freed buffers of one size kept
+ * for the next allocation of that size (no page faults on reuse). */
+#define DT_POOL_MIN_BYTES (64u << 10)
+
+struct dt_pool {
+	DT_VEC(struct dt_buffer *) free; /* refs 0, owned by the pool */
+	size_t bytes;                    /* held in free */
+};
+/* A pooled buffer of exactly `bytes` (one reference, not in flight), or
+ * NULL when none is held. */
+struct dt_buffer *dt_pool_take(struct dt_pool *p, size_t bytes);
+/* Keep `buf` (its last reference) for reuse; false (nothing done) when it
+ * is smaller than DT_POOL_MIN_BYTES: then the caller releases it. */
+bool dt_pool_give(struct dt_pool *p, struct dt_buffer *buf);
+/* Release the oldest buffers held to backend b until at most `keep`
+ * bytes are (keep 0: all, before dt_vec_free(&p->free)). */
+void dt_pool_trim(struct dt_pool *p, struct dt_backend *b, size_t keep);
+
+/* ------------------------------------------------------------------ */
+/* Producers written in place into the cat that reads them (place.c). */
+enum {
+	DT_PLACE_OTHER,
+	DT_PLACE_KERNEL, /* writes fresh buffers (a kernel step) */
+	DT_PLACE_VIEW,   /* result 0 aliases input 0's buffer (a view step) */
+	DT_PLACE_INPUT,  /* a placeholder or constant, materialized once */
+};
+/* For the `count` nodes of `order` (graph order) of kind[] (DT_PLACE_*,
+ * by node id): host[P] = the cat whose buffer producer P writes its
+ * result into, at element slot[P] of it, for each P place.c's rules
+ * allow; host[] and slot[] (node id -> entry) start zeroed. */
+void dt_place_plan(const struct dt_module *m, const uint32_t *order,
+		   uint32_t count, const uint8_t *kind, uint32_t *host,
+		   int64_t *slot);
+
+/* ------------------------------------------------------------------ */
 /* Strided iteration (cpu_kernel.c): the elements of a shape in row-major
  * order, with each operand's element offset (its own offset included).
  * Operands are right-aligned against the shape; a missing or size-1 dim

@@ -4,8 +4,9 @@
  * inputs once, then runs the graph warmup + iters times: views share their
  * input's buffer with the IR's geometry, kernels write fresh buffers,
  * collectives get contiguous inputs and complete at their wait, and every
- * buffer goes back to the backend after its last reader. It keeps per-node
- * times for the summary table and the Chrome trace. */
+ * buffer goes back after its last reader (to the pool, pool.c, when
+ * large). It keeps per-node times for the summary table and the Chrome
+ * trace. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -18,6 +19,8 @@ enum step {
 	STEP_VIEW,       /* result(s) alias the input's buffer */
 	STEP_GETITEM,    /* one result of a multi-result node */
 	STEP_KERNEL,     /* fresh buffers, backend kernel */
+	STEP_CAT_SLAB,   /* a cat some producers wrote into (place.c):
+			    copies the other inputs */
 	STEP_COLLECTIVE, /* contiguous input, started now */
 	STEP_WAIT,       /* completes the collective it reads */
 	STEP_OUTPUT,
@@ -46,6 +49,13 @@ struct interp {
 	size_t buffers, buffer_peak;     /* collective buffers */
 	size_t memory_peak;              /* both */
 	uint32_t memory_node;            /* the node whose buffer set it */
+	struct dt_pool pool;             /* freed buffers kept for reuse */
+	uint32_t *host;                  /* node -> cat it writes into (place.c) */
+	int64_t *slot;                   /* node -> its element offset there */
+	struct dt_buffer **slab;         /* cat -> its buffer, before it runs */
+	struct dt_buffer **kept;         /* cat -> its buffer for the whole run,
+					    holding inputs placed there */
+	int64_t *slab_at;                /* cat -> its element offset in it */
 	double t0;
 };
 
@@ -85,10 +95,19 @@ static void account(struct interp *ip, const struct dt_node *n, size_t bytes,
 	}
 }
 
+/* A buffer of `bytes`: a pooled one of that size, else a fresh one after
+ * trimming the pool so that what the run holds (values, collective
+ * buffers, pool) stays within the accounted peak. */
 static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
 				    size_t bytes, bool in_flight)
 {
-	struct dt_buffer *buf = dt_buffer_create(ip->b, bytes);
+	struct dt_buffer *buf = dt_pool_take(&ip->pool, bytes);
+	if (!buf) {
+		size_t held = ip->live + ip->buffers + bytes;
+		dt_pool_trim(&ip->pool, ip->b,
+			     ip->memory_peak > held ? ip->memory_peak - held : 0);
+		buf = dt_buffer_create(ip->b, bytes);
+	}
 	if (!buf) {
 		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
 		return NULL;
@@ -102,8 +121,11 @@ static void buffer_drop(struct interp *ip, struct dt_buffer *buf)
 {
 	if (!buf)
 		return;
-	if (buf->refs == 1)
+	if (buf->refs == 1) {
 		*(buf->in_flight ? &ip->buffers : &ip->live) -= buf->bytes;
+		if (dt_pool_give(&ip->pool, buf))
+			return;
+	}
 	dt_buffer_release(ip->b, buf);
 }
 
@@ -259,6 +281,40 @@ static void plan_frees(struct interp *ip)
 	dt_free(last);
 }
 
+/* Producers that write into the cat reading them (place.c): the cats
+ * involved become STEP_CAT_SLAB. */
+static void plan_places(struct interp *ip)
+{
+	uint32_t nn = ip->m->nodes.len;
+	uint8_t *kind = dt_calloc(nn, 1);
+	ip->host = dt_calloc(nn, sizeof(uint32_t));
+	ip->slot = dt_calloc(nn, sizeof(int64_t));
+	ip->slab = dt_calloc(nn, sizeof(*ip->slab));
+	ip->kept = dt_calloc(nn, sizeof(*ip->kept));
+	ip->slab_at = dt_calloc(nn, sizeof(int64_t));
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		kind[id] = ip->step[id] == STEP_KERNEL ? DT_PLACE_KERNEL
+			   : ip->step[id] == STEP_VIEW ? DT_PLACE_VIEW
+			   : ip->step[id] == STEP_INPUT ? DT_PLACE_INPUT
+							: DT_PLACE_OTHER;
+	}
+	dt_place_plan(ip->m, ip->order, ip->count, kind, ip->host, ip->slot);
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		/* an input goes into a cat kept for the run: not one that
+		 * is itself a run of another cat (written every iteration) */
+		if (kind[id] == DT_PLACE_INPUT && ip->host[id] && ip->host[ip->host[id]])
+			ip->host[id] = 0;
+	}
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p];
+		if (ip->host[id])
+			ip->step[ip->host[id]] = STEP_CAT_SLAB;
+	}
+	dt_free(kind);
+}
+
 static uint32_t stat_index(struct interp *ip, const char *target)
 {
 	for (uint32_t i = 0; i < ip->stats.len; i++)
@@ -300,6 +356,7 @@ static int plan(struct interp *ip)
 		ip->stat_of[id] = stat_index(ip, dt_rt_node_target(n));
 	}
 	plan_frees(ip);
+	plan_places(ip);
 	return DT_OK;
 }
 
@@ -328,9 +385,15 @@ static int run_view(struct interp *ip, uint32_t id)
 		return dt_rt_fail(ip->b, ip->m, n, "a view needs a tensor input");
 	struct dt_buffer *buf = ip->values[in][0].buf;
 	DT_REQUIRE(buf != NULL);
-	for (uint32_t r = 0; r < n->ntensors; r++)
+	/* a value written into a cat's buffer (place.c) sits past its IR
+	 * offset: its views move with it */
+	int64_t shift = ip->values[in][0].offset -
+			dt_node_tensor(ip->m, dt_node_get(ip->m, in), 0)->offset;
+	for (uint32_t r = 0; r < n->ntensors; r++) {
 		if (describe(ip, id, r, buf) != DT_OK)
 			return DT_ERUNTIME;
+		ip->values[id][r].offset += shift;
+	}
 	return DT_OK;
 }
 
@@ -350,14 +413,123 @@ static int run_getitem(struct interp *ip, uint32_t id)
 	return DT_OK;
 }
 
+/* The buffer cat `c` (node n) writes into, allocated by its first placed
+ * producer (or by itself): its own, or its slice of its host cat's.
+ * ip->slab[c] holds a reference until c runs. */
+static struct dt_buffer *slab_of(struct interp *ip, uint32_t c)
+{
+	if (ip->slab[c])
+		return ip->slab[c];
+	if (ip->kept[c]) {
+		ip->kept[c]->refs++;
+		ip->slab_at[c] = 0;
+		return ip->slab[c] = ip->kept[c];
+	}
+	const struct dt_node *n = dt_node_get(ip->m, c);
+	uint32_t host = ip->host[c];
+	struct dt_buffer *buf;
+	if (host) {
+		if (!(buf = slab_of(ip, host)))
+			return NULL;
+		buf->refs++;
+		ip->slab_at[c] = ip->slab_at[host] + ip->slot[c];
+	} else {
+		struct dt_rt_tensor t;
+		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, n, 0));
+		if (!(buf = buffer_new(ip, n, dt_rt_storage_bytes(&t), false)))
+			return NULL;
+		ip->slab_at[c] = 0;
+	}
+	return ip->slab[c] = buf;
+}
+
+/* Input `id`, materialized in a buffer of its own (not accounted), moved
+ * into its run of the buffer its host cat keeps for the run (allocated by
+ * the first such input). */
+static int place_input(struct interp *ip, uint32_t id)
+{
+	uint32_t c = ip->host[id];
+	const struct dt_node *cn = dt_node_get(ip->m, c);
+	if (!ip->kept[c]) {
+		struct dt_rt_tensor t;
+		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, cn, 0));
+		if (!(ip->kept[c] = buffer_new(ip, cn, dt_rt_storage_bytes(&t), false)))
+			return DT_ERUNTIME;
+	}
+	struct dt_rt_tensor run = ip->inputs[id];
+	run.buf = ip->kept[c];
+	run.offset = ip->slot[id];
+	if (ip->b->ops->copy(ip->b, &run, &ip->inputs[id]) != DT_OK)
+		return dt_rt_fail(ip->b, ip->m, dt_node_get(ip->m, id),
+				  "cannot copy the input into its cat's buffer");
+	dt_buffer_release(ip->b, ip->inputs[id].buf);
+	run.buf->refs++;
+	ip->inputs[id] = run;
+	return DT_OK;
+}
+
+/* Result 0 of `id` in its slice of its host cat's buffer (meta offset 0:
+ * place.c places dense results only). */
+static int place_result(struct interp *ip, uint32_t id)
+{
+	struct dt_rt_tensor *t = &ip->values[id][0];
+	dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, dt_node_get(ip->m, id), 0));
+	uint32_t host = ip->host[id];
+	if (!(t->buf = slab_of(ip, host)))
+		return DT_ERUNTIME;
+	t->buf->refs++;
+	t->offset = ip->slab_at[host] + ip->slot[id];
+	return DT_OK;
+}
+
+/* A cat some inputs were written into: its buffer (taken from slab[]),
+ * the other inputs copied into their runs. */
+static int run_cat_slab(struct interp *ip, uint32_t id)
+{
+	const struct dt_node *n = dt_node_get(ip->m, id);
+	struct dt_rt_tensor *y = &ip->values[id][0];
+	if (ip->host[id]) {
+		if (place_result(ip, id) != DT_OK)
+			return DT_ERUNTIME;
+	} else {
+		dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
+		if (!(y->buf = slab_of(ip, id)))
+			return DT_ERUNTIME;
+		y->buf->refs++;
+	}
+	buffer_drop(ip, ip->slab[id]);
+	ip->slab[id] = NULL;
+	const struct dt_arg *list = ip->args[id].arg[0];
+	int64_t at = y->offset;
+	for (uint32_t k = 0; k < list->len; k++) {
+		const struct dt_rt_tensor *x = &ip->values[ip->m->refs.data[list->v.first + k]][0];
+		int64_t len = dt_rt_numel(x);
+		if (x->buf != y->buf || x->offset != at) {
+			struct dt_rt_tensor run = *x;
+			run.buf = y->buf;
+			run.offset = at;
+			run.dtype = y->dtype;
+			dt_contiguous_strides(run.shape, run.rank, run.stride);
+			if (ip->b->ops->copy(ip->b, &run, x) != DT_OK)
+				return dt_rt_fail(ip->b, ip->m, n, "cannot copy input %u into its run", k);
+		}
+		at += len;
+	}
+	return DT_OK;
+}
+
 static int run_kernel(struct interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	for (uint32_t r = 0; r < n->ntensors; r++) {
 		struct dt_rt_tensor *t = &ip->values[id][r];
 		dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
-		if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false)))
+		if (ip->host[id]) { /* one result (place.c) */
+			if (place_result(ip, id) != DT_OK)
+				return DT_ERUNTIME;
+		} else if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false))) {
 			return DT_ERUNTIME;
+		}
 	}
 	struct dt_kernel_call c = {
 		.m = ip->m, .node = n, .op = (enum dt_op)n->op, .args = &ip->args[id],
@@ -469,6 +641,7 @@ static int run_step(struct interp *ip, uint32_t id, struct dt_run_result *res)
 	case STEP_VIEW: return run_view(ip, id);
 	case STEP_GETITEM: return run_getitem(ip, id);
 	case STEP_KERNEL: return run_kernel(ip, id);
+	case STEP_CAT_SLAB: return run_cat_slab(ip, id);
 	case STEP_COLLECTIVE: return run_collective(ip, id);
 	case STEP_WAIT: return run_wait(ip, id);
 	case STEP_OUTPUT: return res ? run_output(ip, id, res) : DT_OK;
@@ -499,6 +672,8 @@ static int drain(struct interp *ip)
 		if (ip->step[id] == STEP_COLLECTIVE && complete(ip, id) != DT_OK)
 			rc = DT_ERUNTIME;
 		values_drop(ip, id);
+		buffer_drop(ip, ip->slab[id]);
+		ip->slab[id] = NULL;
 	}
 	return rc;
 }
@@ -562,13 +737,18 @@ static void interp_fini(struct interp *ip)
 {
 	for (uint32_t id = 0; id < ip->m->nodes.len && ip->inputs; id++)
 		buffer_drop(ip, ip->inputs[id].buf);
+	for (uint32_t id = 0; id < ip->m->nodes.len && ip->kept; id++)
+		buffer_drop(ip, ip->kept[id]);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
-			 ip->pinned, ip->stat_of, ip->started};
+			 ip->pinned, ip->stat_of, ip->started, ip->host, ip->slot,
+			 ip->slab, ip->slab_at, ip->kept};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);
 	dt_vec_free(&ip->events);
+	dt_pool_trim(&ip->pool, ip->b, 0);
+	dt_vec_free(&ip->pool.free);
 }
 
 static int materialize(struct interp *ip)
@@ -584,7 +764,12 @@ static int materialize(struct interp *ip)
 			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
 						   ip->b, &ip->inputs[id]) != DT_OK)
 			return DT_ERUNTIME;
-		account(ip, n, ip->inputs[id].buf->bytes, false);
+		if (ip->host[id]) {
+			if (place_input(ip, id) != DT_OK)
+				return DT_ERUNTIME;
+		} else {
+			account(ip, n, ip->inputs[id].buf->bytes, false);
+		}
 	}
 	return DT_OK;
 }
@@ -673,7 +858,11 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 		const struct dt_node *n = dt_node_get(m, id);
 		struct dt_rt_tensor *t = &ip.inputs[id];
 		dt_rt_from_meta(t, m, dt_node_tensor(m, n, 0));
-		if (!(t->buf = buffer_new(&ip, n, dt_rt_storage_bytes(t), false)))
+		size_t bytes = dt_rt_storage_bytes(t);
+		if (ip.host[id])
+			rc = (t->buf = dt_buffer_create(ip.b, bytes)) ? place_input(&ip, id)
+								    : DT_ERUNTIME;
+		else if (!(t->buf = buffer_new(&ip, n, bytes, false)))
 			rc = DT_ERUNTIME;
 	}
 	if (rc == DT_OK)

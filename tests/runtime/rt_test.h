@@ -62,11 +62,13 @@ static inline struct dt_module *rt_load(struct rt_diag *r, const char *xml)
 	return m;
 }
 
-/* The CPU backend with counted allocations (live must be 0 at the end). */
+/* The CPU backend with counted allocations (live must be 0 at the end);
+ * each block carries its size in a 16-byte header for the byte counts. */
 struct rt_counting {
 	struct dt_backend_ops ops;
 	const struct dt_backend_ops *inner;
 	long live, total;
+	size_t bytes, max_bytes; /* held now, at most */
 	long fail_at; /* this allocation (1-based) fails; 0 = none */
 };
 
@@ -81,14 +83,24 @@ static inline void *rt_counting_alloc(struct dt_backend *b, size_t bytes)
 	struct rt_counting *c = rt_counting_of(b);
 	if (++c->total == c->fail_at)
 		return NULL;
+	size_t *p = c->inner->alloc(b, bytes + 16);
+	if (!p)
+		return NULL;
 	c->live++;
-	return c->inner->alloc(b, bytes);
+	*p = bytes;
+	c->bytes += bytes;
+	if (c->bytes > c->max_bytes)
+		c->max_bytes = c->bytes;
+	return (char *)p + 16;
 }
 
 static inline void rt_counting_release(struct dt_backend *b, void *p)
 {
-	rt_counting_of(b)->live--;
-	rt_counting_of(b)->inner->release(b, p);
+	struct rt_counting *c = rt_counting_of(b);
+	size_t *h = (size_t *)(void *)((char *)p - 16);
+	c->live--;
+	c->bytes -= *h;
+	c->inner->release(b, h);
 }
 
 static inline void rt_counting_destroy(struct dt_backend *b)

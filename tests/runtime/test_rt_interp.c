@@ -118,6 +118,78 @@ static void test_buffers_freed(void **state)
 	run_fini(&u);
 }
 
+/* Producers write into the cat that reads them (place.c): through a
+ * reshape, directly, an input once for the run, nested cats; copied: a
+ * placeholder read elsewhere, a value with another reader, one listed
+ * twice, a cat on dim 1 of [4, 8]s. */
+static void test_cat_in_place(void **state)
+{
+	(void)state;
+	struct run u;
+	run_graph(&u, RT_GRAPH("local", PH("x", "4 8", "8 1") PH("y", "32", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("fa", "aten.reshape.default", "<arg node=\"a\"/><arg ints=\"32\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"y\"/>")
+		CALL("d", "aten.exp.default", "<arg node=\"y\"/>")
+		CALL("e", "aten.add.Tensor", "<arg node=\"y\"/><arg node=\"y\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"fa b e y d d\"/>")
+		OUT("c e")), NULL);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(allocations(u.b), 5); /* x, y, d, e, c: a and b in c */
+	assert_int_equal(u.res.peak_bytes, (32 + 32 + 32 + 32 + 192) * 4);
+	for (int i = 0; i < 32; i++) {
+		const struct dt_rt_tensor *c = &u.res.outputs[0];
+		double y = x_at("y@0", i), ey = (double)expf((float)y);
+		assert_true(rt_at(c, i) == -x_at("x@0", i));
+		assert_true(rt_at(c, 32 + i) == -y);
+		assert_true(rt_at(c, 64 + i) == 2 * y);
+		assert_true(rt_at(c, 96 + i) == y);
+		assert_true(rt_at(c, 128 + i) == ey && rt_at(c, 160 + i) == ey);
+	}
+	run_fini(&u);
+
+	/* an input read only by the cat goes into a buffer the cat keeps for
+	 * the run: every iteration writes only a into it */
+	struct dt_run_options three = {.seed = SEED, .iters = 3};
+	run_graph(&u, RT_GRAPH("local", PH("x", "64", "1") PH("z", "64", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"a z\"/>")
+		OUT("c")), &three);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(allocations(u.b), 3); /* x, z's own, c's kept */
+	assert_int_equal(u.res.memory_bytes, (64 + 128) * 4);
+	for (int i = 0; i < 64; i++) {
+		assert_true(rt_at(&u.res.outputs[0], i) == -x_at("x@0", i));
+		assert_true(rt_at(&u.res.outputs[0], 64 + i) == x_at("z@0", i));
+	}
+	run_fini(&u);
+
+	run_graph(&u, RT_GRAPH("local", PH("x", "4 8", "8 1")
+		CALL("p", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("q", "aten.exp.default", "<arg node=\"x\"/>")
+		CALL("i1", "aten.cat.default", "<arg nodes=\"p q\"/>")
+		CALL("r", "aten.abs.default", "<arg node=\"x\"/>")
+		CALL("s", "aten.neg.default", "<arg node=\"r\"/>")
+		CALL("i2", "aten.cat.default", "<arg nodes=\"r s\"/><arg int=\"1\"/>")
+		CALL("f2", "aten.reshape.default", "<arg node=\"i2\"/><arg ints=\"8 8\"/>")
+		CALL("o", "aten.cat.default", "<arg nodes=\"i1 f2\"/>")
+		OUT("o")), NULL);
+	assert_int_equal(u.rc, DT_OK);
+	/* x, r, s (i2 cats on dim 1 of [4, 8]s: copies), o; p, q, i1, i2
+	 * in o */
+	assert_int_equal(allocations(u.b), 4);
+	for (int i = 0; i < 32; i++) {
+		const struct dt_rt_tensor *o = &u.res.outputs[0];
+		double v = x_at("x@0", i);
+		int row = i / 8, col = i % 8;
+		assert_true(rt_at(o, i) == -v);
+		assert_true(rt_at(o, 32 + i) == (double)expf((float)v));
+		assert_true(rt_at(o, 64 + row * 16 + col) == fabs(v));
+		assert_true(rt_at(o, 64 + row * 16 + 8 + col) == -fabs(v));
+	}
+	run_fini(&u);
+}
+
 static void test_reshape_copy(void **state)
 {
 	(void)state;
@@ -420,6 +492,41 @@ static void test_iterations_summary(void **state)
 	run_fini(&u);
 }
 
+/* Buffers of 64 KiB or more freed in one iteration serve the next
+ * (allocations of the first iteration only), and the pool gives back what
+ * it holds rather than let the run hold more than its accounted peak. */
+static void test_buffer_pool(void **state)
+{
+	(void)state;
+	struct run u;
+	struct dt_run_options opt = {.seed = SEED, .iters = 3, .warmup = 2};
+	run_graph(&u, RT_GRAPH("local", PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"a\"/>")
+		CALL("c", "aten.neg.default", "<arg node=\"b\"/>")
+		OUT("c")), &opt);
+	assert_int_equal(u.rc, DT_OK);
+	/* x, a, b; c reuses a's buffer, every later iteration the pool's */
+	assert_int_equal(allocations(u.b), 3);
+	assert_int_equal(u.res.memory_bytes, 3 * 65536);
+	assert_true(rt_at(&u.res.outputs[0], 7) == -x_at("x@0", 7));
+	run_fini(&u);
+
+	/* a is pooled when b is done; c (128 KiB) would make x, a, b, c
+	 * held, past the peak (x, a, b): a goes back first; in later
+	 * iterations the pooled c and d give way to a and b likewise */
+	run_graph(&u, RT_GRAPH("local", PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("b", "aten.neg.default", "<arg node=\"a\"/>")
+		CALL("c", "aten.cat.default", "<arg nodes=\"b b\"/>")
+		CALL("d", "aten.neg.default", "<arg node=\"c\"/>")
+		OUT("d")), &opt);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(u.res.memory_bytes, 5 * 65536); /* x, b, c at d */
+	assert_int_equal(rt_counting_of(u.b)->max_bytes, 5 * 65536);
+	run_fini(&u);
+}
+
 static int count(const char *s, const char *what)
 {
 	int k = 0;
@@ -544,6 +651,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_views_share, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_buffers_freed, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_reshape_copy, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_cat_in_place, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_outputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_collectives, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
@@ -552,6 +660,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pack_pieces, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_dropout, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_iterations_summary, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_buffer_pool, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_trace, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_errors, rt_setup, rt_teardown),
 	};
