@@ -171,9 +171,7 @@ bool dt_shard_aliases(const struct dt_shard_problem *pr,
  * node at its pin (where its users read it); none for a view's results
  * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
  * the results `published` marks (bit r of entry k; NULL: none), which
- * their publishers hold. A pin move that joins a bucket (only the output
- * reads the value: a gradient) runs when the bucket does, at the end of
- * the step: the value before the move is held too. */
+ * their publishers hold. */
 static int64_t held_bytes(const struct builder *b, const uint32_t *published,
 			  uint32_t k, int32_t s)
 {
@@ -193,8 +191,6 @@ static int64_t held_bytes(const struct builder *b, const uint32_t *published,
 			continue;
 		bytes += value_bytes(m, n->mesh, g, r,
 				     n->pinned && r == 0 ? &n->pin : &pl[r]);
-		if (moved && dt_shard_edges_pin_bucketed(&b->edges, n->node))
-			bytes += value_bytes(m, n->mesh, g, 0, &pl[0]);
 	}
 	return (int64_t)bytes;
 }
