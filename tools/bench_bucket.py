@@ -44,9 +44,9 @@ order, with `dtopt run --iters N --warmup W --summary`; per run it reads
 the wall time per iteration (max over ranks), the exposed communication
 per iteration (time in starts, waits and MPI progress tests, max over
 ranks: the step's communication time), the CPU seconds of all ranks per
-timed iteration (the summary's cpu line: compute, polling and MPI, not
-mpirun's launch, MPI_Init or the warm-up) and rank 0's peak interpreter
-memory. Ratios (wall, communication, CPU) are taken within a round (each
+timed iteration and their page faults (the summary's cpu line: compute,
+polling and MPI, not mpirun's launch, MPI_Init or the warm-up) and rank
+0's peak interpreter memory. Ratios (wall, communication, CPU) are taken within a round (each
 pipeline against the plain run of the same round, so a load that changes
 between rounds cancels) and reported as their median with the lower and
 upper quartile; times are medians over rounds. On a loaded machine
@@ -240,8 +240,8 @@ def main():
     print("host rates (load %s): %s" % (load(), " ".join(rate_flags(args))))
     print("%d ranks on %d cores, %d rounds; ratio = pipeline / plain of the same round: "
           "median [quartiles]" % (args.np, os.cpu_count(), args.repeats))
-    print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s %19s" % (
-        "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it",
+    print("%-10s %-9s %5s %10s %10s %10s %9s %11s %19s %19s %19s" % (
+        "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it", "faults/it",
         "peak bytes", "wall ratio", "comm ratio", "cpu ratio"))
     for style, count, elems in cases:
         name = case_name(style, count, elems)
@@ -268,19 +268,19 @@ def main():
                                     "--warmup", "3", "--summary"])
                 wall = float(re.search(r"time: ([0-9.e+-]+) s/iteration", out).group(1))
                 comm = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e-3
-                cpu = float(re.search(r"cpu: ([0-9.]+) ms", out).group(1)) * 1e-3
+                cpu = re.search(r"cpu: ([0-9.]+) ms and ([0-9]+) page faults", out)
                 peak = int(re.search(r"(\d+) bytes in all", out).group(1))
-                sample[k] = (wall, comm, cpu, peak)
+                sample[k] = (wall, comm, float(cpu.group(1)) * 1e-3, peak, int(cpu.group(2)))
             rounds.append(sample)
         for k, (pname, _) in enumerate(PIPES):
-            med = [statistics.median(rd[k][i] for rd in rounds) for i in range(4)]
+            med = [statistics.median(rd[k][i] for rd in rounds) for i in range(5)]
             wr = quartiles([rd[k][0] / rd[0][0] for rd in rounds])
             cr = quartiles([rd[k][1] / rd[0][1] if rd[0][1] else 0 for rd in rounds])
             ur = quartiles([rd[k][2] / rd[0][2] for rd in rounds])
-            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %11d %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]"
-                  " %5.2f [%4.2f-%4.2f]" % (
+            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %9.0f %11d %5.2f [%4.2f-%4.2f]"
+                  " %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]" % (
                       name, pname, collectives(paths[k]), med[0] * 1e6, med[1] * 1e6,
-                      med[2] * 1e6, med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2],
+                      med[2] * 1e6, med[4], med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2],
                       ur[1], ur[0], ur[2]))
         peak = [statistics.median(rd[k][3] for rd in rounds) for k in range(len(PIPES))]
         print("           load %s -> %s; peak memory growth of default over plain: %d bytes "
