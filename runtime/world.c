@@ -80,7 +80,7 @@ bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout, double spin)
 		double waited = dt_rt_now() - start;
 		if (timeout > 0 && waited >= timeout)
 			return false;
-		if (waited < spin) { /* as MPI_Wait does when oversubscribed */
+		if (waited < spin) { /* back at once when peers are quick */
 			sched_yield();
 			continue;
 		}
