@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* This rank's communicator for one declared group: the instance containing
  * the rank, ranked in the group's dim order (semantics §1), or
@@ -475,7 +476,7 @@ static void unlink_pending(struct mpi_backend *b, struct dt_pending *p)
 static int wait_request(struct mpi_backend *b, struct dt_pending *p)
 {
 	int err = MPI_SUCCESS;
-	if (!dt_mpi_wait(&p->req, b->base.timeout, &err))
+	if (!dt_mpi_wait(&p->req, b->base.timeout, b->base.spin, &err))
 		return dt_rt_timeout_fail(&b->base, b->m, p->node, p->kind,
 					  p->group);
 	return mpi_check(b, p->node, "MPI_Wait", err);
@@ -645,8 +646,16 @@ static int create_groups(struct mpi_backend *b)
 	return DT_OK;
 }
 
-/* This rank's share of the host's memory: ranks on one host split it. */
-static int share_memory(struct mpi_backend *b)
+/* A wait's yielding spin when more ranks share this host than it has
+ * cores: long enough for a small collective's steps, then the rank sleeps
+ * between tests (dt_rt_poll). 4 ranks on 2 busy cores, 32 x 64 KiB or
+ * one 2 MiB all_reduce after compute: exposed communication 0.4-0.7x of
+ * yielding throughout (tools/bench_bucket.py --spin 0.1, semantics §4.7). */
+#define OVERSUBSCRIBED_SPIN 200e-6
+
+/* This rank's share of the host (ranks on one host split its memory) and
+ * how its waits poll. */
+static int share_host(struct mpi_backend *b)
 {
 	MPI_Comm host = MPI_COMM_NULL;
 	int local = 1;
@@ -658,6 +667,8 @@ static int share_memory(struct mpi_backend *b)
 	if (host != MPI_COMM_NULL)
 		MPI_Comm_free(&host);
 	b->base.memory = dt_host_memory() / (size_t)(local > 0 ? local : 1);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	b->base.spin = cores > 0 && local > cores ? OVERSUBSCRIBED_SPIN : DT_RT_SPIN;
 	dt_host_heap_keep();
 	return rc;
 }
@@ -713,7 +724,7 @@ struct dt_backend *dt_backend_mpi_create(const struct dt_module *m,
 	if (rc == DT_OK)
 		rc = create_groups(b);
 	if (rc == DT_OK)
-		rc = share_memory(b);
+		rc = share_host(b);
 	if (rc != DT_OK) {
 		mpi_destroy(&b->base);
 		return NULL;

@@ -152,6 +152,11 @@ struct dt_backend {
 	/* Seconds a collective's wait may take before it fails, reporting
 	 * the node (0: no limit). Set by the caller after creation. */
 	double timeout;
+	/* Seconds the MPI backend's wait for a collective yields the CPU
+	 * before it sleeps between tests (dt_rt_poll): set at creation, 200 µs
+	 * when more ranks than cores share the host, else DT_RT_SPIN; the
+	 * caller may override it. */
+	double spin;
 	/* Bytes of tensors this rank can hold: its share of the host's (or
 	 * GPU's) free memory at creation; 0 when unknown. */
 	size_t memory;
@@ -204,11 +209,11 @@ void dt_collective_sequence(const struct dt_module *m,
  * Built when DTOPT_HAVE_MPI. */
 int dt_collectives_agree(const struct dt_module *m, struct dt_diag *d,
 			 double timeout);
-/* Complete nonblocking MPI request `request` (an MPI_Request *): MPI_Wait,
- * or with timeout > 0 MPI_Test through dt_rt_poll, false when the time ran
- * out (the request is still pending). *err is MPI's error code. Built when
- * DTOPT_HAVE_MPI. */
-bool dt_mpi_wait(void *request, double timeout, int *err);
+/* Complete nonblocking MPI request `request` (an MPI_Request *): MPI_Test
+ * through dt_rt_poll (yielding for `spin` seconds), false when timeout > 0
+ * seconds ran out (the request is still pending; 0 waits forever). *err is
+ * MPI's error code. Built when DTOPT_HAVE_MPI. */
+bool dt_mpi_wait(void *request, double timeout, double spin, int *err);
 
 /* The NCCL+CUDA backend: one GPU per rank (local rank, from
  * MPI_Comm_split_type, modulo the visible devices), device memory from
@@ -366,8 +371,14 @@ double dt_rt_now(void);
 struct dt_rt_usage dt_rt_usage_now(void);
 /* Call test(ud) until it returns true or, when timeout > 0, that many
  * seconds pass (false). Between calls it yields the CPU for the first
- * 0.1 s, then sleeps 1 ms: every wait for peers (collectives, the CLI's
- * agreements) goes through it, so a stopped peer cannot hang a rank. */
-bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout);
+ * `spin` seconds, then sleeps 50 µs until DT_RT_SPIN, then 1 ms: every
+ * wait for peers (collectives, the CLI's agreements) goes through it, so
+ * a stopped peer cannot hang a rank. A rank sharing its core with others
+ * spins briefly (semantics §4.7): a yielding rank stays runnable and gets
+ * the core back only after the others' time slices, a sleeping one is
+ * woken on time and leaves the core to them meanwhile. */
+#define DT_RT_SPIN 0.1
+bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout,
+		 double spin);
 
 #endif

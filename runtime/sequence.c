@@ -196,11 +196,10 @@ static bool test_request(void *ud)
 	return done || t->err != MPI_SUCCESS;
 }
 
-bool dt_mpi_wait(void *request, double timeout, int *err)
+bool dt_mpi_wait(void *request, double timeout, double spin, int *err)
 {
 	struct request_ctx t = {request, MPI_SUCCESS};
-	bool done = timeout > 0 ? dt_rt_poll(test_request, &t, timeout)
-				: (t.err = MPI_Wait(t.req, MPI_STATUS_IGNORE), true);
+	bool done = dt_rt_poll(test_request, &t, timeout, spin);
 	*err = t.err;
 	return done;
 }
@@ -210,7 +209,7 @@ bool dt_mpi_wait(void *request, double timeout, int *err)
  * a peer does not come. */
 static int finish(struct agree *g, int err, MPI_Request *req, const char *call)
 {
-	if (err == MPI_SUCCESS && req && !dt_mpi_wait(req, g->timeout, &err)) {
+	if (err == MPI_SUCCESS && req && !dt_mpi_wait(req, g->timeout, DT_RT_SPIN, &err)) {
 		dt_diag_report(g->d, DT_ERROR, g->m->file, 0, NULL,
 			       "rank %d waited %g s for the other ranks to "
 			       "compare collective sequences: a peer rank "

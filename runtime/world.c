@@ -71,7 +71,7 @@ int64_t dt_required_world(const struct dt_module *m,
 	return need;
 }
 
-bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout)
+bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout, double spin)
 {
 	double start = dt_rt_now();
 	for (;;) {
@@ -80,12 +80,12 @@ bool dt_rt_poll(bool (*test)(void *ud), void *ud, double timeout)
 		double waited = dt_rt_now() - start;
 		if (timeout > 0 && waited >= timeout)
 			return false;
-		if (waited < 0.1) { /* as MPI_Wait does when oversubscribed */
+		if (waited < spin) { /* back at once when peers are quick */
 			sched_yield();
 			continue;
 		}
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		struct timespec nap = {0, waited < DT_RT_SPIN ? 50000 : 1000000};
+		nanosleep(&nap, NULL);
 	}
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench_bucket.py DTOPT [--np 4] [--repeats 7] [--case NAME ...] [--quick] [RATES]:
+"""bench_bucket.py DTOPT [--np 4] [--repeats 7] [--case NAME ...] [--quick] [RATES]
+[--spin S ...]:
 a training step's communication with and without bucket-collectives and
 schedule-collectives, measured side by side under mpirun.
 
@@ -19,6 +20,11 @@ pipelines of the same graph:
              its links (the topology defaults), as before the rates
   one        default with --force-fusion: one bucket up to --bucket-bytes
              (the policy before the cost model's cut)
+
+and with --spin S, plain@S and default@S: plain and default under `dtopt
+run --spin S` (how long a wait yields the CPU before it sleeps between
+tests; the MPI backend's own choice is 200 µs where more ranks than cores
+share the host, so `--spin 0.1` compares with yielding throughout).
 
 The cost model's cut weighs the compute a bucket waits for against the
 latency it saves, so opt must know the host's rates, not an H100's
@@ -44,9 +50,9 @@ order, with `dtopt run --iters N --warmup W --summary`; per run it reads
 the wall time per iteration (max over ranks), the exposed communication
 per iteration (time in starts, waits and MPI progress tests, max over
 ranks: the step's communication time), the CPU seconds of all ranks per
-timed iteration (the summary's cpu line: compute, polling and MPI, not
-mpirun's launch, MPI_Init or the warm-up) and rank 0's peak interpreter
-memory. Ratios (wall, communication, CPU) are taken within a round (each
+timed iteration and their page faults (the summary's cpu line: compute,
+polling and MPI, not mpirun's launch, MPI_Init or the warm-up) and rank
+0's peak interpreter memory. Ratios (wall, communication, CPU) are taken within a round (each
 pipeline against the plain run of the same round, so a load that changes
 between rounds cancels) and reported as their median with the lower and
 upper quartile; times are medians over rounds. On a loaded machine
@@ -225,6 +231,10 @@ def main():
     ap.add_argument("--link-bandwidth", type=float, help="the link's GB/s (measured)")
     ap.add_argument("--link-latency", type=float,
                     help="one collective's latency, µs (measured)")
+    ap.add_argument("--spin", action="append", default=[],
+                    help="also run plain and default with `dtopt run --spin SECONDS` "
+                         "(e.g. 0.1: yield throughout, as before the oversubscribed "
+                         "wait); repeatable")
     args = ap.parse_args()
     mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
     cases = CASES
@@ -240,8 +250,8 @@ def main():
     print("host rates (load %s): %s" % (load(), " ".join(rate_flags(args))))
     print("%d ranks on %d cores, %d rounds; ratio = pipeline / plain of the same round: "
           "median [quartiles]" % (args.np, os.cpu_count(), args.repeats))
-    print("%-10s %-9s %5s %10s %10s %10s %11s %19s %19s %19s" % (
-        "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it",
+    print("%-10s %-13s %5s %10s %10s %10s %9s %11s %19s %19s %19s" % (
+        "case", "pipeline", "colls", "wall us/it", "comm us/it", "cpu us/it", "faults/it",
         "peak bytes", "wall ratio", "comm ratio", "cpu ratio"))
     for style, count, elems in cases:
         name = case_name(style, count, elems)
@@ -258,31 +268,35 @@ def main():
         for p in paths[1:]:
             run(mpirun + [args.dtopt, "run", "--compare", paths[0], p])
         iters = max(5, min(200, (32 << 20) // max(1, nbytes * count)))
+        runs = [(pname, paths[k], []) for k, (pname, _) in enumerate(PIPES)]
+        for spin in args.spin:
+            runs += [("%s@%s" % (p, spin), paths[k], ["--spin", spin])
+                     for k, p in ((0, "plain"), (3, "default"))]
         load_before = load()
         rounds = []
         for r in range(args.repeats):
-            sample = [None] * len(paths)
-            for i in range(len(paths)):
-                k = (i + r) % len(paths)
-                out = run(mpirun + [args.dtopt, "run", paths[k], "--iters", str(iters),
-                                    "--warmup", "3", "--summary"])
+            sample = [None] * len(runs)
+            for i in range(len(runs)):
+                k = (i + r) % len(runs)
+                out = run(mpirun + [args.dtopt, "run", runs[k][1], "--iters", str(iters),
+                                    "--warmup", "3", "--summary"] + runs[k][2])
                 wall = float(re.search(r"time: ([0-9.e+-]+) s/iteration", out).group(1))
                 comm = float(re.search(r"exposed ([0-9.]+) ms", out).group(1)) * 1e-3
-                cpu = float(re.search(r"cpu: ([0-9.]+) ms", out).group(1)) * 1e-3
+                cpu = re.search(r"cpu: ([0-9.]+) ms and ([0-9]+) page faults", out)
                 peak = int(re.search(r"(\d+) bytes in all", out).group(1))
-                sample[k] = (wall, comm, cpu, peak)
+                sample[k] = (wall, comm, float(cpu.group(1)) * 1e-3, peak, int(cpu.group(2)))
             rounds.append(sample)
-        for k, (pname, _) in enumerate(PIPES):
-            med = [statistics.median(rd[k][i] for rd in rounds) for i in range(4)]
+        for k, (pname, path, _) in enumerate(runs):
+            med = [statistics.median(rd[k][i] for rd in rounds) for i in range(5)]
             wr = quartiles([rd[k][0] / rd[0][0] for rd in rounds])
             cr = quartiles([rd[k][1] / rd[0][1] if rd[0][1] else 0 for rd in rounds])
             ur = quartiles([rd[k][2] / rd[0][2] for rd in rounds])
-            print("%-10s %-9s %5d %10.1f %10.1f %10.1f %11d %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]"
-                  " %5.2f [%4.2f-%4.2f]" % (
-                      name, pname, collectives(paths[k]), med[0] * 1e6, med[1] * 1e6,
-                      med[2] * 1e6, med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2],
+            print("%-10s %-13s %5d %10.1f %10.1f %10.1f %9.0f %11d %5.2f [%4.2f-%4.2f]"
+                  " %5.2f [%4.2f-%4.2f] %5.2f [%4.2f-%4.2f]" % (
+                      name, pname, collectives(path), med[0] * 1e6, med[1] * 1e6,
+                      med[2] * 1e6, med[4], med[3], wr[1], wr[0], wr[2], cr[1], cr[0], cr[2],
                       ur[1], ur[0], ur[2]))
-        peak = [statistics.median(rd[k][3] for rd in rounds) for k in range(len(PIPES))]
+        peak = [statistics.median(rd[k][3] for rd in rounds) for k in range(len(runs))]
         print("           load %s -> %s; peak memory growth of default over plain: %d bytes "
               "(bound: bucket + overlap = %d)" % (load_before, load(), peak[3] - peak[0],
                                                   BUCKET + OVERLAP))

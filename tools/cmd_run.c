@@ -329,6 +329,8 @@ int dt_runner_execute(struct dt_runner *c, struct dt_module *m, bool reference,
 		return code;
 	}
 	b->timeout = c->o.timeout;
+	if (c->o.spin >= 0)
+		b->spin = c->o.spin;
 #if DTOPT_HAVE_MPI
 	if (mpi && c->size > 1) {
 		dt_runner_step(c, "comparing collective sequences");
@@ -385,6 +387,10 @@ static const char run_help[] =
 	"                      one collective (or for the other ranks) reports the\n"
 	"                      node and the collective and ends the job, exit 3\n"
 	"                      (default 300; 0: wait forever)\n"
+	"  --spin=SECONDS      how long a rank waiting for a collective yields the\n"
+	"                      CPU between tests before it sleeps 50 us between\n"
+	"                      them (default 0.0002 where more ranks than cores\n"
+	"                      share the host, else 0.1)\n"
 	"  --memory-limit=BYTES\n"
 	"                      refuse to run (exit 3) when a rank's planned peak\n"
 	"                      memory exceeds BYTES (suffix K, M, G, T; default:\n"
@@ -484,6 +490,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 		{"spmd", no_argument, NULL, 'P'},
 		{"timeout", required_argument, NULL, 'T'},
 		{"memory-limit", required_argument, NULL, 'M'},
+		{"spin", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -493,6 +500,7 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 	bool chosen = false; /* --backend given */
 	o->iters = 1;
 	o->timeout = DT_RUN_TIMEOUT;
+	o->spin = -1;
 	long long v;
 	char *end;
 	int ch;
@@ -543,6 +551,13 @@ static int parse_args(struct dt_runner_opts *o, int argc, char **argv)
 			    o->timeout > 1e9)
 				return USAGE("--timeout needs seconds >= 0 (0: "
 					     "no limit)");
+			break;
+		case 'Y':
+			errno = 0;
+			o->spin = strtod(optarg, &end);
+			if (!*optarg || *end || errno || !(o->spin >= 0) ||
+			    o->spin > 1e9)
+				return USAGE("--spin needs seconds >= 0");
 			break;
 		case 'M':
 			if (!parse_bytes(optarg, &o->memory_limit))

@@ -23,6 +23,8 @@ struct dt_runner_opts {
 	bool spmd;              /* --check GLOBAL --spmd: one program */
 	double timeout;         /* --timeout: seconds any wait for peers may
 				   take (0: no limit) */
+	double spin;            /* --spin: seconds a wait yields; < 0: the
+				   backend's choice */
 	size_t memory_limit;    /* --memory-limit: bytes a rank may plan to
 				   hold (0: the backend's memory) */
 	const char *paths[2];   /* positional graphs */

@@ -21,7 +21,7 @@
 void dt_runner_wait(struct dt_runner *c, MPI_Request *req, const char *what)
 {
 	int err;
-	if (dt_mpi_wait(req, c->o.timeout, &err))
+	if (dt_mpi_wait(req, c->o.timeout, DT_RT_SPIN, &err))
 		return; /* MPI_COMM_WORLD's handler has ended the job on errors */
 	fprintf(stderr, "dtopt run: error: rank %d of %d waited %g s for the "
 		"other ranks in %s: a peer rank stopped or hangs; ending the "

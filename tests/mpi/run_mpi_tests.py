@@ -204,6 +204,7 @@ def case_cli(r):
     if "check: ok (0 of 3 outputs differ" not in p.stdout:
         raise Failure("--check GLOBAL.xml did not check 3 outputs:\n" + p.stdout)
     r.run(1, "--compare", "base.xml", expect=2, mpi=False)
+    r.run(1, "--spin", "-1", "base.xml", expect=2, mpi=False)
     r.run(1, "--compare", "base.xml", "tiny.xml", "--iters", "2", expect=2, mpi=False)
     p = r.run(1, "--backend", "cpu", "check_global.xml", expect=0, mpi=False)
     if "3 outputs" not in p.stdout:

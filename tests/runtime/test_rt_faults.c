@@ -4,7 +4,9 @@
  * and the run tells values and collective buffers apart;
  * every failed allocation (buffers, kernel scratch) is a reported error; the collective sequence the
  * ranks agree on tells apart what would mismatch (group, reduce op, order;
- * counts within a group instance) and nothing else (names). */
+ * counts within a group instance) and nothing else (names); a wait for
+ * peers sleeps between tests once its spin is over, and gives up at its
+ * timeout. */
 #include "rt_test.h"
 
 #define PH(name, shape, stride)                                            \
@@ -193,12 +195,41 @@ static void test_sequence(void **state)
 	seq_fini(&base);
 }
 
+struct poll_ctx {
+	double until; /* the test succeeds from then on */
+	int calls;
+};
+
+static bool poll_test(void *ud)
+{
+	struct poll_ctx *c = ud;
+	c->calls++;
+	return dt_rt_now() >= c->until;
+}
+
+/* Past its spin a wait sleeps at least 50 µs between tests: 20 ms take at
+ * most 400 tests (yielding throughout, thousands on an idle core); a test
+ * that never succeeds ends at the timeout. */
+static void test_poll(void **state)
+{
+	(void)state;
+	struct poll_ctx c = {dt_rt_now() + 0.02, 0};
+	assert_true(dt_rt_poll(poll_test, &c, 0, 0));
+	assert_in_range(c.calls, 2, 401);
+	double start = dt_rt_now();
+	c = (struct poll_ctx){start + 1e9, 0};
+	assert_false(dt_rt_poll(poll_test, &c, 0.01, 200e-6));
+	assert_true(dt_rt_now() - start >= 0.01);
+	assert_true(c.calls >= 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_peak_plan, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_allocation_failures, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_sequence, rt_setup, rt_teardown),
+		cmocka_unit_test(test_poll),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
