@@ -480,7 +480,9 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 	dt_free(rv);
 }
 
-/* The pipeline --check GLOBAL lowers with, on each rank for that rank. */
+/* The pipeline --check GLOBAL lowers with, on each rank for that rank
+ * (shard-prop's default search, the whole-graph one, stops after a fixed
+ * number of rounds: every rank takes the same plan). */
 #define DT_CHECK_LOWERING \
 	"verify,shape-infer,shard-prop,lower-redistribute,fuse-collectives," \
 	"bucket-collectives,schedule-collectives,cancel-views,dce"
