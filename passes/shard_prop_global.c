@@ -25,8 +25,8 @@
 /* The solver's threads and its default budget in search rounds per
  * thread: a problem it solves exactly (small ones, after its reductions)
  * or within rounds gets the same plan on every machine, under any load,
- * so every rank lowering for itself (run --check, opt -o 'L.{rank}.xml')
- * takes the same plan. --solve-timeout trades that for wall-clock time.
+ * so every rank lowered for itself (opt -o 'L.{rank}.xml' solves once per
+ * rank) takes the same plan. --solve-timeout trades that for wall-clock time.
  * The suite's largest problems (3-D meshes) stop after 8 rounds without a
  * better plan well within the cap. */
 #define DT_GLOBAL_THREADS 2
