@@ -44,8 +44,8 @@ struct dt_pass_options {
 	 * so callers that lower set it. */
 	int rank;
 	/* shard-prop's search: enum dt_shard_search (sharding.h), 0 = the
-	 * priority queue, 1 = exhaustive enumeration, 2 = the whole-graph
-	 * solver. */
+	 * whole-graph solver (the default), 1 = the priority queue node by
+	 * node (--search=greedy), 2 = exhaustive enumeration node by node. */
 	uint8_t shard_search;
 	/* The whole-graph search: the per-rank memory budget in bytes (0 =
 	 * none) and the solver's time budget in seconds (0 = its default). */
@@ -186,13 +186,21 @@ void dt_shard_watch_fini(struct dt_shard_watch *w);
 int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
 
 struct dt_shard_problem;
+/* Whether `pr` was built whole; if not (too many edge matrix entries, or a
+ * node with too many strategies to enumerate), reports why at severity
+ * `sev` (tag shard-prop:too-large), the message ending with `then` (what
+ * happens instead). */
+bool dt_shard_global_built(struct dt_pass_ctx *ctx,
+			   const struct dt_shard_problem *pr,
+			   enum dt_severity sev, const char *then);
 /* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
- * `strategy` gets one entry per problem node and *solved is set. Pins
- * contradicting each other (an edge with no finite move between them), a
- * budget below the smallest footprint and a budget no plan found meets are
- * errors naming them; a solver time-out keeps the best plan with a
- * remark; no plan at all without a budget is a warning, *solved false
- * (the caller decides node by node). Returns DT_OK or DT_EINPUT. */
+ * `strategy` gets one entry per problem node and *solved is set. A budget
+ * below the smallest footprint and a budget no plan found meets are errors
+ * naming them; a solver time-out keeps the best plan with a remark; an
+ * edge with no finite move between its ends' strategies (pins the
+ * problem's strategies cannot reconcile) or no plan at all without a
+ * budget is a warning, *solved false (the caller decides node by node).
+ * Returns DT_OK or DT_EINPUT. */
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved);

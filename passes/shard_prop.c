@@ -676,17 +676,12 @@ static int plan_graph(struct prop *p)
 		dt_free(hint);
 		return rc;
 	}
-	if (p->problem.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
-		/* Too large to solve or write: the node-by-node search. */
-		dt_diag_report(p->ctx->diag,
-			       o->problem_out ? DT_ERROR : DT_WARNING,
-			       p->m->file, 0, "shard-prop:too-large",
-			       "the whole-graph problem would hold more than "
-			       "%.0f edge matrix entries%s",
-			       DT_SHARD_PROBLEM_MAX_ENTRIES,
-			       o->problem_out ? ": not written"
-					      : "; placements chosen node by "
-						"node (--search=pq)");
+	/* Too large to solve or write: the node-by-node search. */
+	if (!dt_shard_global_built(p->ctx, &p->problem,
+				   o->problem_out ? DT_ERROR : DT_WARNING,
+				   o->problem_out ? ": not written"
+						  : "; placements chosen node "
+						    "by node (--search=greedy)")) {
 		dt_free(hint);
 		return o->problem_out ? DT_EINPUT : DT_OK;
 	}

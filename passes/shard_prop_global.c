@@ -18,14 +18,19 @@
 #include "sharding.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-/* The solver's threads and default time budget. A problem it solves
- * exactly (small ones, after its reductions) gets the same plan on every
- * machine; a larger one the best plan found in the time. */
+/* The solver's threads and its default budget in search rounds per
+ * thread: a problem it solves exactly (small ones, after its reductions)
+ * or within rounds gets the same plan on every machine, under any load,
+ * so every rank lowered for itself (opt -o 'L.{rank}.xml' solves once per
+ * rank) takes the same plan. --solve-timeout trades that for wall-clock time.
+ * The suite's largest problems (3-D meshes) stop after 8 rounds without a
+ * better plan well within the cap. */
 #define DT_GLOBAL_THREADS 2
-#define DT_GLOBAL_TIMEOUT_S 5.0
+#define DT_GLOBAL_MAX_ROUNDS 64
 /* A thread stops after this many search rounds without a better plan
  * (on dtopt's problems the best is found within the first few). */
 #define DT_GLOBAL_STALL_ROUNDS 8
@@ -66,9 +71,12 @@ static void pin_text(const struct dt_module *m, uint32_t id, char *buf,
 	snprintf(buf, n, " (pinned to %s)", pl);
 }
 
-/* An edge whose every pair of strategies is infinite: the pins at its
- * ends (or the op's rules) leave no way to move the value. */
-static int check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *pr)
+/* Whether every edge has a pair of strategies with a finite move. One
+ * that has none (the pins at its ends, or the op's rules, leave the
+ * problem's strategies no way to move the value) is warned about: the
+ * node search then decides, computing a pinned node where its inputs can
+ * go and moving the result to the pin, or says why it cannot. */
+static bool check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *pr)
 {
 	const struct dt_solve_problem *p = &pr->solve;
 	for (int32_t k = 0; k < p->nedges; k++) {
@@ -91,15 +99,16 @@ static int check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *p
 		char a[160], b[160];
 		pin_text(ctx->m, from, a, sizeof a);
 		pin_text(ctx->m, to, b, sizeof b);
-		node_diag(ctx, DT_ERROR, to, NULL,
-			  "node '%s'%s cannot read '%s'%s: no redistribution "
-			  "moves its value to placements '%s' accepts; the pins "
-			  "contradict",
+		node_diag(ctx, DT_WARNING, to, "shard-prop:no-plan",
+			  "node '%s'%s cannot read '%s'%s in the whole-graph "
+			  "problem: no redistribution moves its value to "
+			  "placements a strategy of '%s' accepts; placements "
+			  "chosen node by node (--search=greedy)",
 			  node_name(ctx->m, to), b, node_name(ctx->m, from), a,
 			  node_name(ctx->m, to));
-		return DT_EINPUT;
+		return false;
 	}
-	return DT_OK;
+	return true;
 }
 
 /* The peak over time of every node's least usage, the node live at the
@@ -263,13 +272,36 @@ void dt_shard_global_options(const struct dt_pass_ctx *ctx,
 			     struct dt_solve_options *so)
 {
 	const struct dt_pass_options *o = ctx->options;
+	bool timed = o && o->solve_timeout > 0;
 	*so = (struct dt_solve_options){
-	    .timeout_s = o && o->solve_timeout > 0 ? o->solve_timeout
-						   : DT_GLOBAL_TIMEOUT_S,
+	    .timeout_s = timed ? o->solve_timeout : 0,
+	    .max_rounds = timed ? 0 : DT_GLOBAL_MAX_ROUNDS,
 	    .threads = DT_GLOBAL_THREADS,
 	    .stall_rounds = DT_GLOBAL_STALL_ROUNDS,
 	    .exact_visits = DT_GLOBAL_EXACT_VISITS,
 	};
+}
+
+bool dt_shard_global_built(struct dt_pass_ctx *ctx,
+			   const struct dt_shard_problem *pr,
+			   enum dt_severity sev, const char *then)
+{
+	if (pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES)
+		return true;
+	if (isinf(pr->entries)) {
+		uint32_t id = pr->pnodes.data[pr->pnodes.len - 1].node;
+		node_diag(ctx, sev, id, "shard-prop:too-large",
+			  "node '%s' has too many strategies to enumerate for "
+			  "the whole-graph problem%s",
+			  node_name(ctx->m, id), then);
+	} else {
+		dt_diag_report(ctx->diag, sev, ctx->m->file, 0,
+			       "shard-prop:too-large",
+			       "the whole-graph problem would hold more than "
+			       "%.0f edge matrix entries%s",
+			       DT_SHARD_PROBLEM_MAX_ENTRIES, then);
+	}
+	return false;
 }
 
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
@@ -280,9 +312,8 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	*solved = false;
 	if (p->nnodes == 0)
 		return DT_OK;
-	int rc = check_edges(ctx, pr);
-	if (rc != DT_OK)
-		return rc;
+	if (!check_edges(ctx, pr))
+		return DT_OK;
 	int32_t at;
 	int64_t floor = smallest_footprint(p, &at);
 	if (p->usage_limit >= 0 && floor > p->usage_limit) {
@@ -298,7 +329,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	struct dt_solve_options so;
 	dt_shard_global_options(ctx, &so);
 	struct dt_solve_result res = {.strategy = strategy};
-	rc = dt_solve(p, &so, &res);
+	int rc = dt_solve(p, &so, &res);
 	/* Never worse than deciding node by node, nor than running
 	 * replicated. */
 	if (rc != DT_OK)
@@ -323,18 +354,25 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	if (rc != DT_OK) {
 		node_diag(ctx, DT_WARNING, first, "shard-prop:no-plan",
 			  "the whole-graph search found no plan in %.1f s; "
-			  "placements chosen node by node (--search=pq)",
+			  "placements chosen node by node (--search=greedy)",
 			  res.seconds);
 		return DT_OK;
 	}
 	*solved = true;
 	if (!ctx->diag->remarks)
 		return DT_OK;
-	if (res.seconds >= so.timeout_s)
+	bool timed = so.timeout_s > 0;
+	if (timed && res.seconds >= so.timeout_s)
 		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
 			  "the whole-graph search stopped at its %.1f s limit: "
 			  "the plan is the best found",
 			  so.timeout_s);
+	if (!timed && res.rounds >= so.threads * so.max_rounds)
+		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
+			  "the whole-graph search stopped at its limit of %" PRId64
+			  " rounds per thread: the plan is the best found "
+			  "(--solve-timeout gives it time instead)",
+			  so.max_rounds);
 	char bound[64] = "";
 	if (res.lower_bound != INT64_MIN)
 		snprintf(bound, sizeof bound, ", lower bound %.2f us",

@@ -461,13 +461,10 @@ static int add_call(struct builder *b, uint32_t id)
 	b->pin_only = pin != NULL;
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {
-		dt_node_error(b->diag, m, gnode(b, id),
-			      "node '%s': %llu strategies are too many for "
-			      "--search=global (use pq)",
-			      dt_str_get(m, gnode(b, id)->name),
-			      (unsigned long long)dt_shard_space_product(
-				  &b->space));
-		return DT_EINPUT;
+		/* Too many to weigh: the problem is too large, as with too
+		 * many edge entries (the node search decides). */
+		b->pr->entries = INFINITY;
+		return DT_OK;
 	}
 	b->pin_only = false;
 	if (have_rules && b->cost.len == 0 && pin)
@@ -885,7 +882,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			rc = add_call(&b, id);
 		else
 			add_source(&b, id);
-		if (rc != DT_OK)
+		if (rc != DT_OK || pr->entries > DT_SHARD_PROBLEM_MAX_ENTRIES)
 			break;
 		prune_node(&b);
 		finish_node(&b);

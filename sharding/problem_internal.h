@@ -129,10 +129,15 @@ dt_shard_result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s,
 	return &dt_shard_problem_pl(pr, k, s)[r];
 }
 
-/* µs to integer ns, DT_SOLVE_INFINITE for an infinite cost. */
+/* µs to integer ns, DT_SOLVE_INFINITE for an infinite cost; a positive
+ * cost at least 1 ns: a plan that moves a small tensor must not tie with
+ * one that does not (the solver breaks ties anyhow). */
 static inline int64_t dt_shard_ns(double us)
 {
-	return isfinite(us) ? (int64_t)llround(us * 1000) : DT_SOLVE_INFINITE;
+	if (!isfinite(us))
+		return DT_SOLVE_INFINITE;
+	int64_t ns = (int64_t)llround(us * 1000);
+	return ns == 0 && us > 0 ? 1 : ns;
 }
 
 /* a + b, saturating at DT_SOLVE_INFINITE. */

@@ -146,11 +146,12 @@ int dt_rules_row_print(const struct dt_rules *r, uint32_t row, char *buf,
 /* Expansion and search. */
 
 enum dt_shard_search {
+	DT_SEARCH_GLOBAL,     /* shard-prop only, its default: one strategy
+				 per node for the whole graph
+				 (shard_prop_global.c); a node's own search
+				 is then the pq's */
 	DT_SEARCH_PQ,         /* priority queue from the inputs' placements */
 	DT_SEARCH_EXHAUSTIVE, /* every strategy (the oracle) */
-	DT_SEARCH_GLOBAL,     /* shard-prop only: one strategy per node for
-				 the whole graph (shard_prop_global.c); a
-				 node's own search is then the pq's */
 };
 
 /* Where a node's inputs are, and what its output must be. */
@@ -488,8 +489,9 @@ enum dt_shard_hint_state {
  * DT_OK, or DT_EINPUT after reporting to `diag` (inputs on different
  * meshes, a node with too many tensors, a pin no strategy reaches). With
  * more than DT_SHARD_PROBLEM_MAX_ENTRIES entries, returns DT_OK with no
- * edges (pr->entries says why). Start from a zeroed problem; fini it
- * either way. Time: per node its strategies × inputs, per edge the
+ * edges (pr->entries says why; INFINITY: the last node of pr->pnodes has
+ * more strategies than can be enumerated). Start from a zeroed problem;
+ * fini it either way. Time: per node its strategies × inputs, per edge the
  * distinct placement pairs of its ends (planner calls). */
 int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_shard_problem_options *o,

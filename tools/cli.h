@@ -117,11 +117,13 @@ int dt_io_error(const char *cmd, const char *path);
 /* `explain --search=global`: verify and shape-infer `m`, solve its
  * whole-graph problem on `topology` (moves merged onto any flattened group
  * with create_groups) and print to stdout why call node `node` gets its
- * strategy, as text or one JSON object. Returns a dt_status (errors to
- * diag). */
+ * strategy, as text or one JSON object. Where shard-prop would fall back
+ * to the node-by-node search (a problem too large, no plan found) it
+ * prints nothing, warns why and sets *explained to false: the caller
+ * explains the greedy search. Returns a dt_status (errors to diag). */
 int dt_explain_global(struct dt_module *m, uint32_t node,
 		      const struct dt_topology *topology, bool create_groups,
-		      bool json, struct dt_diag *diag);
+		      bool json, struct dt_diag *diag, bool *explained);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);

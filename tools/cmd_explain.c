@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* cmd_explain.c: the `explain` subcommand: why shard-prop gave a node of a
- * global-view graph its placements. It runs shard-prop up to the node and
- * prints the node's single-dim rows, the rows expanded with its inputs'
- * sharding kinds, the number of strategies, what the priority-queue and the
+ * global-view graph its placements. By default the whole-graph search's
+ * reasons (cmd_explain_global.c); with --search=greedy (or where shard-prop
+ * falls back to it) it runs shard-prop up to the node and prints the
+ * node's single-dim rows, the rows expanded with its inputs' sharding
+ * kinds, the number of strategies, what the priority-queue and the
  * exhaustive searches weighed, the chosen strategy with the moves it costs
  * its inputs, and the runners-up, as text or JSON. */
 #include "cli.h"
@@ -23,19 +25,22 @@ static const char explain_help[] =
     "usage: dtopt explain GRAPH.xml NODE [options]\n"
     "\n"
     "Explain the placements shard-prop chooses for NODE of a global-view\n"
-    "graph: its single-dim rules, their expansion to the mesh, the number of\n"
-    "strategies, the chosen one and the runners-up with their modelled\n"
-    "redistribution costs, and why.\n"
+    "graph: by default the strategy the whole-graph search gives it and why;\n"
+    "with --search=greedy its single-dim rules, their expansion to the mesh,\n"
+    "the number of strategies, the chosen one and the runners-up with their\n"
+    "modelled redistribution costs, and why.\n"
     "\n"
     "  -f, --format=FMT       text (default) or json\n"
     "  -o, --output=FILE      write to FILE (- for stdout, the default),\n"
     "                         atomically, and not on error\n"
-    "      --search=pq|exhaustive  the search shard-prop runs (default pq;\n"
-    "                         both give the same strategy)\n"
-    "      --search=global    the whole-graph search instead: the strategy its\n"
-    "                         plan gives the node, its compute, moves and\n"
-    "                         memory, and why a locally cheaper one lost\n"
-    "                         (text or json)\n"
+    "      --search=global    the whole-graph search (the default): the\n"
+    "                         strategy its plan gives the node, its compute,\n"
+    "                         moves and memory, and why a locally cheaper one\n"
+    "                         lost (the greedy search's explanation, with a\n"
+    "                         warning, where shard-prop would fall back to it)\n"
+    "      --search=greedy|exhaustive  the node-by-node search instead\n"
+    "                         (greedy also 'pq'; both give the same strategy):\n"
+    "                         the node's rules, strategies and runners-up\n"
     "      --create-groups    (global) price moves merged onto flattened\n"
     "                         groups the graph lacks, as opt --create-groups\n"
     "                         lowers them\n"
@@ -752,10 +757,16 @@ int dt_cmd_explain(int argc, char **argv)
 	if (a.mode == DT_SEARCH_GLOBAL) {
 		struct dt_topology topology = e.m->topology;
 		dt_cli_topology_apply(&a.topology, &topology);
-		rc = dt_explain_global(e.m, e.node, &topology,
-				       a.create_groups, a.json, &diag);
-		dt_module_destroy(e.m);
-		return rc == DT_OK ? dt_cli_output_commit() : dt_exit_code(rc);
+		bool explained;
+		rc = dt_explain_global(e.m, e.node, &topology, a.create_groups,
+				       a.json, &diag, &explained);
+		if (rc != DT_OK || explained) {
+			dt_module_destroy(e.m);
+			return rc == DT_OK ? dt_cli_output_commit()
+					   : dt_exit_code(rc);
+		}
+		/* What shard-prop does then (the warning said why). */
+		a.mode = e.mode = DT_SEARCH_PQ;
 	}
 	rc = explain(&e, &a, &diag);
 	if (e.ready) {

@@ -258,8 +258,9 @@ static void print_explanation_json(const struct dt_shard_problem *pr,
 
 int dt_explain_global(struct dt_module *m, uint32_t node,
 		      const struct dt_topology *topology, bool create_groups,
-		      bool json, struct dt_diag *diag)
+		      bool json, struct dt_diag *diag, bool *explained)
 {
+	*explained = false;
 	struct dt_pipeline pipeline;
 	struct dt_pipeline_options popt = {0};
 	DT_REQUIRE(dt_pipeline_parse(&pipeline, "verify,shape-infer", diag) ==
@@ -271,29 +272,23 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 	struct dt_shard_problem_options po = {
 	    .topology = topology, .budget = -1, .create_groups = create_groups};
 	rc = dt_shard_problem_build(&pr, m, &po, diag);
-	if (rc == DT_OK && pr.entries > DT_SHARD_PROBLEM_MAX_ENTRIES) {
-		dt_diag_report(diag, DT_ERROR, m->file, 0, NULL,
-			       "the whole-graph problem would hold more than "
-			       "%.0f edge matrix entries: use --search=pq",
-			       DT_SHARD_PROBLEM_MAX_ENTRIES);
-		rc = DT_EINPUT;
-	}
 	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
-	if (rc == DT_OK) {
-		struct dt_pass_options options = {
-		    .topology = topology, .create_groups = create_groups};
-		struct dt_arena scratch;
-		dt_arena_init(&scratch);
-		struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
-		bool solved;
+	struct dt_pass_options options = {.topology = topology,
+					  .create_groups = create_groups};
+	struct dt_arena scratch;
+	dt_arena_init(&scratch);
+	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
+	bool solved = false;
+	if (rc == DT_OK &&
+	    dt_shard_global_built(&ctx, &pr, DT_WARNING,
+				  "; explaining the node-by-node search "
+				  "(--search=greedy)"))
 		rc = dt_shard_global_solve(&ctx, &pr, plan, &solved);
-		dt_arena_fini(&scratch);
-		if (rc == DT_OK && !solved)
-			rc = DT_EINPUT; /* the warning says why */
-	}
-	if (rc == DT_OK && json)
+	dt_arena_fini(&scratch);
+	*explained = rc == DT_OK && solved; /* else the warning says why */
+	if (*explained && json)
 		print_explanation_json(&pr, m, plan, node, stdout);
-	else if (rc == DT_OK)
+	else if (*explained)
 		print_explanation(&pr, m, plan, node, stdout);
 	dt_free(plan);
 	dt_shard_problem_fini(&pr);

@@ -111,6 +111,24 @@ char **dt_runner_gather_strings(struct dt_runner *c, const char *s)
 	return all;
 }
 
+char *dt_runner_bcast_string(struct dt_runner *c, const char *s)
+{
+	if (c->size == 1)
+		return dt_strdup(s);
+	char *text = NULL;
+#if DTOPT_HAVE_MPI
+	/* a graph's text: within an int, as MPI counts it */
+	int len = c->rank == 0 ? (int)strlen(s) + 1 : 0;
+	MPI_Request req;
+	MPI_Ibcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+	dt_runner_wait(c, &req, "a broadcast");
+	text = c->rank == 0 ? dt_strdup(s) : dt_malloc((size_t)len);
+	MPI_Ibcast(text, len, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+	dt_runner_wait(c, &req, "a broadcast");
+#endif
+	return text;
+}
+
 void dt_runner_free_strings(struct dt_runner *c, char **all)
 {
 	for (int r = 0; all && r < c->size; r++)
@@ -401,8 +419,10 @@ static const char run_help[] =
 	"  --check GLOBAL      lower the global-view GLOBAL on each rank for that rank\n"
 	"                      (verify,shape-infer,shard-prop,lower-redistribute,\n"
 	"                      fuse-collectives,bucket-collectives,\n"
-	"                      schedule-collectives,cancel-views,dce; uneven\n"
-	"                      shards work), run it, and\n"
+	"                      schedule-collectives,cancel-views,dce; shard-prop,\n"
+	"                      opt's default whole-graph search, runs on rank 0\n"
+	"                      and its graph goes to every rank; uneven shards\n"
+	"                      work), run it, and\n"
 	"                      compare as --check --reference GLOBAL does; with\n"
 	"                      --spmd, lower one SPMD program for every rank\n"
 	"                      instead (semantics §7: uneven shards padded)\n"

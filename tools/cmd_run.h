@@ -96,6 +96,9 @@ int dt_runner_check(struct dt_runner *c);
  * other ranks get NULL. Collective. */
 char **dt_runner_gather_strings(struct dt_runner *c, const char *s);
 void dt_runner_free_strings(struct dt_runner *c, char **all);
+/* Every rank gets rank 0's string `s` (other ranks' `s` is ignored), on
+ * the heap (dt_free it). Collective. */
+char *dt_runner_bcast_string(struct dt_runner *c, const char *s);
 /* The first na bytes of a, then b and c, on the heap (dt_free it). */
 char *dt_cli_concat3(const char *a, size_t na, const char *b, const char *c);
 

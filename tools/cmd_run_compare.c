@@ -12,9 +12,12 @@
  * (within tolerance) or MISMATCH, combined over all ranks. */
 #include "cmd_run.h"
 #include "dtopt_config.h"
+#include "frontend.h"
 #include "passes.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #if DTOPT_HAVE_MPI
 #include <mpi.h>
@@ -480,10 +483,49 @@ static void compare_shard(struct dt_runner *c, const struct dt_module *m,
 	dt_free(rv);
 }
 
-/* The pipeline --check GLOBAL lowers with, on each rank for that rank. */
+/* The pipeline --check GLOBAL lowers with, on each rank for that rank,
+ * after shard-prop ran on rank 0 (propagate_once). */
 #define DT_CHECK_LOWERING \
-	"verify,shape-infer,shard-prop,lower-redistribute,fuse-collectives," \
+	"verify,shape-infer,lower-redistribute,fuse-collectives," \
 	"bucket-collectives,schedule-collectives,cancel-views,dce"
+
+/* shard-prop on rank 0 only, its graph sent to every rank, which reads it
+ * into m[0] (rank 0 too, so every rank lowers the same text): the
+ * whole-graph search runs once, not once per rank (each would take 2
+ * threads on an oversubscribed host), and every rank lowers the same
+ * plan. Returns the agreed exit code. */
+static int propagate_once(struct dt_runner *c, struct dt_module **m)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int code = DT_EXIT_OK;
+	if (c->rank == 0) {
+		struct dt_pipeline p;
+		struct dt_pipeline_options popt = {.verify_each = true};
+		DT_REQUIRE(dt_pipeline_parse(&p, "shard-prop", &c->diag) ==
+			   DT_OK);
+		code = dt_exit_code(dt_pipeline_run(*m, &p, &popt, &c->diag));
+		FILE *f = open_memstream(&text, &len);
+		if (code == DT_EXIT_OK)
+			dt_write_stream(*m, f);
+		fclose(f);
+	}
+	code = dt_runner_agree(c, code);
+	if (code == DT_EXIT_OK) {
+		char *all = dt_runner_bcast_string(c, text);
+		char *file = dt_strdup((*m)->file);
+		dt_module_destroy(*m);
+		*m = NULL;
+		struct dt_read_options ropt = {0};
+		code = dt_exit_code(dt_read_memory(all, strlen(all), file,
+						   &ropt, &c->diag, m));
+		dt_free(file);
+		dt_free(all);
+		code = dt_runner_agree(c, code);
+	}
+	free(text);
+	return code;
+}
 
 /* --check GLOBAL: load GLOBAL twice; m[1] stays the reference, m[0] is
  * lowered for this rank (per rank, so uneven shards work; no groups are
@@ -504,6 +546,9 @@ static int load_lowered(struct dt_runner *c, struct dt_module **m)
 			       "with --check --reference GLOBAL.xml LOCAL.xml");
 		return dt_runner_agree(c, DT_EXIT_INPUT);
 	}
+	code = propagate_once(c, &m[0]);
+	if (code != DT_EXIT_OK)
+		return code;
 	struct dt_pipeline p;
 	struct dt_pipeline_options popt = {.verify_each = true};
 	popt.pass.rank = c->o.spmd ? -1 : c->rank;
