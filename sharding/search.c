@@ -156,10 +156,11 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	return cost;
 }
 
+/* From input i's given placements to `target` (both in their own form). */
 static double plan_cost(struct dt_shard_space *s, uint32_t i,
 			const struct dt_placements *target)
 {
-	const struct dt_placements *cur = &s->current.data[i];
+	const struct dt_placements *cur = &s->given.data[i];
 	if (dt_placements_equal(cur, target))
 		return 0;
 	s->plans++;
@@ -168,13 +169,14 @@ static double plan_cost(struct dt_shard_space *s, uint32_t i,
 				  NULL);
 }
 
-/* The placements of input i in state `st` (its ndim + 1 bytes). */
+/* The placements of input i in state `st` (its ndim + 1 bytes), in
+ * their own form. */
 static void state_placements(const struct dt_shard_space *s, uint32_t i,
 			     const uint8_t *st, struct dt_placements *out)
 {
 	int ndim = s->mesh.ndim;
 	if (st[ndim]) {
-		*out = s->current.data[i];
+		*out = s->given.data[i];
 		return;
 	}
 	memset(out, 0, sizeof *out);
@@ -183,6 +185,8 @@ static void state_placements(const struct dt_shard_space *s, uint32_t i,
 	for (int m = 0; m < ndim; m++)
 		out->p[m] = c[st[m]];
 	dt_placements_default_order(out);
+	if (s->strided)
+		dt_shard_nested_form(&s->mesh, out, false);
 }
 
 static uint64_t hash64(uint64_t x)
@@ -285,11 +289,13 @@ double dt_shard_input_cost(struct dt_shard_space *s, uint32_t i,
 {
 	uint8_t st[DT_MAX_MESH_DIMS + 1];
 	int ndim = s->mesh.ndim;
-	struct dt_placements dflt = *target;
+	struct dt_placements dflt = *target, rows = *target;
 	dt_placements_default_order(&dflt);
+	if (s->strided)
+		dt_shard_nested_form(&s->mesh, &rows, true);
 	bool cached = dt_placements_equal(&dflt, target);
 	for (int m = 0; m < ndim && cached; m++) {
-		int c = dt_shard_cand_index(s, i, &target->p[m]);
+		int c = dt_shard_cand_index(s, i, &rows.p[m]);
 		cached = c >= 0;
 		st[m] = (uint8_t)c;
 	}

@@ -18,6 +18,15 @@ bool dt_shard_input_active(const struct dt_shard_space *s, uint32_t i);
 /* Index of placement p among input i's candidates, or -1. */
 int dt_shard_cand_index(const struct dt_shard_space *s, uint32_t i,
 			const struct dt_placement *p);
+/* A view's nested _S (semantics §6.1: plain S mesh dims first, then _S
+ * of the pieces of their chunk) between its own form (`rows` false: the
+ * factor counts the pieces of each S chunk, 1 written S) and the form its
+ * strided rows write (`rows` true: the factor counts the pieces of the
+ * whole dim, times the S shards; search.c's nest_strided divides it
+ * back). A state's placements are in rows form, what they cost in their
+ * own: [S(0), _S(0,2)] in rows form on a (2,2) mesh is S(0) S(0). */
+void dt_shard_nested_form(const struct dt_mesh *mesh, struct dt_placements *pl,
+			  bool rows);
 /* The row_origin of the all-replicate row (filled from no rule row). */
 #define DT_SHARD_NO_ORIGIN UINT32_MAX
 

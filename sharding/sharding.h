@@ -194,6 +194,9 @@ struct dt_shard_space {
 					 the all-replicate row */
 	DT_VEC(struct dt_placements) current; /* per input, as the rows
 						 write them (pin_rows) */
+	DT_VEC(struct dt_placements) given;   /* per input, as requested */
+	bool strided;                 /* some row is strided (_S): placements
+					 in rows form differ from their own */
 	/* Per input: the placements a state may give one mesh dim (those of
 	 * the input's column in the rows and its current ones), sorted. */
 	DT_VEC(uint32_t) cand_first;  /* nin + 1 */

@@ -255,12 +255,10 @@ static void fill_candidates(struct dt_shard_space *s)
 	}
 }
 
-/* A view's nested _S (semantics §6.1: plain S mesh dims first, then _S
- * of the pieces of their chunk) as its strided rows write it: the factor
- * counting pieces of the whole dim, times the S shards (search.c's
- * nest_strided divides it back). */
-static void nested_to_rows(const struct dt_mesh *mesh, struct dt_placements *pl)
+void dt_shard_nested_form(const struct dt_mesh *mesh, struct dt_placements *pl,
+			  bool rows)
 {
+	bool changed = false;
 	for (int d = 0; d < DT_MAX_RANK; d++) {
 		int last_plain = -1, first_strided = DT_MAX_MESH_DIMS;
 		int64_t outer = 1;
@@ -277,11 +275,23 @@ static void nested_to_rows(const struct dt_mesh *mesh, struct dt_placements *pl)
 		if (last_plain < 0 || first_strided == DT_MAX_MESH_DIMS ||
 		    last_plain > first_strided)
 			continue;
-		for (int m = 0; m < pl->ndim; m++)
-			if (pl->p[m].kind == DT_PL_STRIDED_SHARD &&
-			    pl->p[m].dim == d)
-				pl->p[m].split_factor *= (int32_t)outer;
+		for (int m = 0; m < pl->ndim; m++) {
+			struct dt_placement *p = &pl->p[m];
+			if (p->kind != DT_PL_STRIDED_SHARD || p->dim != d)
+				continue;
+			if (rows) {
+				p->split_factor *= (int32_t)outer;
+			} else if (p->split_factor % outer == 0) {
+				p->split_factor = (int32_t)(p->split_factor / outer);
+				if (p->split_factor == 1)
+					*p = (struct dt_placement){
+					    .kind = DT_PL_SHARD, .dim = p->dim};
+				changed = true;
+			}
+		}
 	}
+	if (changed)
+		dt_placements_default_order(pl);
 }
 
 void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
@@ -302,32 +312,36 @@ void dt_shard_space_init(struct dt_shard_space *s, const struct dt_rules *rules,
 	DT_REQUIRE(s->width <= DT_RULE_MAX_TENSORS);
 	s->nrows = 0;
 	s->rows.len = s->row_flags.len = s->row_origin.len = 0;
-	s->current.len = 0;
-	for (uint32_t i = 0; i < rules->nin; i++)
+	s->current.len = s->given.len = 0;
+	for (uint32_t i = 0; i < rules->nin; i++) {
 		dt_vec_push(&s->current, req->current[i]);
+		dt_vec_push(&s->given, req->current[i]);
+	}
 	expand_rows(s, req);
 	s->pin_rows = s->pin;
-	bool strided = false;
+	s->strided = false;
 	for (uint32_t r = 0; r < s->nrows; r++)
-		strided |= (s->row_flags.data[r] & DT_ROW_STRIDED) != 0;
-	if (strided) {
-		nested_to_rows(&s->mesh, &s->pin_rows);
+		s->strided |= (s->row_flags.data[r] & DT_ROW_STRIDED) != 0;
+	if (s->strided) {
+		dt_shard_nested_form(&s->mesh, &s->pin_rows, true);
 		for (uint32_t i = 0; i < rules->nin; i++)
 			if (dt_shard_input_active(s, i))
-				nested_to_rows(&s->mesh, &s->current.data[i]);
+				dt_shard_nested_form(&s->mesh,
+						     &s->current.data[i], true);
 	}
 	fill_candidates(s);
 	/* A collective moving input i on mesh dim m carries at least its
 	 * smallest shard, the global size over every rank (an all_gather that
 	 * shard times the dim's size); one over a single rank costs nothing.
 	 * An input whose shards nest in another order (a _S, a non-default
-	 * order) may change a placement without a step on its mesh dim: no
-	 * bound for it. */
+	 * order) may change a placement without a step on its mesh dim, and so
+	 * may one of strided rows (S(0) S(0) is the nested [S(0), _S(0,P)]
+	 * of P the S shards, dt_shard_nested_form): no bound for them. */
 	s->move_cost.len = 0;
 	for (uint32_t i = 0; i < rules->nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(rules, i);
 		const struct dt_placements *cur = &s->current.data[i];
-		bool ordered = !dt_placements_has_default_order(cur);
+		bool ordered = s->strided || !dt_placements_has_default_order(cur);
 		for (int m = 0; m < cur->ndim; m++)
 			ordered |= cur->p[m].kind == DT_PL_STRIDED_SHARD;
 		double least = (double)dt_numel(t->shape, t->rank) *
@@ -363,6 +377,7 @@ void dt_shard_space_fini(struct dt_shard_space *s)
 	dt_vec_free(&s->row_flags);
 	dt_vec_free(&s->row_origin);
 	dt_vec_free(&s->current);
+	dt_vec_free(&s->given);
 	dt_vec_free(&s->cand_first);
 	dt_vec_free(&s->cand);
 	dt_vec_free(&s->start);
