@@ -647,11 +647,12 @@ static int create_groups(struct mpi_backend *b)
 }
 
 /* A wait's yielding spin when more ranks share this host than it has
- * cores: long enough for a small collective's steps, then the rank sleeps
- * between tests (dt_rt_poll). 4 ranks on 2 busy cores, 32 x 64 KiB or
- * one 2 MiB all_reduce after compute: exposed communication 0.4-0.7x of
- * yielding throughout (tools/bench_bucket.py --spin 0.1, semantics §4.7). */
-#define OVERSUBSCRIBED_SPIN 200e-6
+ * cores: long enough for a collective of a few 100 KiB, then the rank
+ * sleeps between tests (dt_rt_poll). 4 ranks on 2 cores, quiet: 200 µs
+ * made a 256 KiB bucket 1.2x slower than yielding throughout; 2 ms was as
+ * fast or faster on 16 KiB to 4 MiB (tools/bench_bucket.py --spin,
+ * semantics §4.7). */
+#define OVERSUBSCRIBED_SPIN 2e-3
 
 /* This rank's share of the host (ranks on one host split its memory) and
  * how its waits poll. */

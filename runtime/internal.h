@@ -333,7 +333,7 @@ int dt_rt_timeout_fail(struct dt_backend *b, const struct dt_module *m,
  * cgroup's limit less its use), 0 when unknown. */
 size_t dt_host_memory(void);
 /* world.c: keep host memory this process frees in its heap (glibc: no
- * trimming, no mmap below 32 MiB), so the buffers every iteration
+ * trimming, no mmap), so the buffers every iteration
  * allocates again reuse pages instead of faulting fresh zeroed ones in
  * (semantics §4.7). For backends on host memory, at creation. */
 void dt_host_heap_keep(void);

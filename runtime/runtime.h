@@ -153,7 +153,7 @@ struct dt_backend {
 	 * the node (0: no limit). Set by the caller after creation. */
 	double timeout;
 	/* Seconds the MPI backend's wait for a collective yields the CPU
-	 * before it sleeps between tests (dt_rt_poll): set at creation, 200 µs
+	 * before it sleeps between tests (dt_rt_poll): set at creation, 2 ms
 	 * when more ranks than cores share the host, else DT_RT_SPIN; the
 	 * caller may override it. */
 	double spin;

@@ -134,15 +134,16 @@ size_t dt_host_memory(void)
 
 /* glibc returns a free()d block at the heap's top to the kernel once more
  * than 128 KiB (after a large free, twice the largest freed block) lies
- * there, and serves blocks above a dynamic threshold by mmap: an
- * interpreter freeing and allocating the same few MiB every iteration
- * then faults every page of them in again (a third of a rank's CPU on a
- * bucketed all_reduce of 2 MiB). Fixed thresholds stop both; 32 MiB is
- * the largest mmap threshold glibc accepts. */
+ * there, and serves blocks above a dynamic threshold (at most 32 MiB) by
+ * mmap: an interpreter freeing and allocating the same buffers every
+ * iteration then faults every page of them in again (a third of a rank's
+ * CPU on a bucketed all_reduce of 2 MiB, a quarter on 16 MiB tensors whose
+ * kernels' float64 scratch passes 32 MiB). No trimming and no mmap keep
+ * them all in the heap, reused. */
 void dt_host_heap_keep(void)
 {
 #ifdef __GLIBC__
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_MMAP_MAX, 0);
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
 }

@@ -23,7 +23,7 @@ pipelines of the same graph:
 
 and with --spin S, plain@S and default@S: plain and default under `dtopt
 run --spin S` (how long a wait yields the CPU before it sleeps between
-tests; the MPI backend's own choice is 200 µs where more ranks than cores
+tests; the MPI backend's own choice is 2 ms where more ranks than cores
 share the host, so `--spin 0.1` compares with yielding throughout).
 
 The cost model's cut weighs the compute a bucket waits for against the

@@ -407,7 +407,7 @@ static const char run_help[] =
 	"                      (default 300; 0: wait forever)\n"
 	"  --spin=SECONDS      how long a rank waiting for a collective yields the\n"
 	"                      CPU between tests before it sleeps 50 us between\n"
-	"                      them (default 0.0002 where more ranks than cores\n"
+	"                      them (default 0.002 where more ranks than cores\n"
 	"                      share the host, else 0.1)\n"
 	"  --memory-limit=BYTES\n"
 	"                      refuse to run (exit 3) when a rank's planned peak\n"
