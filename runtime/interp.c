@@ -5,59 +5,15 @@
  * input's buffer with the IR's geometry, kernels write fresh buffers,
  * collectives get contiguous inputs and complete at their wait, and every
  * buffer goes back after its last reader (to the pool, pool.c, when
- * large). It keeps per-node times for the summary table and the Chrome
- * trace. */
-#include "internal.h"
+ * large; the buffers, their accounting and cat placement's glue are in
+ * interp_buffers.c). It keeps per-node times for the summary table and
+ * the Chrome trace. */
+#include "interp_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-enum step {
-	STEP_INPUT,      /* placeholder or constant: materialized once */
-	STEP_VIEW,       /* result(s) alias the input's buffer */
-	STEP_GETITEM,    /* one result of a multi-result node */
-	STEP_KERNEL,     /* fresh buffers, backend kernel */
-	STEP_CAT_SLAB,   /* a cat some producers wrote into (place.c):
-			    copies the other inputs */
-	STEP_COLLECTIVE, /* contiguous input, started now */
-	STEP_WAIT,       /* completes the collective it reads */
-	STEP_OUTPUT,
-};
-
-struct interp {
-	struct dt_module *m;
-	struct dt_backend *b;
-	const struct dt_run_options *opt;
-	uint32_t *order, count;          /* graph order */
-	uint8_t *step;                   /* node id -> enum step */
-	struct dt_bound_args *args;      /* node id -> bound args */
-	struct dt_rt_tensor *store;      /* every result of every node */
-	struct dt_rt_tensor **values;    /* node id -> its results in store */
-	struct dt_rt_tensor *inputs;     /* node id -> materialized input */
-	uint32_t *free_first, *free_list; /* position -> nodes last read there */
-	struct dt_pending **pending;     /* collective node -> in flight */
-	struct dt_buffer **pinned;       /* collective node -> input kept alive */
-	double *started;                 /* collective node -> its start time */
-	uint32_t in_flight;              /* collectives started, not waited */
-	double comm_count, comm_flight, comm_exposed; /* timed iterations */
-	uint32_t *stat_of;               /* node id -> index in stats */
-	DT_VEC(struct dt_run_stat) stats;
-	DT_VEC(struct dt_trace_event) events;
-	size_t live, peak, largest;      /* values (dt_run_result) */
-	size_t buffers, buffer_peak;     /* collective buffers */
-	size_t memory_peak;              /* both */
-	uint32_t memory_node;            /* the node whose buffer set it */
-	struct dt_pool pool;             /* freed buffers kept for reuse */
-	uint32_t *host;                  /* node -> cat it writes into (place.c) */
-	int64_t *slot;                   /* node -> its element offset there */
-	struct dt_buffer **slab;         /* cat -> its buffer, before it runs */
-	struct dt_buffer **kept;         /* cat -> its buffer for the whole run,
-					    holding inputs placed there */
-	int64_t *slab_at;                /* cat -> its element offset in it */
-	double t0;
-};
 
 double dt_rt_now(void)
 {
@@ -76,72 +32,10 @@ struct dt_rt_usage dt_rt_usage_now(void)
 	    (double)u.ru_minflt + (double)u.ru_majflt};
 }
 
-/* ---- buffers with accounting ---- */
-
-/* `bytes` more of values or of collective buffers (in_flight), at n. */
-static void account(struct interp *ip, const struct dt_node *n, size_t bytes,
-		    bool in_flight)
-{
-	*(in_flight ? &ip->buffers : &ip->live) += bytes;
-	if (!in_flight && bytes > ip->largest)
-		ip->largest = bytes;
-	if (ip->live > ip->peak)
-		ip->peak = ip->live;
-	if (ip->buffers > ip->buffer_peak)
-		ip->buffer_peak = ip->buffers;
-	if (ip->live + ip->buffers > ip->memory_peak) {
-		ip->memory_peak = ip->live + ip->buffers;
-		ip->memory_node = (uint32_t)(n - ip->m->nodes.data);
-	}
-}
-
-/* A buffer of `bytes`: a pooled one of that size, else a fresh one after
- * trimming the pool so that what the run holds (values, collective
- * buffers, pool) stays within the accounted peak. */
-static struct dt_buffer *buffer_new(struct interp *ip, const struct dt_node *n,
-				    size_t bytes, bool in_flight)
-{
-	struct dt_buffer *buf = dt_pool_take(&ip->pool, bytes);
-	if (!buf) {
-		size_t held = ip->live + ip->buffers + bytes;
-		dt_pool_trim(&ip->pool, ip->b,
-			     ip->memory_peak > held ? ip->memory_peak - held : 0);
-		buf = dt_buffer_create(ip->b, bytes);
-	}
-	if (!buf) {
-		dt_rt_fail(ip->b, ip->m, n, "cannot allocate %zu bytes", bytes);
-		return NULL;
-	}
-	buf->in_flight = in_flight;
-	account(ip, n, bytes, in_flight);
-	return buf;
-}
-
-static void buffer_drop(struct interp *ip, struct dt_buffer *buf)
-{
-	if (!buf)
-		return;
-	if (buf->refs == 1) {
-		*(buf->in_flight ? &ip->buffers : &ip->live) -= buf->bytes;
-		if (dt_pool_give(&ip->pool, buf))
-			return;
-	}
-	dt_buffer_release(ip->b, buf);
-}
-
-static void values_drop(struct interp *ip, uint32_t id)
-{
-	const struct dt_node *n = dt_node_get(ip->m, id);
-	for (uint32_t r = 0; r < n->ntensors; r++) {
-		buffer_drop(ip, ip->values[id][r].buf);
-		ip->values[id][r].buf = NULL;
-	}
-}
-
 /* ---- planning ---- */
 
 /* The node bound to parameter p (a single tensor), or 0. */
-static uint32_t arg_node(const struct interp *ip, uint32_t id, int p)
+static uint32_t arg_node(const struct dt_interp *ip, uint32_t id, int p)
 {
 	const struct dt_arg *a = ip->args[id].arg[p];
 	return a && a->kind == DT_ARG_NODE ? a->v.node : 0;
@@ -162,12 +56,12 @@ static bool same_geometry(const struct dt_rt_tensor *a, const struct dt_rt_tenso
 
 /* reshape/_unsafe_view alias when PyTorch's view strides exist (and the
  * graph agrees); contiguous and redistribute when nothing changes. */
-static enum step copy_or_view(struct interp *ip, uint32_t id)
+static enum dt_step copy_or_view(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	uint32_t in = arg_node(ip, id, 0);
 	if (!in || dt_node_get(ip->m, in)->ntensors != 1)
-		return STEP_KERNEL;
+		return DT_STEP_KERNEL;
 	struct dt_rt_tensor x, y;
 	dt_rt_from_meta(&x, ip->m, dt_node_tensor(ip->m, dt_node_get(ip->m, in), 0));
 	dt_rt_from_meta(&y, ip->m, dt_node_tensor(ip->m, n, 0));
@@ -175,14 +69,14 @@ static enum step copy_or_view(struct interp *ip, uint32_t id)
 		struct dt_rt_tensor v = y;
 		v.offset = x.offset;
 		if (!dt_rt_view_strides(&x, y.shape, y.rank, v.stride))
-			return STEP_KERNEL;
+			return DT_STEP_KERNEL;
 		x = v;
 	}
-	return same_geometry(&x, &y) ? STEP_VIEW : STEP_KERNEL;
+	return same_geometry(&x, &y) ? DT_STEP_VIEW : DT_STEP_KERNEL;
 }
 
 /* Every result's metadata is something a tensor can have here. */
-static int check_meta(struct interp *ip, const struct dt_node *n)
+static int check_meta(struct dt_interp *ip, const struct dt_node *n)
 {
 	for (uint32_t r = 0; r < n->ntensors; r++) {
 		const struct dt_tensor *t = dt_node_tensor(ip->m, n, (int)r);
@@ -200,13 +94,13 @@ static int check_meta(struct interp *ip, const struct dt_node *n)
 	return DT_OK;
 }
 
-static int plan_node(struct interp *ip, uint32_t id)
+static int plan_node(struct dt_interp *ip, uint32_t id)
 {
 	struct dt_node *n = dt_node_get(ip->m, id);
 	if (check_meta(ip, n) != DT_OK)
 		return DT_ERUNTIME;
 	if (n->kind == DT_NODE_PLACEHOLDER || n->kind == DT_NODE_CONSTANT) {
-		ip->step[id] = STEP_INPUT;
+		ip->step[id] = DT_STEP_INPUT;
 		return DT_OK;
 	}
 	if (n->op == DT_OP_UNKNOWN)
@@ -215,25 +109,25 @@ static int plan_node(struct interp *ip, uint32_t id)
 	if (dt_op_bind(ip->m, n, &ip->args[id], ip->b->diag) != DT_OK)
 		return DT_ERUNTIME;
 	if (n->kind == DT_NODE_OUTPUT) {
-		ip->step[id] = STEP_OUTPUT;
+		ip->step[id] = DT_STEP_OUTPUT;
 		return DT_OK;
 	}
 	if (n->ntensors == 0)
 		return dt_rt_fail(ip->b, ip->m, n, "no tensor metadata (run shape-infer first)");
 	enum dt_op op = (enum dt_op)n->op;
 	if (op == DT_OP_GETITEM)
-		ip->step[id] = STEP_GETITEM;
+		ip->step[id] = DT_STEP_GETITEM;
 	else if (dt_op_has(op, DT_OPF_VIEW))
-		ip->step[id] = STEP_VIEW;
+		ip->step[id] = DT_STEP_VIEW;
 	else if (dt_op_has(op, DT_OPF_COLLECTIVE))
-		ip->step[id] = STEP_COLLECTIVE;
+		ip->step[id] = DT_STEP_COLLECTIVE;
 	else if (dt_op_has(op, DT_OPF_WAIT))
-		ip->step[id] = STEP_WAIT;
+		ip->step[id] = DT_STEP_WAIT;
 	else if (op == DT_OP_RESHAPE || op == DT_OP_UNSAFE_VIEW ||
 		 op == DT_OP_CONTIGUOUS || op == DT_OP_REDISTRIBUTE)
 		ip->step[id] = (uint8_t)copy_or_view(ip, id);
 	else
-		ip->step[id] = STEP_KERNEL;
+		ip->step[id] = DT_STEP_KERNEL;
 	if (op == DT_OP_REDISTRIBUTE && ip->m->view != DT_VIEW_GLOBAL)
 		return dt_rt_fail(ip->b, ip->m, n, "dtensor.redistribute in a local-view graph (lower it first)");
 	return DT_OK;
@@ -253,7 +147,7 @@ static void mark_use(void *ud, uint32_t input)
 /* free_first/free_list: the nodes whose values die after each position
  * (a value nobody reads dies right after its node; a collective's lives
  * until its wait). */
-static void plan_frees(struct interp *ip)
+static void plan_frees(struct dt_interp *ip)
 {
 	uint32_t nn = ip->m->nodes.len;
 	uint32_t *last = dt_calloc(nn, sizeof(uint32_t));
@@ -264,7 +158,7 @@ static void plan_frees(struct interp *ip)
 		dt_node_for_each_input(ip->m, dt_node_get(ip->m, ip->order[p]), mark_use, &c);
 	}
 	for (uint32_t p = 0; p < ip->count; p++) /* in flight until drained */
-		if (ip->step[ip->order[p]] == STEP_COLLECTIVE && last[ip->order[p]] == p)
+		if (ip->step[ip->order[p]] == DT_STEP_COLLECTIVE && last[ip->order[p]] == p)
 			last[ip->order[p]] = ip->count - 1;
 	ip->free_first = dt_calloc(ip->count + 1, sizeof(uint32_t));
 	ip->free_list = dt_calloc(ip->count ? ip->count : 1, sizeof(uint32_t));
@@ -281,41 +175,7 @@ static void plan_frees(struct interp *ip)
 	dt_free(last);
 }
 
-/* Producers that write into the cat reading them (place.c): the cats
- * involved become STEP_CAT_SLAB. */
-static void plan_places(struct interp *ip)
-{
-	uint32_t nn = ip->m->nodes.len;
-	uint8_t *kind = dt_calloc(nn, 1);
-	ip->host = dt_calloc(nn, sizeof(uint32_t));
-	ip->slot = dt_calloc(nn, sizeof(int64_t));
-	ip->slab = dt_calloc(nn, sizeof(*ip->slab));
-	ip->kept = dt_calloc(nn, sizeof(*ip->kept));
-	ip->slab_at = dt_calloc(nn, sizeof(int64_t));
-	for (uint32_t p = 0; p < ip->count; p++) {
-		uint32_t id = ip->order[p];
-		kind[id] = ip->step[id] == STEP_KERNEL ? DT_PLACE_KERNEL
-			   : ip->step[id] == STEP_VIEW ? DT_PLACE_VIEW
-			   : ip->step[id] == STEP_INPUT ? DT_PLACE_INPUT
-							: DT_PLACE_OTHER;
-	}
-	dt_place_plan(ip->m, ip->order, ip->count, kind, ip->host, ip->slot);
-	for (uint32_t p = 0; p < ip->count; p++) {
-		uint32_t id = ip->order[p];
-		/* an input goes into a cat kept for the run: not one that
-		 * is itself a run of another cat (written every iteration) */
-		if (kind[id] == DT_PLACE_INPUT && ip->host[id] && ip->host[ip->host[id]])
-			ip->host[id] = 0;
-	}
-	for (uint32_t p = 0; p < ip->count; p++) {
-		uint32_t id = ip->order[p];
-		if (ip->host[id])
-			ip->step[ip->host[id]] = STEP_CAT_SLAB;
-	}
-	dt_free(kind);
-}
-
-static uint32_t stat_index(struct interp *ip, const char *target)
+static uint32_t stat_index(struct dt_interp *ip, const char *target)
 {
 	for (uint32_t i = 0; i < ip->stats.len; i++)
 		if (ip->stats.data[i].target == target)
@@ -324,7 +184,7 @@ static uint32_t stat_index(struct interp *ip, const char *target)
 	return dt_vec_push(&ip->stats, s);
 }
 
-static int plan(struct interp *ip)
+static int plan(struct dt_interp *ip)
 {
 	struct dt_module *m = ip->m;
 	uint32_t nn = m->nodes.len, total = 0;
@@ -356,14 +216,14 @@ static int plan(struct interp *ip)
 		ip->stat_of[id] = stat_index(ip, dt_rt_node_target(n));
 	}
 	plan_frees(ip);
-	plan_places(ip);
+	dt_interp_plan_places(ip);
 	return DT_OK;
 }
 
 /* ---- steps ---- */
 
 /* Result r of `id` described by its IR metadata on buffer `buf`. */
-static int describe(struct interp *ip, uint32_t id, uint32_t r,
+static int describe(struct dt_interp *ip, uint32_t id, uint32_t r,
 		    struct dt_buffer *buf)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
@@ -377,7 +237,7 @@ static int describe(struct interp *ip, uint32_t id, uint32_t r,
 	return DT_OK;
 }
 
-static int run_view(struct interp *ip, uint32_t id)
+static int run_view(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	uint32_t in = arg_node(ip, id, 0);
@@ -397,7 +257,7 @@ static int run_view(struct interp *ip, uint32_t id)
 	return DT_OK;
 }
 
-static int run_getitem(struct interp *ip, uint32_t id)
+static int run_getitem(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	const struct dt_arg *src = ip->args[id].arg[0], *idx = ip->args[id].arg[1];
@@ -413,121 +273,17 @@ static int run_getitem(struct interp *ip, uint32_t id)
 	return DT_OK;
 }
 
-/* The buffer cat `c` (node n) writes into, allocated by its first placed
- * producer (or by itself): its own, or its slice of its host cat's.
- * ip->slab[c] holds a reference until c runs. */
-static struct dt_buffer *slab_of(struct interp *ip, uint32_t c)
-{
-	if (ip->slab[c])
-		return ip->slab[c];
-	if (ip->kept[c]) {
-		ip->kept[c]->refs++;
-		ip->slab_at[c] = 0;
-		return ip->slab[c] = ip->kept[c];
-	}
-	const struct dt_node *n = dt_node_get(ip->m, c);
-	uint32_t host = ip->host[c];
-	struct dt_buffer *buf;
-	if (host) {
-		if (!(buf = slab_of(ip, host)))
-			return NULL;
-		buf->refs++;
-		ip->slab_at[c] = ip->slab_at[host] + ip->slot[c];
-	} else {
-		struct dt_rt_tensor t;
-		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, n, 0));
-		if (!(buf = buffer_new(ip, n, dt_rt_storage_bytes(&t), false)))
-			return NULL;
-		ip->slab_at[c] = 0;
-	}
-	return ip->slab[c] = buf;
-}
-
-/* Input `id`, materialized in a buffer of its own (not accounted), moved
- * into its run of the buffer its host cat keeps for the run (allocated by
- * the first such input). */
-static int place_input(struct interp *ip, uint32_t id)
-{
-	uint32_t c = ip->host[id];
-	const struct dt_node *cn = dt_node_get(ip->m, c);
-	if (!ip->kept[c]) {
-		struct dt_rt_tensor t;
-		dt_rt_from_meta(&t, ip->m, dt_node_tensor(ip->m, cn, 0));
-		if (!(ip->kept[c] = buffer_new(ip, cn, dt_rt_storage_bytes(&t), false)))
-			return DT_ERUNTIME;
-	}
-	struct dt_rt_tensor run = ip->inputs[id];
-	run.buf = ip->kept[c];
-	run.offset = ip->slot[id];
-	if (ip->b->ops->copy(ip->b, &run, &ip->inputs[id]) != DT_OK)
-		return dt_rt_fail(ip->b, ip->m, dt_node_get(ip->m, id),
-				  "cannot copy the input into its cat's buffer");
-	dt_buffer_release(ip->b, ip->inputs[id].buf);
-	run.buf->refs++;
-	ip->inputs[id] = run;
-	return DT_OK;
-}
-
-/* Result 0 of `id` in its slice of its host cat's buffer (meta offset 0:
- * place.c places dense results only). */
-static int place_result(struct interp *ip, uint32_t id)
-{
-	struct dt_rt_tensor *t = &ip->values[id][0];
-	dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, dt_node_get(ip->m, id), 0));
-	uint32_t host = ip->host[id];
-	if (!(t->buf = slab_of(ip, host)))
-		return DT_ERUNTIME;
-	t->buf->refs++;
-	t->offset = ip->slab_at[host] + ip->slot[id];
-	return DT_OK;
-}
-
-/* A cat some inputs were written into: its buffer (taken from slab[]),
- * the other inputs copied into their runs. */
-static int run_cat_slab(struct interp *ip, uint32_t id)
-{
-	const struct dt_node *n = dt_node_get(ip->m, id);
-	struct dt_rt_tensor *y = &ip->values[id][0];
-	if (ip->host[id]) {
-		if (place_result(ip, id) != DT_OK)
-			return DT_ERUNTIME;
-	} else {
-		dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
-		if (!(y->buf = slab_of(ip, id)))
-			return DT_ERUNTIME;
-		y->buf->refs++;
-	}
-	buffer_drop(ip, ip->slab[id]);
-	ip->slab[id] = NULL;
-	const struct dt_arg *list = ip->args[id].arg[0];
-	int64_t at = y->offset;
-	for (uint32_t k = 0; k < list->len; k++) {
-		const struct dt_rt_tensor *x = &ip->values[ip->m->refs.data[list->v.first + k]][0];
-		int64_t len = dt_rt_numel(x);
-		if (x->buf != y->buf || x->offset != at) {
-			struct dt_rt_tensor run = *x;
-			run.buf = y->buf;
-			run.offset = at;
-			run.dtype = y->dtype;
-			dt_contiguous_strides(run.shape, run.rank, run.stride);
-			if (ip->b->ops->copy(ip->b, &run, x) != DT_OK)
-				return dt_rt_fail(ip->b, ip->m, n, "cannot copy input %u into its run", k);
-		}
-		at += len;
-	}
-	return DT_OK;
-}
-
-static int run_kernel(struct interp *ip, uint32_t id)
+static int run_kernel(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	for (uint32_t r = 0; r < n->ntensors; r++) {
 		struct dt_rt_tensor *t = &ip->values[id][r];
 		dt_rt_from_meta(t, ip->m, dt_node_tensor(ip->m, n, (int)r));
 		if (ip->host[id]) { /* one result (place.c) */
-			if (place_result(ip, id) != DT_OK)
+			if (dt_interp_place_result(ip, id) != DT_OK)
 				return DT_ERUNTIME;
-		} else if (!(t->buf = buffer_new(ip, n, dt_rt_storage_bytes(t), false))) {
+		} else if (!(t->buf = dt_interp_buffer_new(
+				 ip, n, dt_rt_storage_bytes(t), false))) {
 			return DT_ERUNTIME;
 		}
 	}
@@ -539,7 +295,7 @@ static int run_kernel(struct interp *ip, uint32_t id)
 	return ip->b->ops->kernel(ip->b, &c);
 }
 
-static int run_collective(struct interp *ip, uint32_t id)
+static int run_collective(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	struct dt_collective_call c = {.node = n, .m = ip->m};
@@ -555,8 +311,8 @@ static int run_collective(struct interp *ip, uint32_t id)
 		staged = *x;
 		staged.offset = 0;
 		dt_contiguous_strides(staged.shape, staged.rank, staged.stride);
-		if (!(staged.buf = buffer_new(ip, n, dt_rt_storage_bytes(&staged),
-					      true)))
+		if (!(staged.buf = dt_interp_buffer_new(
+			  ip, n, dt_rt_storage_bytes(&staged), true)))
 			return DT_ERUNTIME;
 		ip->pinned[id] = staged.buf;
 		if (ip->b->ops->copy(ip->b, &staged, x) != DT_OK)
@@ -570,7 +326,7 @@ static int run_collective(struct interp *ip, uint32_t id)
 	dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
 	if (!dt_rt_is_contiguous(y) || y->offset != 0)
 		return dt_rt_fail(ip->b, ip->m, n, "a collective's result must be contiguous");
-	if (!(y->buf = buffer_new(ip, n, dt_rt_storage_bytes(y), true)))
+	if (!(y->buf = dt_interp_buffer_new(ip, n, dt_rt_storage_bytes(y), true)))
 		return DT_ERUNTIME;
 	c.input = x;
 	c.output = y;
@@ -580,7 +336,7 @@ static int run_collective(struct interp *ip, uint32_t id)
 }
 
 /* Complete collective `coll` (if in flight) and let go of its input. */
-static int complete(struct interp *ip, uint32_t coll)
+static int complete(struct dt_interp *ip, uint32_t coll)
 {
 	int rc = DT_OK;
 	if (ip->pending[coll]) {
@@ -588,29 +344,29 @@ static int complete(struct interp *ip, uint32_t coll)
 		ip->pending[coll] = NULL;
 		ip->in_flight--;
 	}
-	buffer_drop(ip, ip->pinned[coll]);
+	dt_interp_buffer_drop(ip, ip->pinned[coll]);
 	ip->pinned[coll] = NULL;
 	return rc;
 }
 
-static int run_wait(struct interp *ip, uint32_t id)
+static int run_wait(struct dt_interp *ip, uint32_t id)
 {
 	uint32_t in = arg_node(ip, id, 0);
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	if (!in)
 		return dt_rt_fail(ip->b, ip->m, n, "wait_tensor needs a tensor input");
-	if (ip->step[in] == STEP_COLLECTIVE && complete(ip, in) != DT_OK)
+	if (ip->step[in] == DT_STEP_COLLECTIVE && complete(ip, in) != DT_OK)
 		return DT_ERUNTIME;
 	struct dt_buffer *buf = ip->values[in][0].buf;
 	if (buf->in_flight) { /* received: a value from now on */
 		buf->in_flight = false;
 		ip->buffers -= buf->bytes;
-		account(ip, n, buf->bytes, false);
+		dt_interp_account(ip, n, buf->bytes, false);
 	}
 	return describe(ip, id, 0, buf);
 }
 
-static int run_output(struct interp *ip, uint32_t id, struct dt_run_result *res)
+static int run_output(struct dt_interp *ip, uint32_t id, struct dt_run_result *res)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
 	const struct dt_arg *a = ip->args[id].arg[0];
@@ -631,29 +387,29 @@ static int run_output(struct interp *ip, uint32_t id, struct dt_run_result *res)
 	return DT_OK;
 }
 
-static int run_step(struct interp *ip, uint32_t id, struct dt_run_result *res)
+static int run_step(struct dt_interp *ip, uint32_t id, struct dt_run_result *res)
 {
-	switch ((enum step)ip->step[id]) {
-	case STEP_INPUT:
+	switch ((enum dt_step)ip->step[id]) {
+	case DT_STEP_INPUT:
 		ip->values[id][0] = ip->inputs[id];
 		ip->inputs[id].buf->refs++;
 		return DT_OK;
-	case STEP_VIEW: return run_view(ip, id);
-	case STEP_GETITEM: return run_getitem(ip, id);
-	case STEP_KERNEL: return run_kernel(ip, id);
-	case STEP_CAT_SLAB: return run_cat_slab(ip, id);
-	case STEP_COLLECTIVE: return run_collective(ip, id);
-	case STEP_WAIT: return run_wait(ip, id);
-	case STEP_OUTPUT: return res ? run_output(ip, id, res) : DT_OK;
+	case DT_STEP_VIEW: return run_view(ip, id);
+	case DT_STEP_GETITEM: return run_getitem(ip, id);
+	case DT_STEP_KERNEL: return run_kernel(ip, id);
+	case DT_STEP_CAT_SLAB: return dt_interp_run_cat_slab(ip, id);
+	case DT_STEP_COLLECTIVE: return run_collective(ip, id);
+	case DT_STEP_WAIT: return run_wait(ip, id);
+	case DT_STEP_OUTPUT: return res ? run_output(ip, id, res) : DT_OK;
 	}
 	return DT_OK;
 }
 
 /* Bytes a node produced (views and getitem move nothing). */
-static uint64_t node_bytes(const struct interp *ip, uint32_t id)
+static uint64_t node_bytes(const struct dt_interp *ip, uint32_t id)
 {
 	uint8_t s = ip->step[id];
-	if (s != STEP_INPUT && s != STEP_KERNEL && s != STEP_COLLECTIVE)
+	if (s != DT_STEP_INPUT && s != DT_STEP_KERNEL && s != DT_STEP_COLLECTIVE)
 		return 0;
 	uint64_t bytes = 0;
 	const struct dt_node *n = dt_node_get(ip->m, id);
@@ -664,22 +420,22 @@ static uint64_t node_bytes(const struct interp *ip, uint32_t id)
 }
 
 /* Let go of everything an iteration still holds (after an error too). */
-static int drain(struct interp *ip)
+static int drain(struct dt_interp *ip)
 {
 	int rc = DT_OK;
 	for (uint32_t p = 0; p < ip->count; p++) {
 		uint32_t id = ip->order[p];
-		if (ip->step[id] == STEP_COLLECTIVE && complete(ip, id) != DT_OK)
+		if (ip->step[id] == DT_STEP_COLLECTIVE && complete(ip, id) != DT_OK)
 			rc = DT_ERUNTIME;
-		values_drop(ip, id);
-		buffer_drop(ip, ip->slab[id]);
+		dt_interp_values_drop(ip, id);
+		dt_interp_buffer_drop(ip, ip->slab[id]);
 		ip->slab[id] = NULL;
 	}
 	return rc;
 }
 
 /* One pass over the graph; `res` receives the outputs (last iteration). */
-static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
+static int iterate(struct dt_interp *ip, bool timed, struct dt_run_result *res)
 {
 	for (uint32_t p = 0; p < ip->count; p++) {
 		uint32_t id = ip->order[p];
@@ -690,14 +446,14 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 		}
 		double now = dt_rt_now(), dur = now - t;
 		uint8_t step = ip->step[id];
-		if (timed && step == STEP_COLLECTIVE) {
+		if (timed && step == DT_STEP_COLLECTIVE) {
 			ip->started[id] = t;
 			ip->comm_count++;
 			ip->comm_exposed += dur;
-		} else if (timed && step == STEP_WAIT) {
+		} else if (timed && step == DT_STEP_WAIT) {
 			uint32_t coll = arg_node(ip, id, 0);
 			ip->comm_exposed += dur;
-			if (ip->step[coll] == STEP_COLLECTIVE) {
+			if (ip->step[coll] == DT_STEP_COLLECTIVE) {
 				ip->comm_flight += now - ip->started[coll];
 				struct dt_trace_event e = {coll, ip->started[coll] - ip->t0,
 							   now - ip->started[coll], 0, 1};
@@ -726,19 +482,19 @@ static int iterate(struct interp *ip, bool timed, struct dt_run_result *res)
 			}
 		}
 		for (uint32_t i = ip->free_first[p]; i < ip->free_first[p + 1]; i++)
-			values_drop(ip, ip->free_list[i]);
+			dt_interp_values_drop(ip, ip->free_list[i]);
 	}
 	return drain(ip);
 }
 
 /* ---- the run ---- */
 
-static void interp_fini(struct interp *ip)
+static void interp_fini(struct dt_interp *ip)
 {
 	for (uint32_t id = 0; id < ip->m->nodes.len && ip->inputs; id++)
-		buffer_drop(ip, ip->inputs[id].buf);
+		dt_interp_buffer_drop(ip, ip->inputs[id].buf);
 	for (uint32_t id = 0; id < ip->m->nodes.len && ip->kept; id++)
-		buffer_drop(ip, ip->kept[id]);
+		dt_interp_buffer_drop(ip, ip->kept[id]);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
 			 ip->pinned, ip->stat_of, ip->started, ip->host, ip->slot,
@@ -749,29 +505,6 @@ static void interp_fini(struct interp *ip)
 	dt_vec_free(&ip->events);
 	dt_pool_trim(&ip->pool, ip->b, 0);
 	dt_vec_free(&ip->pool.free);
-}
-
-static int materialize(struct interp *ip)
-{
-	for (uint32_t p = 0; p < ip->count; p++) {
-		uint32_t id = ip->order[p];
-		if (ip->step[id] != STEP_INPUT)
-			continue;
-		int rank = ip->m->view == DT_VIEW_GLOBAL ? 0 : ip->b->rank;
-		const struct dt_node *n = dt_node_get(ip->m, id);
-		if (n->kind == DT_NODE_CONSTANT
-			    ? dt_materialize_constant(ip->m, n, ip->b, &ip->inputs[id]) != DT_OK
-			    : dt_materialize_input(ip->m, n, rank, ip->opt->seed,
-						   ip->b, &ip->inputs[id]) != DT_OK)
-			return DT_ERUNTIME;
-		if (ip->host[id]) {
-			if (place_input(ip, id) != DT_OK)
-				return DT_ERUNTIME;
-		} else {
-			account(ip, n, ip->inputs[id].buf->bytes, false);
-		}
-	}
-	return DT_OK;
 }
 
 /* ---- the memory plan: one iteration on a backend that holds nothing ---- */
@@ -839,7 +572,7 @@ static const struct dt_backend_ops measure_ops = {
 int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 		      uint32_t *at)
 {
-	struct interp ip;
+	struct dt_interp ip;
 	memset(&ip, 0, sizeof(ip));
 	struct dt_run_options opt = {0};
 	ip.m = m;
@@ -853,16 +586,17 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 	ip.b = &measure;
 	for (uint32_t p = 0; rc == DT_OK && p < ip.count; p++) {
 		uint32_t id = ip.order[p];
-		if (ip.step[id] != STEP_INPUT)
+		if (ip.step[id] != DT_STEP_INPUT)
 			continue;
 		const struct dt_node *n = dt_node_get(m, id);
 		struct dt_rt_tensor *t = &ip.inputs[id];
 		dt_rt_from_meta(t, m, dt_node_tensor(m, n, 0));
 		size_t bytes = dt_rt_storage_bytes(t);
 		if (ip.host[id])
-			rc = (t->buf = dt_buffer_create(ip.b, bytes)) ? place_input(&ip, id)
-								    : DT_ERUNTIME;
-		else if (!(t->buf = buffer_new(&ip, n, bytes, false)))
+			rc = (t->buf = dt_buffer_create(ip.b, bytes))
+				 ? dt_interp_place_input(&ip, id)
+				 : DT_ERUNTIME;
+		else if (!(t->buf = dt_interp_buffer_new(&ip, n, bytes, false)))
 			rc = DT_ERUNTIME;
 	}
 	if (rc == DT_OK)
@@ -876,7 +610,7 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 int dt_interpret(struct dt_module *m, struct dt_backend *b,
 		 const struct dt_run_options *opt, struct dt_run_result *out)
 {
-	struct interp ip;
+	struct dt_interp ip;
 	memset(&ip, 0, sizeof(ip));
 	memset(out, 0, sizeof(*out));
 	ip.m = m;
@@ -897,7 +631,7 @@ int dt_interpret(struct dt_module *m, struct dt_backend *b,
 	}
 	int rc = plan(&ip);
 	if (rc == DT_OK)
-		rc = materialize(&ip);
+		rc = dt_interp_materialize(&ip);
 	int iters = opt->iters > 0 ? opt->iters : 1, warmup = opt->warmup > 0 ? opt->warmup : 0;
 	for (int i = 0; rc == DT_OK && i < warmup; i++)
 		rc = iterate(&ip, false, NULL);

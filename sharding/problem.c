@@ -7,14 +7,10 @@
  * the topology's device_tflops and per-rank bytes over its
  * device_bandwidth (a replicated matmul pays its whole product), plus a
  * pinned node's move to its pin;
- * its usage the per-rank bytes of the buffers it makes, as the
- * interpreter holds them: live from its position in graph order to its
- * last reader's, a view (a reader aliasing it) counting with its own last
- * reader; inputs throughout; a view holds none (its base's bytes), a
- * pinned result is held at its pin, a published result by its publisher,
- * the copy a move makes by the input's copy node. Its edges (the moves
- * between a producer's and a consumer's placements), publishers and copy
- * nodes are sharding/problem_moves.c's.
+ * its usage the per-rank bytes of the buffers it makes, over the interval
+ * the interpreter holds them (sharding/problem_usage.c). Its edges (the
+ * moves between a producer's and a consumer's placements), publishers and
+ * copy nodes are sharding/problem_moves.c's.
  *
  *   x (placeholder S(0)) ─ mm(x, w) ─ relu     node mm: 6 strategies on
  *   w (placeholder R)   ─┘                     a 1-D mesh; edge x→mm:
@@ -25,13 +21,10 @@
 #include "cost_model.h"
 #include "problem_internal.h"
 #include "problem_prune.h"
-#include "views.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-
-#define NONE UINT32_MAX
 
 /* What a problem node's results may carry: the _S split factors (the
  * kinds its users' placeholders are filled with, as a node's own search
@@ -100,101 +93,6 @@ static void replicated(struct dt_placements *pl, int ndim)
 	dt_placements_default_order(pl);
 }
 
-double dt_shard_local_bytes(const struct dt_mesh *mesh,
-			  const struct dt_rule_tensor *t,
-			  const struct dt_placements *pl)
-{
-	double n = dt_dtype_size((enum dt_dtype)t->dtype);
-	for (int d = 0; d < t->rank; d++) {
-		int64_t len = t->shape[d];
-		for (int k = 0; k < pl->ndim; k++)
-			if ((pl->p[k].kind == DT_PL_SHARD ||
-			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
-			    pl->p[k].dim == d) {
-				struct dt_shard_lengths l;
-				dt_shard_lengths(pl, mesh->shape, d, t->shape[d],
-						 &l);
-				len = l.max;
-				break;
-			}
-		n *= (double)len;
-	}
-	return n;
-}
-
-/* Per-rank bytes of result r of graph node `g` under pl. */
-static double value_bytes(const struct dt_module *m, uint16_t mesh,
-			  const struct dt_node *g, uint32_t r,
-			  const struct dt_placements *pl)
-{
-	if (r >= g->ntensors || mesh >= m->meshes.len)
-		return 0;
-	const struct dt_tensor *t = dt_node_tensor(m, g, (int)r);
-	struct dt_rule_tensor rt = {.dtype = t->dtype};
-	int rank;
-	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
-	if (rank > DT_MAX_RANK)
-		return 0;
-	rt.rank = (uint8_t)rank;
-	memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
-	return dt_shard_local_bytes(&m->meshes.data[mesh], &rt, pl);
-}
-
-bool dt_shard_view_holder(const struct dt_shard_problem *pr,
-			  const struct dt_module *m, uint32_t id)
-{
-	return dt_node_get(m, id)->op != DT_OP_GETITEM &&
-	       dt_shard_aliases(pr, m, id);
-}
-
-bool dt_shard_aliases(const struct dt_shard_problem *pr,
-		      const struct dt_module *m, uint32_t id)
-{
-	const struct dt_node *g = dt_node_get(m, id);
-	if (g->kind != DT_NODE_CALL || !g->nargs ||
-	    dt_node_arg(m, g, 0)->kind != DT_ARG_NODE ||
-	    !(g->op == DT_OP_GETITEM || dt_op_has(g->op, DT_OPF_VIEW) ||
-	      dt_is_view_step(m, g)))
-		return false;
-	uint32_t k = pr->of_node.data[id];
-	const struct dt_shard_pnode *n = k == NONE ? NULL : &pr->pnodes.data[k];
-	/* A pinned view none of whose strategies gives the pin: its users
-	 * read the copy after it. */
-	return !(n && n->node == id && n->pinned &&
-		 pr->placements.len > n->pl &&
-		 !dt_placements_equal(&dt_shard_problem_pl(pr, k, 0)[0],
-				      &n->pin));
-}
-
-/* The per-rank bytes problem node k (not a publisher or copy node) holds
- * under strategy s: each result at its placements, result 0 of a pinned
- * node at its pin (where its users read it); none for a view's results
- * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
- * the results `published` marks (bit r of entry k; NULL: none), which
- * their publishers hold. */
-static int64_t held_bytes(const struct builder *b, const uint32_t *published,
-			  uint32_t k, int32_t s)
-{
-	const struct dt_shard_problem *pr = b->pr;
-	const struct dt_module *m = b->m;
-	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-	const struct dt_node *g = dt_node_get(m, n->node);
-	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
-	bool view = dt_shard_aliases(pr, m, n->node);
-	double bytes = 0;
-	for (uint32_t r = 0; r < n->nout; r++) {
-		if (published && r < 32 && (published[k] >> r & 1))
-			continue;
-		bool moved = n->pinned && r == 0 &&
-			     !dt_placements_equal(&pl[0], &n->pin);
-		if (view && !moved)
-			continue;
-		bytes += value_bytes(m, n->mesh, g, r,
-				     n->pinned && r == 0 ? &n->pin : &pl[r]);
-	}
-	return (int64_t)bytes;
-}
-
 /* Modelled compute of a strategy (µs): flops (2·M·N·K for the matmul
  * family, one per element of the largest tensor otherwise) divided by the
  * size of every mesh dim on which some tensor is sharded, against the
@@ -241,8 +139,8 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&pr->pin_us, pin_us);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
 	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
-	int64_t held = held_bytes(b, NULL, pr->pnodes.len - 1,
-				  (int32_t)b->usage.len);
+	int64_t held = dt_shard_held_bytes(pr, b->m, NULL, pr->pnodes.len - 1,
+					    (int32_t)b->usage.len);
 	dt_vec_push(&b->usage, held);
 }
 
@@ -514,164 +412,6 @@ static int add_call(struct builder *b, uint32_t id)
 	return DT_OK;
 }
 
-/* ends[id]: just after the last reader of graph node id's buffer: an
- * output's reader at npos, a reader aliasing it (dt_shard_aliases()) at its own
- * end, any other at its position + 1. */
-static void alias_ends(struct builder *b, uint32_t npos, uint32_t *ends)
-{
-	struct dt_module *m = b->m;
-	uint32_t *order = dt_calloc((size_t)npos + 1, sizeof *order);
-	dt_foreach_node(m, id)
-	{
-		order[b->pos.data[id]] = id;
-	}
-	struct dt_uses u;
-	dt_uses_fill(&u, m);
-	for (uint32_t p = npos; p-- > 0;) {
-		uint32_t id = order[p];
-		ends[id] = p + 1;
-		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
-			uint32_t user = u.list[j];
-			const struct dt_node *g = gnode(b, user);
-			uint32_t end = g->kind == DT_NODE_OUTPUT ? npos
-				       : dt_shard_aliases(b->pr, m, user) &&
-					       dt_node_arg(m, g, 0)->v.node == id
-					   ? ends[user]
-					   : b->pos.data[user] + 1;
-			if (end > ends[id])
-				ends[id] = end;
-		}
-	}
-	dt_uses_fini(&u);
-	dt_free(order);
-}
-
-/* Publisher k of result r of problem node h: where h has one strategy
- * (a pinned input, a fixed node), the publisher's strategy giving h's
- * placements moves nothing and holds no bytes of its own: the value is
- * h's. */
-static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
-			  uint32_t r)
-{
-	struct dt_solve_node *pub = &pr->solve.nodes[k];
-	if (pr->solve.nodes[h].nstrategies != 1)
-		return;
-	const struct dt_placements *held = dt_shard_result_pl(pr, h, 0, r);
-	for (int32_t j = 0; j < pub->nstrategies; j++)
-		if (dt_placements_equal(dt_shard_result_pl(pr, k, j, 0), held))
-			pub->usage[j] = 0;
-}
-
-/* Copy node k's reader c is a view of value v: where v is a chain of
- * views, each the only reader of the one before, over a base (one
- * result, not an input, not a view) nothing else reads, and c ends the
- * chain, the base's bytes live on in c whether moved or not: the copy
- * node holds them (its bytes at the placements read) and the base's
- * buffer ends at c. (An earlier link's copy still counts to the chain's
- * end: two moves in one chain are counted twice.) */
-static void sole_view(struct builder *b, const struct dt_uses *u, uint32_t k)
-{
-	struct dt_shard_problem *pr = b->pr;
-	const struct dt_shard_input *in =
-	    &b->edges.copies.data[k - b->edges.first_copy];
-	uint32_t c = pr->pnodes.data[k].node, v = in->tensor.node;
-	if (dt_uses_count(u, c) == 1 &&
-	    dt_shard_view_holder(pr, b->m, u->list[u->first[c]]))
-		return; /* the chain goes on: its last view's copy node */
-	if (dt_shard_edges_pin_bucketed(&b->edges, c))
-		return; /* only the output reads it: the move joins a bucket,
-			   at the end, the base held until then */
-	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
-		v = dt_node_arg(b->m, gnode(b, v), 0)->v.node;
-	uint32_t base = pr->of_node.data[v];
-	if (dt_uses_count(u, v) != 1 || base == NONE ||
-	    pr->pnodes.data[base].node != v || pr->pnodes.data[base].nout != 1 ||
-	    pr->pnodes.data[base].kind == DT_PNODE_SOURCE ||
-	    dt_shard_aliases(pr, b->m, v))
-		return;
-	struct dt_solve_node *sn = &pr->solve.nodes[k];
-	for (int32_t s = 0; s < (int32_t)pr->pnodes.data[k].kept; s++)
-		sn->usage[s] = (int64_t)dt_shard_local_bytes(
-		    &b->m->meshes.data[pr->pnodes.data[k].mesh], &in->tensor,
-		    dt_shard_problem_pl(pr, k, s));
-	pr->solve.nodes[base].end = b->pos.data[c] + 1;
-}
-
-/* Intervals and usages (semantics §6.6): a node's buffers live from its
- * position to alias_ends' end (a graph input's to the end, as the
- * interpreter holds them); a published value from its holder's position,
- * at the publisher's placements, its holder holding none of it (a graph
- * input holds its own: the publisher only a copy); a copy node from its
- * reader's position to just after it (to the reader's end when the
- * reader aliases it). */
-static void build_usage(struct builder *b, uint32_t npos)
-{
-	struct dt_shard_problem *pr = b->pr;
-	struct dt_module *m = b->m;
-	uint32_t *ends = dt_calloc((size_t)m->nodes.len + 1, sizeof *ends);
-	uint32_t *published =
-	    dt_calloc((size_t)pr->pnodes.len + 1, sizeof *published);
-	alias_ends(b, npos, ends);
-	struct dt_uses u;
-	dt_uses_fill(&u, m);
-	dt_foreach_node(m, id)
-	{
-		uint32_t r = pr->result.data[id];
-		if (pr->publish.data[id] != NONE && r < 32)
-			published[pr->of_node.data[id]] |= 1u << r;
-	}
-	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
-		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		const struct dt_node *g = gnode(b, n->node);
-		sn->start = b->pos.data[n->node];
-		sn->end = ends[n->node];
-		if (n->kind == DT_PNODE_SOURCE) {
-			if (g->op != DT_OP_REDISTRIBUTE)
-				sn->end = npos;
-		} else if (n->kind == DT_PNODE_PUBLISH) {
-			uint32_t h = pr->of_node.data[n->node];
-			if (pr->pnodes.data[h].kind == DT_PNODE_SOURCE)
-				unmoved_alias(pr, k, h, pr->result.data[n->node]);
-			if (dt_shard_view_holder(pr, m, n->node)) /* its link's copy node */
-				memset(sn->usage, 0, (size_t)sn->nstrategies *
-							 sizeof *sn->usage);
-		} else if (n->kind == DT_PNODE_COPY) {
-			const struct dt_shard_pnode *from = &pr->pnodes.data[
-			    b->edges.copies.data[k - b->edges.first_copy].producer];
-			if (!dt_shard_aliases(pr, m, n->node))
-				sn->end = sn->start + 1;
-			else
-				sole_view(b, &u, k);
-			/* A graph input's move joins the bucket issued at the
-			 * start, which holds the copy from there. */
-			if (dt_shard_edges_source_bucketed(&b->edges, from))
-				sn->start = b->pos.data[from->node];
-		} else {
-			if (g->ntensors > 1) /* its getitems' below */
-				sn->end = sn->start + 1;
-			for (int32_t s = 0; s < sn->nstrategies; s++)
-				sn->usage[s] = held_bytes(b, published, k, s);
-		}
-	}
-	/* A node of several results lives as long as its getitems'
-	 * buffers it holds. */
-	dt_foreach_node(m, id)
-	{
-		const struct dt_node *g = gnode(b, id);
-		uint32_t k = pr->of_node.data[id];
-		if (g->op != DT_OP_GETITEM || k == NONE ||
-		    pr->publish.data[id] != NONE)
-			continue;
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (ends[id] > sn->end)
-			sn->end = ends[id];
-	}
-	dt_uses_fini(&u);
-	dt_free(published);
-	dt_free(ends);
-}
-
 /* A pinned input's placements become a pruning anchor (problem_prune.h),
  * once. */
 static void add_anchor(struct builder *b, uint32_t id)
@@ -912,7 +652,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	pr->solve.nnodes = (int32_t)pr->pnodes.len;
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		dt_shard_edges_build(&b.edges, pr);
-		build_usage(&b, npos);
+		dt_shard_usage_build(pr, m, &b.edges, b.pos.data, npos);
 	}
 	if (rc == DT_OK && diag->remarks && b.prune.capped) {
 		const struct dt_node *w =

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* sharding/problem_internal.h: what the two halves of the whole-graph
- * problem share: sharding/problem.c (its nodes: strategies, compute,
- * usages, intervals) and sharding/problem_moves.c (its edges: the cost of
- * moving a value between a producer's and a consumer's placements, and
- * the publishers of values several inputs read). */
+/* sharding/problem_internal.h: what the parts of the whole-graph problem
+ * share: sharding/problem.c (its nodes: strategies, compute, pruning),
+ * sharding/problem_usage.c (their usages and intervals) and
+ * sharding/problem_moves.c (its edges: the cost of moving a value between
+ * a producer's and a consumer's placements, and the publishers of values
+ * several inputs read). */
 #ifndef DTOPT_SHARDING_PROBLEM_INTERNAL_H
 #define DTOPT_SHARDING_PROBLEM_INTERNAL_H
 
@@ -111,6 +112,28 @@ bool dt_shard_aliases(const struct dt_shard_problem *pr,
  * its link's copy node the copy a move makes. */
 bool dt_shard_view_holder(const struct dt_shard_problem *pr,
 			  const struct dt_module *m, uint32_t id);
+
+/* The per-rank bytes problem node k (not a publisher or copy node) holds
+ * under strategy s: each result at its placements, result 0 of a pinned
+ * node at its pin (where its users read it); none for a view's results
+ * (its base's bytes) unless pinned elsewhere (the copy after it), nor for
+ * the results `published` marks (bit r of entry k; NULL: none), which
+ * their publishers hold. */
+int64_t dt_shard_held_bytes(const struct dt_shard_problem *pr,
+			    const struct dt_module *m, const uint32_t *published,
+			    uint32_t k, int32_t s);
+/* Intervals and usages (semantics §6.6): a node's buffers live from its
+ * position to just after the last reader of its buffer (a graph input's
+ * to the end, as the interpreter holds them); a published value from its
+ * holder's position, at the publisher's placements, its holder holding
+ * none of it (a graph input holds its own: the publisher only a copy); a
+ * copy node from its reader's position to just after it (to the reader's
+ * end when the reader aliases it). After dt_shard_edges_build: every
+ * node, publisher and copy node in pr; pos: graph node -> position, npos
+ * positions. */
+void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
+			  const struct dt_shard_edges *e, const uint32_t *pos,
+			  uint32_t npos);
 
 /* Per-rank bytes of tensor t under pl: its largest shard. */
 double dt_shard_local_bytes(const struct dt_mesh *mesh,

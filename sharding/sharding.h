@@ -383,7 +383,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_shard_lowering *low);
 
 /* ------------------------------------------------------------------ */
-/* The whole-graph problem (sharding/problem.c; semantics §6.6): one
+/* The whole-graph problem (sharding/problem*.c; semantics §6.6): one
  * problem node per node that makes a value, its strategies those the
  * per-node search weighs (every sharding kind, not only the inputs'),
  * edges the redistributions between a producer's and a consumer's

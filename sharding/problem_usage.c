@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/* problem_usage.c: the memory half of the whole-graph problem (semantics
+ * §6.6): per strategy, the per-rank bytes a problem node holds, as the
+ * interpreter holds its buffers (a view holds none: its base's bytes; a
+ * pinned result is held at its pin, a published result by its publisher,
+ * the copy a move makes by the input's copy node), and per node the
+ * interval it holds them over: from its position in graph order to its
+ * last reader's, a reader aliasing it counting with its own last reader;
+ * graph inputs throughout.
+ *
+ *   x ─ mm(x, w) ─ view ─ relu     mm's buffer: [pos(mm), pos(relu) + 1)
+ *
+ * Time: O(nodes + uses) besides the strategies' usages. */
+#include "problem_internal.h"
+#include "views.h"
+
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+/* What the usage pass reads of a problem being built. */
+struct usage_builder {
+	struct dt_shard_problem *pr;
+	struct dt_module *m;
+	const struct dt_shard_edges *edges; /* its copy nodes' inputs */
+	const uint32_t *pos;                /* graph node -> position */
+};
+
+double dt_shard_local_bytes(const struct dt_mesh *mesh,
+			  const struct dt_rule_tensor *t,
+			  const struct dt_placements *pl)
+{
+	double n = dt_dtype_size((enum dt_dtype)t->dtype);
+	for (int d = 0; d < t->rank; d++) {
+		int64_t len = t->shape[d];
+		for (int k = 0; k < pl->ndim; k++)
+			if ((pl->p[k].kind == DT_PL_SHARD ||
+			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
+			    pl->p[k].dim == d) {
+				struct dt_shard_lengths l;
+				dt_shard_lengths(pl, mesh->shape, d, t->shape[d],
+						 &l);
+				len = l.max;
+				break;
+			}
+		n *= (double)len;
+	}
+	return n;
+}
+
+/* Per-rank bytes of result r of graph node `g` under pl. */
+static double value_bytes(const struct dt_module *m, uint16_t mesh,
+			  const struct dt_node *g, uint32_t r,
+			  const struct dt_placements *pl)
+{
+	if (r >= g->ntensors || mesh >= m->meshes.len)
+		return 0;
+	const struct dt_tensor *t = dt_node_tensor(m, g, (int)r);
+	struct dt_rule_tensor rt = {.dtype = t->dtype};
+	int rank;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	if (rank > DT_MAX_RANK)
+		return 0;
+	rt.rank = (uint8_t)rank;
+	memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
+	return dt_shard_local_bytes(&m->meshes.data[mesh], &rt, pl);
+}
+
+bool dt_shard_view_holder(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, uint32_t id)
+{
+	return dt_node_get(m, id)->op != DT_OP_GETITEM &&
+	       dt_shard_aliases(pr, m, id);
+}
+
+bool dt_shard_aliases(const struct dt_shard_problem *pr,
+		      const struct dt_module *m, uint32_t id)
+{
+	const struct dt_node *g = dt_node_get(m, id);
+	if (g->kind != DT_NODE_CALL || !g->nargs ||
+	    dt_node_arg(m, g, 0)->kind != DT_ARG_NODE ||
+	    !(g->op == DT_OP_GETITEM || dt_op_has(g->op, DT_OPF_VIEW) ||
+	      dt_is_view_step(m, g)))
+		return false;
+	uint32_t k = pr->of_node.data[id];
+	const struct dt_shard_pnode *n = k == NONE ? NULL : &pr->pnodes.data[k];
+	/* A pinned view none of whose strategies gives the pin: its users
+	 * read the copy after it. */
+	return !(n && n->node == id && n->pinned &&
+		 pr->placements.len > n->pl &&
+		 !dt_placements_equal(&dt_shard_problem_pl(pr, k, 0)[0],
+				      &n->pin));
+}
+
+int64_t dt_shard_held_bytes(const struct dt_shard_problem *pr,
+			    const struct dt_module *m, const uint32_t *published,
+			    uint32_t k, int32_t s)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	const struct dt_node *g = dt_node_get(m, n->node);
+	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
+	bool view = dt_shard_aliases(pr, m, n->node);
+	double bytes = 0;
+	for (uint32_t r = 0; r < n->nout; r++) {
+		if (published && r < 32 && (published[k] >> r & 1))
+			continue;
+		bool moved = n->pinned && r == 0 &&
+			     !dt_placements_equal(&pl[0], &n->pin);
+		if (view && !moved)
+			continue;
+		bytes += value_bytes(m, n->mesh, g, r,
+				     n->pinned && r == 0 ? &n->pin : &pl[r]);
+	}
+	return (int64_t)bytes;
+}
+
+/* ends[id]: just after the last reader of graph node id's buffer: an
+ * output's reader at npos, a reader aliasing it (dt_shard_aliases()) at its own
+ * end, any other at its position + 1. */
+static void alias_ends(const struct usage_builder *b, uint32_t npos,
+		       uint32_t *ends)
+{
+	struct dt_module *m = b->m;
+	uint32_t *order = dt_calloc((size_t)npos + 1, sizeof *order);
+	dt_foreach_node(m, id)
+	{
+		order[b->pos[id]] = id;
+	}
+	struct dt_uses u;
+	dt_uses_fill(&u, m);
+	for (uint32_t p = npos; p-- > 0;) {
+		uint32_t id = order[p];
+		ends[id] = p + 1;
+		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
+			uint32_t user = u.list[j];
+			const struct dt_node *g = dt_node_get(m, user);
+			uint32_t end = g->kind == DT_NODE_OUTPUT ? npos
+				       : dt_shard_aliases(b->pr, m, user) &&
+					       dt_node_arg(m, g, 0)->v.node == id
+					   ? ends[user]
+					   : b->pos[user] + 1;
+			if (end > ends[id])
+				ends[id] = end;
+		}
+	}
+	dt_uses_fini(&u);
+	dt_free(order);
+}
+
+/* Publisher k of result r of problem node h: where h has one strategy
+ * (a pinned input, a fixed node), the publisher's strategy giving h's
+ * placements moves nothing and holds no bytes of its own: the value is
+ * h's. */
+static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
+			  uint32_t r)
+{
+	struct dt_solve_node *pub = &pr->solve.nodes[k];
+	if (pr->solve.nodes[h].nstrategies != 1)
+		return;
+	const struct dt_placements *held = dt_shard_result_pl(pr, h, 0, r);
+	for (int32_t j = 0; j < pub->nstrategies; j++)
+		if (dt_placements_equal(dt_shard_result_pl(pr, k, j, 0), held))
+			pub->usage[j] = 0;
+}
+
+/* Copy node k's reader c is a view of value v: where v is a chain of
+ * views, each the only reader of the one before, over a base (one
+ * result, not an input, not a view) nothing else reads, and c ends the
+ * chain, the base's bytes live on in c whether moved or not: the copy
+ * node holds them (its bytes at the placements read) and the base's
+ * buffer ends at c. (An earlier link's copy still counts to the chain's
+ * end: two moves in one chain are counted twice.) */
+static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
+		      uint32_t k)
+{
+	struct dt_shard_problem *pr = b->pr;
+	const struct dt_shard_input *in =
+	    &b->edges->copies.data[k - b->edges->first_copy];
+	uint32_t c = pr->pnodes.data[k].node, v = in->tensor.node;
+	if (dt_uses_count(u, c) == 1 &&
+	    dt_shard_view_holder(pr, b->m, u->list[u->first[c]]))
+		return; /* the chain goes on: its last view's copy node */
+	if (dt_shard_edges_pin_bucketed(b->edges, c))
+		return; /* only the output reads it: the move joins a bucket,
+			   at the end, the base held until then */
+	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
+		v = dt_node_arg(b->m, dt_node_get(b->m, v), 0)->v.node;
+	uint32_t base = pr->of_node.data[v];
+	if (dt_uses_count(u, v) != 1 || base == NONE ||
+	    pr->pnodes.data[base].node != v || pr->pnodes.data[base].nout != 1 ||
+	    pr->pnodes.data[base].kind == DT_PNODE_SOURCE ||
+	    dt_shard_aliases(pr, b->m, v))
+		return;
+	struct dt_solve_node *sn = &pr->solve.nodes[k];
+	for (int32_t s = 0; s < (int32_t)pr->pnodes.data[k].kept; s++)
+		sn->usage[s] = (int64_t)dt_shard_local_bytes(
+		    &b->m->meshes.data[pr->pnodes.data[k].mesh], &in->tensor,
+		    dt_shard_problem_pl(pr, k, s));
+	pr->solve.nodes[base].end = b->pos[c] + 1;
+}
+
+void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
+			  const struct dt_shard_edges *e, const uint32_t *pos,
+			  uint32_t npos)
+{
+	const struct usage_builder ub = {pr, m, e, pos}, *b = &ub;
+	uint32_t *ends = dt_calloc((size_t)m->nodes.len + 1, sizeof *ends);
+	uint32_t *published =
+	    dt_calloc((size_t)pr->pnodes.len + 1, sizeof *published);
+	alias_ends(b, npos, ends);
+	struct dt_uses u;
+	dt_uses_fill(&u, m);
+	dt_foreach_node(m, id)
+	{
+		uint32_t r = pr->result.data[id];
+		if (pr->publish.data[id] != NONE && r < 32)
+			published[pr->of_node.data[id]] |= 1u << r;
+	}
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		const struct dt_node *g = dt_node_get(m, n->node);
+		sn->start = b->pos[n->node];
+		sn->end = ends[n->node];
+		if (n->kind == DT_PNODE_SOURCE) {
+			if (g->op != DT_OP_REDISTRIBUTE)
+				sn->end = npos;
+		} else if (n->kind == DT_PNODE_PUBLISH) {
+			uint32_t h = pr->of_node.data[n->node];
+			if (pr->pnodes.data[h].kind == DT_PNODE_SOURCE)
+				unmoved_alias(pr, k, h, pr->result.data[n->node]);
+			if (dt_shard_view_holder(pr, m, n->node)) /* its link's copy node */
+				memset(sn->usage, 0, (size_t)sn->nstrategies *
+							 sizeof *sn->usage);
+		} else if (n->kind == DT_PNODE_COPY) {
+			const struct dt_shard_pnode *from = &pr->pnodes.data[
+			    b->edges->copies.data[k - b->edges->first_copy].producer];
+			if (!dt_shard_aliases(pr, m, n->node))
+				sn->end = sn->start + 1;
+			else
+				sole_view(b, &u, k);
+			/* A graph input's move joins the bucket issued at the
+			 * start, which holds the copy from there. */
+			if (dt_shard_edges_source_bucketed(b->edges, from))
+				sn->start = b->pos[from->node];
+		} else {
+			if (g->ntensors > 1) /* its getitems' below */
+				sn->end = sn->start + 1;
+			for (int32_t s = 0; s < sn->nstrategies; s++)
+				sn->usage[s] =
+				    dt_shard_held_bytes(pr, m, published, k, s);
+		}
+	}
+	/* A node of several results lives as long as its getitems'
+	 * buffers it holds. */
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *g = dt_node_get(m, id);
+		uint32_t k = pr->of_node.data[id];
+		if (g->op != DT_OP_GETITEM || k == NONE ||
+		    pr->publish.data[id] != NONE)
+			continue;
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		if (ends[id] > sn->end)
+			sn->end = ends[id];
+	}
+	dt_uses_fini(&u);
+	dt_free(published);
+	dt_free(ends);
+}
