@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* shard_prop.c: the `shard-prop` pass (semantics §6) fixes the output
  * placements of every value of a global-view graph, in graph order. A
- * placeholder's are its <sharding>; a call node's come from the strategy
- * of least redistribution cost among its op's expanded single-dim rules
- * (sharding.h; --search=pq by default, or exhaustive), weighed from the
+ * placeholder's are its <sharding>; a call node's come from the whole-graph
+ * plan (--search=global, the default: shard_prop_global.c, semantics §6.6)
+ * or, with --search=greedy (pq) or exhaustive and wherever the whole-graph
+ * search falls back, from the strategy of least redistribution cost among
+ * its op's expanded single-dim rules (sharding.h), weighed from the
  * placements its inputs already have. The chosen output placements become
  * the node's <sharding> (result 0; a getitem carries its result's), so
  * lower-redistribute reads them as pins. Where the strategy needs an input
