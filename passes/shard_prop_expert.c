@@ -93,18 +93,9 @@ static void closed_edge(const struct dt_pass_ctx *ctx,
 {
 	buf[0] = 0;
 	for (int32_t k = 0; k < q->nedges; k++) {
-		const struct dt_solve_edge *e = &q->edges[k];
-		int32_t nf = q->nodes[e->from].nstrategies;
-		int32_t nt = q->nodes[e->to].nstrategies;
-		bool open = false;
-		for (int32_t i = 0; i < nf && !open; i++)
-			for (int32_t j = 0; j < nt && !open; j++)
-				open = e->cost[(size_t)i * (size_t)nt + (size_t)j] !=
-					   DT_SOLVE_INFINITE &&
-				       q->nodes[e->from].cost[i] != DT_SOLVE_INFINITE &&
-				       q->nodes[e->to].cost[j] != DT_SOLVE_INFINITE;
-		if (open)
+		if (dt_solve_edge_open(q, k))
 			continue;
+		const struct dt_solve_edge *e = &q->edges[k];
 		snprintf(buf, n, " ('%s' to '%s': no move)",
 			 dt_str_get(ctx->m, dt_node_get(ctx->m,
 				    pr->pnodes.data[e->from].node)->name),

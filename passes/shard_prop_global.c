@@ -80,20 +80,9 @@ static bool check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *
 {
 	const struct dt_solve_problem *p = &pr->solve;
 	for (int32_t k = 0; k < p->nedges; k++) {
-		const struct dt_solve_edge *e = &p->edges[k];
-		int32_t nf = p->nodes[e->from].nstrategies;
-		int32_t nt = p->nodes[e->to].nstrategies;
-		bool open = false;
-		for (int32_t i = 0; i < nf && !open; i++)
-			for (int32_t j = 0; j < nt && !open; j++)
-				open = e->cost[(size_t)i * (size_t)nt +
-					       (size_t)j] != DT_SOLVE_INFINITE &&
-				       p->nodes[e->from].cost[i] !=
-					   DT_SOLVE_INFINITE &&
-				       p->nodes[e->to].cost[j] !=
-					   DT_SOLVE_INFINITE;
-		if (open)
+		if (dt_solve_edge_open(p, k))
 			continue;
+		const struct dt_solve_edge *e = &p->edges[k];
 		uint32_t from = pr->pnodes.data[e->from].node;
 		uint32_t to = pr->pnodes.data[e->to].node;
 		char a[160], b[160];

@@ -2,13 +2,15 @@
 /* pool.c: the interpreter's buffer pool (design.md, Runtime). Every
  * iteration allocates the same sizes in the same order; a large buffer it
  * frees is kept and handed to the next allocation of exactly its size
- * instead of going back to the backend. Memory the allocator gives back to
- * the system (glibc trims the heap top, unmaps large blocks) costs a page
- * fault per 4 KiB on its next use, the kernel zeroing each page: ~1300
- * faults per iteration of a step that all-reduces one 2 MiB bucket, most
- * of the extra CPU a bucketed step paid. Only buffers of DT_POOL_MIN_BYTES
- * or more are kept (smaller ones stay in malloc's bins); the interpreter
- * trims the pool so that what it holds never exceeds its accounted peak. */
+ * instead of going back to the backend. That is what spares a device
+ * backend a cudaMalloc and a cudaFree (which synchronizes the device) per
+ * buffer per iteration, as PyTorch's caching allocator does; on the host
+ * backends the page faults of memory glibc gave back are kept away for
+ * every allocation, MPI's own included, by dt_host_heap_keep (world.c),
+ * and the pool only saves the malloc calls. Only buffers of
+ * DT_POOL_MIN_BYTES or more are kept (smaller ones stay with the
+ * backend's allocator); the interpreter trims the pool so that what it
+ * holds never exceeds its accounted peak. */
 #include "internal.h"
 
 #include <string.h>

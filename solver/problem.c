@@ -114,6 +114,21 @@ int64_t dt_solve_plan_cost(const struct dt_solve_problem *p,
 	return cost;
 }
 
+bool dt_solve_edge_open(const struct dt_solve_problem *p, int32_t k)
+{
+	const struct dt_solve_edge *e = &p->edges[k];
+	const struct dt_solve_node *from = &p->nodes[e->from];
+	const struct dt_solve_node *to = &p->nodes[e->to];
+	for (int32_t i = 0; i < from->nstrategies; i++)
+		for (int32_t j = 0; j < to->nstrategies; j++)
+			if (from->cost[i] != DT_SOLVE_INFINITE &&
+			    to->cost[j] != DT_SOLVE_INFINITE &&
+			    e->cost[(size_t)i * (size_t)to->nstrategies +
+				    (size_t)j] != DT_SOLVE_INFINITE)
+				return true;
+	return false;
+}
+
 /* The smallest footprint: each node at its least usage among finite-cost
  * strategies; reports the limit it breaks, naming the time. */
 static void check_footprint(const struct dt_solve_problem *p, const char *file,

@@ -7,6 +7,7 @@
 #ifndef DTOPT_SOLVER_H
 #define DTOPT_SOLVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct dt_diag;
@@ -108,5 +109,9 @@ void dt_solve_problem_fini(struct dt_solve_problem *problem);
  * `peak` is not NULL, its peak usage. Strategies must be in range. */
 int64_t dt_solve_plan_cost(const struct dt_solve_problem *problem,
                            const int32_t *strategy, int64_t *peak);
+
+/* Whether edge `edge` of `problem` has a pair of strategies that can be
+ * chosen together: finite at both ends and in its matrix. */
+bool dt_solve_edge_open(const struct dt_solve_problem *problem, int32_t edge);
 
 #endif

@@ -513,7 +513,11 @@ static int propagate_once(struct dt_runner *c, struct dt_module **m)
 	code = dt_runner_agree(c, code);
 	if (code == DT_EXIT_OK) {
 		char *all = dt_runner_bcast_string(c, text);
-		char *file = dt_strdup((*m)->file);
+		/* messages from here name the propagated text's lines (what
+		 * `dtopt opt -p shard-prop GLOBAL` writes), not GLOBAL's */
+		size_t n = strlen((*m)->file) + sizeof " (after shard-prop)";
+		char *file = dt_malloc(n);
+		snprintf(file, n, "%s (after shard-prop)", (*m)->file);
 		dt_module_destroy(*m);
 		*m = NULL;
 		struct dt_read_options ropt = {0};

@@ -203,6 +203,11 @@ def case_cli(r):
     p = r.run(4, "--check", "check_global.xml", expect=0)
     if "check: ok (0 of 3 outputs differ" not in p.stdout:
         raise Failure("--check GLOBAL.xml did not check 3 outputs:\n" + p.stdout)
+    # Lowering on each rank reads rank 0's propagated text: its messages
+    # name that text's lines, not GLOBAL's.
+    p = r.run(4, "--check", "check_global.xml", "--memory-limit", "100", expect=3)
+    if not re.search(r"check_global\.xml \(after shard-prop\):\d+: error: .*--memory-limit", p.stderr):
+        raise Failure("the refusal does not name the propagated text:\n" + p.stderr)
     r.run(1, "--compare", "base.xml", expect=2, mpi=False)
     r.run(1, "--spin", "-1", "base.xml", expect=2, mpi=False)
     r.run(1, "--compare", "base.xml", "tiny.xml", "--iters", "2", expect=2, mpi=False)
