@@ -98,6 +98,66 @@ static int by_forward(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* Append to p->variants (room made) what a chain may read of a value
+ * at q: q, and q with any of its partial mesh dims (from a graph input,
+ * of its sharded ones) made R: an all-reduce, a weight's all-gather. */
+static void add_variants(struct dt_prune *p, const struct dt_placements *q,
+			 bool source)
+{
+	int dims[DT_MAX_MESH_DIMS], nd = 0;
+	for (int m = 0; m < q->ndim; m++)
+		if (q->p[m].kind == DT_PL_PARTIAL ||
+		    (source && q->p[m].kind != DT_PL_REPLICATE))
+			dims[nd++] = m;
+	for (uint32_t mask = 0; mask < 1u << nd; mask++) {
+		struct dt_placements v = *q;
+		for (int j = 0; j < nd; j++)
+			if (mask & 1u << j)
+				v.p[dims[j]] = (struct dt_placement){
+				    .kind = DT_PL_REPLICATE};
+		if (mask)
+			dt_placements_default_order(&v);
+		dt_vec_push(&p->variants, v);
+	}
+}
+
+/* Lower p->dmin (per placement of the set, the cheapest arrival) by the
+ * moves from each of the producer's chained strategies to what a chain
+ * reads of it (add_variants: itself, reduced, gathered), so that the
+ * chains find_chained opens are weighed as the chains they are: a
+ * partial the producer keeps, read as it is, is no cheaper to reach
+ * from the producer's best (replicated, sharded) placements, where no
+ * redistribution makes a partial. */
+static void weigh_chains(struct dt_prune *p, uint32_t i,
+			 const struct dt_prune_input *in, dt_prune_move move,
+			 void *ud)
+{
+	const uint8_t *chained = &p->chained.data[p->first.data[in->producer]];
+	p->seen.len = 0;
+	dt_vec_grow(&p->seen, p->qf.len);
+	memset(p->seen.data, 0, p->qf.len);
+	for (int32_t s = 0; s < in->nsrc; s++) {
+		uint32_t q = set_find(p, in->src[s]);
+		if (!chained[s] || p->seen.data[q])
+			continue;
+		p->seen.data[q] = 1;
+		p->variants.len = 0;
+		dt_vec_grow(&p->variants, 1u << in->src[s]->ndim);
+		p->variants.len = 0;
+		add_variants(p, in->src[s], in->source);
+		for (uint32_t v = 0; v < p->variants.len; v++) {
+			const struct dt_placements *to = &p->variants.data[v];
+			uint32_t d = set_find(p, to);
+			if (d == UINT32_MAX)
+				continue;
+			int64_t c = dt_shard_add_sat(p->qf.data[q],
+						     move(ud, i, in->src[s], to));
+			if (c < p->dmin.data[d])
+				p->dmin.data[d] = c;
+		}
+	}
+}
+
 /* Add input `in`'s cheapest arrivals into p->lb, and its moves from the
  * producer's node-by-node choices into p->nb and p->gr. */
 static void weigh_input(struct dt_prune *p, uint32_t i,
@@ -158,6 +218,7 @@ static void weigh_input(struct dt_prune *p, uint32_t i,
 		}
 		p->dmin.data[d] = best;
 	}
+	weigh_chains(p, i, in, move, ud);
 	for (int32_t s = 0; s < n; s++) {
 		uint32_t d = p->idx.data[s];
 		p->lb.data[s] = dt_shard_add_sat(p->lb.data[s], p->dmin.data[d]);
@@ -239,29 +300,6 @@ static void keep_anchored(const struct dt_prune *p, int32_t n,
 		}
 		if (best >= 0)
 			keep[best] = 1;
-	}
-}
-
-/* Append to p->variants (room made) what a chain may read of a value
- * at q: q, and q with any of its partial mesh dims (from a graph input,
- * of its sharded ones) made R: an all-reduce, a weight's all-gather. */
-static void add_variants(struct dt_prune *p, const struct dt_placements *q,
-			 bool source)
-{
-	int dims[DT_MAX_MESH_DIMS], nd = 0;
-	for (int m = 0; m < q->ndim; m++)
-		if (q->p[m].kind == DT_PL_PARTIAL ||
-		    (source && q->p[m].kind != DT_PL_REPLICATE))
-			dims[nd++] = m;
-	for (uint32_t mask = 0; mask < 1u << nd; mask++) {
-		struct dt_placements v = *q;
-		for (int j = 0; j < nd; j++)
-			if (mask & 1u << j)
-				v.p[dims[j]] = (struct dt_placement){
-				    .kind = DT_PL_REPLICATE};
-		if (mask)
-			dt_placements_default_order(&v);
-		dt_vec_push(&p->variants, v);
 	}
 }
 
@@ -405,6 +443,7 @@ void dt_prune_fini(struct dt_prune *p)
 	dt_vec_free(&p->variants);
 	dt_vec_free(&p->open);
 	dt_vec_free(&p->mark);
+	dt_vec_free(&p->seen);
 	dt_vec_free(&p->floor);
 	dt_vec_free(&p->greedy);
 	dt_vec_free(&p->lb);

@@ -64,14 +64,16 @@ struct dt_prune {
 	DT_VEC(struct dt_prune_rank) order;
 	DT_VEC(const struct dt_placements *) distinct;
 	DT_VEC(struct dt_placements) variants;
-	DT_VEC(uint8_t) open, mark;
+	DT_VEC(uint8_t) open, mark, seen;
 };
 
 /* Prune the n strategies (cost[s] ns: compute plus the move to a pin;
  * pin[s] ns: that move alone; usage[s] bytes) of problem node k, the next one (nodes are
  * pruned in order, each after its producers). A strategy's forward cost
  * is its cost plus, per input, the least over the producer's kept
- * strategies of their forward cost plus the move between them: the cost
+ * strategies (its DT_SHARD_PRUNE_SOURCES cheapest placements, its
+ * node-by-node choices, and each chained one to what a chain reads of
+ * it) of their forward cost plus the move between them: the cost
  * of the cheapest way to reach it were the graph a tree. With more than
  * p->cap strategies the cap keeps those of least forward cost (ties: the
  * earlier), and always the node-by-node choices: the strategy of least
