@@ -31,6 +31,8 @@
  *   _reshape_alias / as_strided whose strides are view()'s become
  *   aten.reshape first, and a view the local layout cannot serve becomes
  *   a reshape (semantics §6.1): both reshape values, whatever the layout.
+ *   mse_loss_backward's mean over a sharded self divides by the global
+ *   count: grad · (1/N) and reduction sum (count_globally).
  *   Before anything is lowered, each compute node's pin and its inputs'
  *   placements must be a strategy of its op's sharding rules (relu on S(1)
  *   of S(1), mm of S(1) by S(0) giving P(sum); an op without rules, such as
@@ -397,6 +399,55 @@ static void view_or_reshape(struct dt_lower *l, uint32_t id)
 	n->target = dt_str_intern(m, dt_op_get(DT_OP_RESHAPE)->target);
 }
 
+/* mse_loss_backward's mean scales by 2 / numel(self), which the op would
+ * count on the rank's shard (padding included). Where self's local numel
+ * is not its global N, the node becomes mse_loss_backward(grad · (1/N),
+ * self, target, sum): 2 · (self − target) · grad / N, the global op's
+ * value up to rounding, on every rank and shard length (its rows,
+ * DT_ROW_GLOBAL_COUNT). Runs once the args are local; the scaled grad
+ * keeps grad's sharding. DT_OK or DT_EINPUT after a report. */
+static int count_globally(struct dt_lower *l, uint32_t id, const char *name)
+{
+	struct dt_module *m = l->m;
+	const struct dt_node *n = dt_node_get(m, id);
+	struct dt_bound_args b;
+	if (n->op != DT_OP_MSE_LOSS_BACKWARD)
+		return DT_OK;
+	if (dt_op_bind(m, n, &b, l->ctx->diag) != DT_OK)
+		return DT_EINPUT;
+	const struct dt_arg *grad = b.arg[0], *self = b.arg[1], *red = b.arg[3];
+	if (!grad || grad->kind != DT_ARG_NODE || !self ||
+	    self->kind != DT_ARG_NODE || !red || red->kind != DT_ARG_INT ||
+	    red->v.i != 1)
+		return DT_OK;
+	const struct dt_node *x = dt_node_get(m, self->v.node);
+	const struct dt_sharding *sh = dt_node_sharding(m, x);
+	int rank, grank;
+	const int64_t *local = dt_ints_get(m, dt_node_tensor(m, x, 0)->shape,
+					   &rank);
+	if (!sh || !sh->has_global_shape)
+		return DT_OK;
+	const int64_t *g = dt_ints_get(m, sh->global_shape, &grank);
+	int64_t count = dt_numel(g, grank);
+	if (dt_numel(local, rank) == count)
+		return DT_OK;
+	uint32_t at = (uint32_t)(grad - m->args.data),
+		 red_at = (uint32_t)(red - m->args.data), gnode = grad->v.node;
+	l->before = id;
+	l->base = name;
+	l->line = n->line;
+	struct dt_arg a[2] = {
+	    {.kind = DT_ARG_NODE, .v.node = gnode},
+	    {.kind = DT_ARG_FLOAT, .v.f = 1.0 / (double)count}};
+	uint32_t z = dt_lower_emit(l, DT_OP_MUL_SCALAR, "scale", a, 2);
+	if (!z)
+		return DT_EINPUT;
+	dt_node_get(m, z)->sharding = dt_node_get(m, gnode)->sharding;
+	m->args.data[at].v.node = z;
+	m->args.data[red_at].v.i = 2;
+	return DT_OK;
+}
+
 /* Args that state sizes become the local output shape `out` (of rank k;
  * `g` is the global one). */
 static int localize_args(struct dt_lower *l, uint32_t id, const int64_t *g,
@@ -539,6 +590,8 @@ static int lower_call(struct dt_lower *l, uint32_t id)
 	    localize_args(l, id, g[0], want[0], rank[0]) != DT_OK)
 		return DT_EINPUT;
 	view_or_reshape(l, id);
+	if (count_globally(l, id, name) != DT_OK)
+		return DT_EINPUT;
 	if (l->rank < 0 && dt_lower_padding(l, id, mesh, &pl) != DT_OK)
 		return DT_EINPUT;
 	struct capture cap = {{0}};

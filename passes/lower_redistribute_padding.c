@@ -4,7 +4,8 @@
  * unevenly sharded value is the largest shard of any rank, the rank's own
  * shard in the leading part of each dim and unspecified padding after it.
  * An op that maps each element of a padded dim to the same position of
- * its result (elementwise ops, dim moves, empty/zeros/ones/full_like,
+ * its result (elementwise ops, mse_loss_backward once its mean counts
+ * the global elements, dim moves, empty/zeros/ones/full_like,
  * reductions and contractions over other dims, softmax and layer norm
  * over other dims, slicing, selecting, splitting and squeezing other
  * dims, whole slices, slice_backward along other dims, select_backward,
@@ -454,6 +455,13 @@ static enum dt_pad_use reads(const struct dt_module *m, enum dt_op op,
 		return p == 0 && op != DT_OP_EXPAND ? DT_PAD_VIEWED : DT_PAD_REFUSED;
 	case DT_OP_NLL_LOSS_FORWARD: case DT_OP_NLL_LOSS_BACKWARD:
 		return nll_rows(m, op, b, p, bits, fill);
+	case DT_OP_MSE_LOSS_BACKWARD: /* pointwise; a mean counts self's
+					 elements, padding included, unless
+					 lowering gave it the global count */
+		return p == 1 && b->arg[3] && b->arg[3]->kind == DT_ARG_INT &&
+			       b->arg[3]->v.i == 1
+			   ? DT_PAD_REFUSED
+			   : DT_PAD_CONFINED;
 	default:
 		return DT_PAD_REFUSED;
 	}

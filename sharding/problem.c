@@ -254,8 +254,11 @@ static void add_source(struct builder *b, uint32_t id)
 }
 
 /* The kinds b->rules' placeholders take on mesh mp: S, and the split
- * factors of what its inputs' producers may give them. */
-static void fill_kinds(struct builder *b, const struct dt_mesh *mp)
+ * factors of what its inputs' producers may give them and of its pin
+ * (NULL: none), which it must be able to give whatever its producers
+ * keep (a gradient pinned to its weight's FSDP _S(0,2)). */
+static void fill_kinds(struct builder *b, const struct dt_mesh *mp,
+		       const struct dt_sharding *pin)
 {
 	struct dt_placements s;
 	replicated(&s, mp->ndim);
@@ -276,6 +279,8 @@ static void fill_kinds(struct builder *b, const struct dt_mesh *mp)
 			factors_add(&all, &s);
 		}
 	}
+	if (pin)
+		factors_add(&all, &pin->placements);
 	for (int k = 0; k < all.n; k++) {
 		s.p[0] = (struct dt_placement){.kind = DT_PL_STRIDED_SHARD,
 					       .split_factor = all.f[k]};
@@ -332,7 +337,7 @@ static int add_call(struct builder *b, uint32_t id)
 		replicated(&r, mp->ndim);
 		dt_vec_push(&b->current, r);
 	}
-	fill_kinds(b, mp);
+	fill_kinds(b, mp, pin);
 	struct dt_shard_request req = {
 	    .mesh = mp,
 	    .topology = b->topology,

@@ -7,19 +7,26 @@
  * kept strategies reach its inputs: a tree's dynamic programme, which a
  * DAG's shared values over-count but orders sensibly) and cut to the cap,
  * keeping the strategies a node-by-node plan takes, so the solver's floor
- * is never lost.
+ * is never lost, and the chains: the strategies that read their inputs
+ * where the producers' chains leave them (as they are, a partial reduced,
+ * a weight gathered, R sliced to meet a sharded operand), so an expert's
+ * plan is never lost either.
  *
  *   x ─ mm (4913) ─ gelu (343)      mm: moves from x's one placement;
  *   w ─┘                            gelu: from mm's 24 kept
  *
  * Time: per input, its distinct placements over the node's strategies ×
  * the producer's distinct kept placements (planner calls, cached by the
- * caller), then a sort of the node's strategies. */
+ * caller) and × its chained placements' variants (refinement checks),
+ * then a sort of the node's strategies. */
 #include "problem_internal.h"
 #include "problem_prune.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The slices of a placement no chain reads (chain_slices). */
+#define DT_PRUNE_CLOSED UINT16_MAX
 
 /* A hash consistent with dt_placements_equal. */
 static uint32_t pl_hash(const struct dt_placements *pl)
@@ -98,8 +105,101 @@ static int by_forward(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* Append to p->variants what a chain may hold of a value at q: q, and q
+ * with any of its partial mesh dims (from a graph input, of its sharded
+ * ones) made R: an all-reduce, a weight's all-gather. */
+static void add_variants(struct dt_prune *p, const struct dt_placements *q,
+			 bool source)
+{
+	int dims[DT_MAX_MESH_DIMS], nd = 0;
+	for (int m = 0; m < q->ndim; m++)
+		if (q->p[m].kind == DT_PL_PARTIAL ||
+		    (source && q->p[m].kind != DT_PL_REPLICATE))
+			dims[nd++] = m;
+	for (uint32_t mask = 0; mask < 1u << nd; mask++) {
+		struct dt_placements v = *q;
+		for (int j = 0; j < nd; j++)
+			if (mask & 1u << j)
+				v.p[dims[j]] = (struct dt_placement){
+				    .kind = DT_PL_REPLICATE};
+		if (mask)
+			dt_placements_default_order(&v);
+		dt_vec_push(&p->variants, v);
+	}
+}
+
+/* The mesh dims (bit m) whose R a chain holding a value at v (one of
+ * add_variants') slices to read it at dst, each rank keeping its chunk of
+ * what it holds (dt_placements_refine: no data moves); DT_PRUNE_CLOSED
+ * where dst is no refinement of v. 0: v itself. */
+static uint16_t chain_slices(const struct dt_placements *v,
+			     const struct dt_placements *dst)
+{
+	if (!dt_placements_refine(v, dst, DT_MAX_RANK))
+		return DT_PRUNE_CLOSED;
+	uint16_t slices = 0;
+	for (int m = 0; m < v->ndim; m++)
+		if (v->p[m].kind != dst->p[m].kind)
+			slices |= (uint16_t)(1u << m);
+	return slices;
+}
+
+/* Per placement d of the set, p->reach[d]: the fewest slices a chain
+ * takes to read it (chain_slices from a variant of one of the producer's
+ * chained strategies, whose distinct placements p->seen marks;
+ * DT_PRUNE_CLOSED: no chain reads it), and p->dmin[d] lowered by the
+ * moves from those strategies, so that a chain is weighed as the chain it
+ * is: a partial the producer keeps, read as it is, is no cheaper to reach
+ * from the producer's best (replicated, sharded) placements, which no
+ * redistribution makes partial. */
+static void weigh_chains(struct dt_prune *p, uint32_t i,
+			 const struct dt_prune_input *in, dt_prune_move move,
+			 void *ud)
+{
+	const uint8_t *chained = &p->chained.data[p->first.data[in->producer]];
+	p->seen.len = p->vsrc.len = p->variants.len = 0;
+	dt_vec_grow(&p->seen, p->qf.len);
+	memset(p->seen.data, 0, p->qf.len);
+	for (int32_t s = 0; s < in->nsrc; s++) {
+		uint32_t q = set_find(p, in->src[s]);
+		if (!chained[s] || p->seen.data[q])
+			continue;
+		p->seen.data[q] = 1;
+		uint32_t from = p->variants.len;
+		add_variants(p, in->src[s], in->source);
+		for (uint32_t v = from; v < p->variants.len; v++)
+			dt_vec_push(&p->vsrc, q);
+	}
+	uint32_t nd = p->distinct.len;
+	p->reach.len = 0;
+	dt_vec_grow(&p->reach, nd);
+	for (uint32_t d = 0; d < nd; d++) {
+		const struct dt_placements *dst = p->distinct.data[d];
+		uint32_t last = UINT32_MAX;
+		p->reach.data[d] = DT_PRUNE_CLOSED;
+		for (uint32_t v = 0; v < p->variants.len; v++) {
+			uint32_t q = p->vsrc.data[v];
+			uint16_t sl = chain_slices(&p->variants.data[v], dst);
+			if (sl == DT_PRUNE_CLOSED)
+				continue;
+			if (p->reach.data[d] == DT_PRUNE_CLOSED ||
+			    __builtin_popcount(sl) <
+				__builtin_popcount(p->reach.data[d]))
+				p->reach.data[d] = sl;
+			if (q == last) /* its other variants: the same move */
+				continue;
+			last = q;
+			int64_t c = dt_shard_add_sat(
+			    p->qf.data[q], move(ud, i, p->distinct.data[q], dst));
+			if (c < p->dmin.data[d])
+				p->dmin.data[d] = c;
+		}
+	}
+}
+
 /* Add input `in`'s cheapest arrivals into p->lb, and its moves from the
- * producer's node-by-node choices into p->nb and p->gr. */
+ * producer's node-by-node choices into p->nb and p->gr; and how a chain
+ * reads it (weigh_chains) into p->sliced, p->held and p->from. */
 static void weigh_input(struct dt_prune *p, uint32_t i,
 			const struct dt_prune_input *in, int32_t n,
 			dt_prune_move move, void *ud)
@@ -158,8 +258,19 @@ static void weigh_input(struct dt_prune *p, uint32_t i,
 		}
 		p->dmin.data[d] = best;
 	}
+	weigh_chains(p, i, in, move, ud);
+	int32_t *from = &p->from.data[(size_t)i * (size_t)n];
 	for (int32_t s = 0; s < n; s++) {
 		uint32_t d = p->idx.data[s];
+		uint16_t sl = p->reach.data[d];
+		const struct dt_placements *dst = p->distinct.data[d];
+		from[s] = d < p->qf.len && p->seen.data[d] ? (int32_t)d : -1;
+		p->sliced.data[s] |= sl;
+		for (int m = 0; sl != DT_PRUNE_CLOSED && m < dst->ndim; m++)
+			if ((dst->p[m].kind == DT_PL_SHARD ||
+			     dst->p[m].kind == DT_PL_STRIDED_SHARD) &&
+			    !(sl & 1u << m))
+				p->held.data[s] |= (uint16_t)(1u << m);
 		p->lb.data[s] = dt_shard_add_sat(p->lb.data[s], p->dmin.data[d]);
 		p->nb.data[s] = dt_shard_add_sat(p->nb.data[s], p->dfl.data[d]);
 		p->gr.data[s] = dt_shard_add_sat(p->gr.data[s], p->dgr.data[d]);
@@ -242,65 +353,61 @@ static void keep_anchored(const struct dt_prune *p, int32_t n,
 	}
 }
 
-/* Append to p->variants (room made) what a chain may read of a value
- * at q: q, and q with any of its partial mesh dims (from a graph input,
- * of its sharded ones) made R: an all-reduce, a weight's all-gather. */
-static void add_variants(struct dt_prune *p, const struct dt_placements *q,
-			 bool source)
-{
-	int dims[DT_MAX_MESH_DIMS], nd = 0;
-	for (int m = 0; m < q->ndim; m++)
-		if (q->p[m].kind == DT_PL_PARTIAL ||
-		    (source && q->p[m].kind != DT_PL_REPLICATE))
-			dims[nd++] = m;
-	for (uint32_t mask = 0; mask < 1u << nd; mask++) {
-		struct dt_placements v = *q;
-		for (int j = 0; j < nd; j++)
-			if (mask & 1u << j)
-				v.p[dims[j]] = (struct dt_placement){
-				    .kind = DT_PL_REPLICATE};
-		if (mask)
-			dt_placements_default_order(&v);
-		dt_vec_push(&p->variants, v);
-	}
-}
-
-/* Set p->open[s] for the strategies reading every input where a chained
- * strategy of its producer leaves it (add_variants). */
-static void find_chained(struct dt_prune *p, int32_t n,
-			 const struct dt_prune_input *in, uint32_t nin)
+/* Set p->open[s] for the strategies a chain takes: reading every input
+ * where a chained strategy of its producer leaves it (weigh_chains), an
+ * R sliced only on mesh dims where some input is read sharded as it is
+ * (the slice meets a sharded operand: a batch-sharded bmm reading a
+ * replicated, expanded weight; not a value cut finer for its own sake). */
+static void find_open(struct dt_prune *p, int32_t n)
 {
 	p->open.len = 0;
 	dt_vec_grow(&p->open, (uint32_t)n);
 	for (int32_t s = 0; s < n; s++)
-		p->open.data[s] = 1;
+		p->open.data[s] = p->sliced.data[s] != DT_PRUNE_CLOSED &&
+				  !(p->sliced.data[s] & ~p->held.data[s]) &&
+				  p->lb.data[s] != DT_SOLVE_INFINITE;
+}
+
+/* Whether strategy s ranks before strategy b (-1: none yet) as a chain:
+ * least usage (a plan that keeps its values sharded, as an expert's
+ * does, holds the least), then least forward cost, then the earlier. */
+static bool chain_before(const struct dt_prune *p, const int64_t *usage,
+			 int32_t s, int32_t b)
+{
+	return b < 0 || usage[s] < usage[b] ||
+	       (usage[s] == usage[b] && p->lb.data[s] < p->lb.data[b]);
+}
+
+/* Keep, and mark chained in `chain`, for each input and each chained
+ * placement of its producer, the best open strategy reading the input
+ * there as it is: no chain ends at a node that can continue it (a
+ * per-result choice would keep one way to make a result, where the
+ * chain reaching it needs another). */
+static void keep_continued(struct dt_prune *p, int32_t n, uint32_t nin,
+			   const int64_t *usage, uint8_t *keep, uint8_t *chain)
+{
 	for (uint32_t i = 0; i < nin; i++) {
-		const uint8_t *chained =
-		    &p->chained.data[p->first.data[in[i].producer]];
-		uint32_t room = 0;
-		for (int32_t s = 0; s < in[i].nsrc; s++)
-			room += chained[s] ? 1u << in[i].src[s]->ndim : 0;
-		p->variants.len = 0;
-		dt_vec_grow(&p->variants, room);
-		p->variants.len = 0;
-		for (int32_t s = 0; s < in[i].nsrc; s++)
-			if (chained[s])
-				add_variants(p, in[i].src[s], in[i].source);
-		set_clear(p, p->variants.len);
-		for (uint32_t v = 0; v < p->variants.len; v++)
-			set_index(p, &p->variants.data[v]);
+		const int32_t *from = &p->from.data[(size_t)i * (size_t)n];
+		int32_t nq = 0;
 		for (int32_t s = 0; s < n; s++)
-			if (p->open.data[s] &&
-			    set_find(p, &in[i].dst[(size_t)s * in[i].stride]) ==
-				UINT32_MAX)
-				p->open.data[s] = 0;
+			nq = from[s] >= nq ? from[s] + 1 : nq;
+		p->pick.len = 0;
+		dt_vec_grow(&p->pick, (uint32_t)nq);
+		for (int32_t q = 0; q < nq; q++)
+			p->pick.data[q] = -1;
+		for (int32_t s = 0; s < n; s++)
+			if (from[s] >= 0 && p->open.data[s] &&
+			    chain_before(p, usage, s, p->pick.data[from[s]]))
+				p->pick.data[from[s]] = s;
+		for (int32_t q = 0; q < nq; q++)
+			if (p->pick.data[q] >= 0)
+				keep[p->pick.data[q]] = chain[p->pick.data[q]] = 1;
 	}
 }
 
-/* Keep, and mark chained in `chain`, the best open strategy of each of
- * DT_SHARD_PRUNE_CHAINS result placements: by least usage (a plan that
- * keeps its values sharded, as an expert's does, holds the least), then
- * least forward cost, then the earlier. */
+/* Keep, and mark chained in `chain`, the best open strategy
+ * (chain_before) of each of DT_SHARD_PRUNE_CHAINS result placements: the
+ * chains that start here (reading a reduced partial, a gathered weight). */
 static void keep_chained(struct dt_prune *p, int32_t n, const int64_t *usage,
 			 const struct dt_placements *res, uint32_t res_stride,
 			 uint8_t *keep, uint8_t *chain)
@@ -308,10 +415,7 @@ static void keep_chained(struct dt_prune *p, int32_t n, const int64_t *usage,
 	for (int c = 0; c < DT_SHARD_PRUNE_CHAINS; c++) {
 		int32_t best = -1;
 		for (int32_t s = 0; s < n; s++)
-			if (p->open.data[s] && p->lb.data[s] != DT_SOLVE_INFINITE &&
-			    (best < 0 || usage[s] < usage[best] ||
-			     (usage[s] == usage[best] &&
-			      p->lb.data[s] < p->lb.data[best])))
+			if (p->open.data[s] && chain_before(p, usage, s, best))
 				best = s;
 		if (best < 0)
 			return;
@@ -337,9 +441,14 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 	dt_vec_grow(&p->lb, (uint32_t)n);
 	dt_vec_grow(&p->nb, (uint32_t)n);
 	dt_vec_grow(&p->gr, (uint32_t)n);
+	p->sliced.len = p->held.len = p->from.len = 0;
+	dt_vec_grow(&p->sliced, (uint32_t)n);
+	dt_vec_grow(&p->held, (uint32_t)n);
+	dt_vec_grow(&p->from, (uint32_t)n * nin);
 	for (int32_t s = 0; s < n; s++) {
 		p->lb.data[s] = p->nb.data[s] = cost[s];
 		p->gr.data[s] = pin[s];
+		p->sliced.data[s] = p->held.data[s] = 0;
 	}
 	for (uint32_t i = 0; i < nin; i++)
 		weigh_input(p, i, &in[i], n, move, ud);
@@ -368,7 +477,8 @@ uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,
 	memcpy(p->mark.data, keep, (size_t)n);
 	if (nin) {
 		memset(p->mark.data, 0, (size_t)n);
-		find_chained(p, n, in, nin);
+		find_open(p, n);
+		keep_continued(p, n, nin, usage, keep, p->mark.data);
 		keep_chained(p, n, usage, res, res_stride, keep, p->mark.data);
 	}
 	uint32_t kept = 0;
@@ -404,6 +514,13 @@ void dt_prune_fini(struct dt_prune *p)
 	dt_vec_free(&p->chained);
 	dt_vec_free(&p->variants);
 	dt_vec_free(&p->open);
+	dt_vec_free(&p->seen);
+	dt_vec_free(&p->sliced);
+	dt_vec_free(&p->held);
+	dt_vec_free(&p->reach);
+	dt_vec_free(&p->vsrc);
+	dt_vec_free(&p->from);
+	dt_vec_free(&p->pick);
 	dt_vec_free(&p->mark);
 	dt_vec_free(&p->floor);
 	dt_vec_free(&p->greedy);

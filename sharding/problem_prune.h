@@ -13,8 +13,8 @@
 /* Of a producer's kept placements, the forward costs weigh moves from
  * this many of least forward cost (and its node-by-node choices). */
 #define DT_SHARD_PRUNE_SOURCES 2
-/* A node keeps this many chained strategies (distinct results): those
- * reading every input where a producer's chained strategy leaves it. */
+/* Besides those continuing every chain, a node keeps this many chained
+ * strategies (distinct results): the chains starting at it. */
 #define DT_SHARD_PRUNE_CHAINS 6
 
 /* One input of the node being pruned, as the edges will see it. */
@@ -64,14 +64,19 @@ struct dt_prune {
 	DT_VEC(struct dt_prune_rank) order;
 	DT_VEC(const struct dt_placements *) distinct;
 	DT_VEC(struct dt_placements) variants;
-	DT_VEC(uint8_t) open, mark;
+	DT_VEC(uint8_t) open, mark, seen;
+	DT_VEC(uint16_t) sliced, held, reach; /* mesh dim masks */
+	DT_VEC(uint32_t) vsrc;
+	DT_VEC(int32_t) from, pick;
 };
 
 /* Prune the n strategies (cost[s] ns: compute plus the move to a pin;
  * pin[s] ns: that move alone; usage[s] bytes) of problem node k, the next one (nodes are
  * pruned in order, each after its producers). A strategy's forward cost
  * is its cost plus, per input, the least over the producer's kept
- * strategies of their forward cost plus the move between them: the cost
+ * strategies (its DT_SHARD_PRUNE_SOURCES cheapest placements, its
+ * node-by-node choices, and each chained one to what a chain reads of
+ * it) of their forward cost plus the move between them: the cost
  * of the cheapest way to reach it were the graph a tree. With more than
  * p->cap strategies the cap keeps those of least forward cost (ties: the
  * earlier), and always the node-by-node choices: the strategy of least
@@ -86,13 +91,17 @@ struct dt_prune {
  * least forward cost giving them as result 0, so the plans that keep
  * the inputs' placements throughout (and the replicated floor) survive
  * when the cap would rank them out (3-D meshes); and its chained
- * strategies: of those reading each input where a chained strategy of
- * its producer leaves it (a graph input also gathered on some mesh dims,
- * a partial also reduced to R), the best per result placement, for the
- * DT_SHARD_PRUNE_CHAINS results of least usage (then forward cost; a
- * node without inputs chains from all it keeps): the plans that
- * move only to gather a weight or reduce a partial sum (an expert's:
- * Megatron's heads on tp through every view) survive. Sets keep[s] (n
+ * strategies. A chain reads each input where a chained strategy of its
+ * producer leaves it (a graph input also gathered on some mesh dims, a
+ * partial also reduced to R, and R mesh dims also sliced where another
+ * input is read sharded as it is there); of those the node keeps, per
+ * input and chained placement of its producer, the best reading the
+ * input there as it is (no chain ends where it can go on), and the best
+ * of DT_SHARD_PRUNE_CHAINS more result placements; best: least usage,
+ * then forward cost (a node without inputs chains from all it keeps).
+ * So the plans that move only to gather a weight or reduce a partial
+ * sum (an expert's: Megatron's heads on tp through every view) survive.
+ * Sets keep[s] (n
  * entries) and returns how many are kept; the caller drops the others,
  * keeping the order. */
 uint32_t dt_prune_node(struct dt_prune *p, uint32_t k, int32_t n,

@@ -179,10 +179,11 @@ enum { MSE_NONE, MSE_MEAN, MSE_SUM };
  * shards both operands where they are not broadcast; the output is S*(d)
  * (none), P(sum) (sum) or P(avg) over even shards (mean: each rank's
  * mean of as many elements). No partial passes (a square).
- * mse_loss_backward(grad, self, target, reduction): none and sum are
- * pointwise over (grad, self, target); mean scales by 2 / numel(self),
- * which a shard would count locally, so it has no S* rows; it is linear
- * in grad: P(sum|avg) <- grad P, R, R. */
+ * mse_loss_backward(grad, self, target, reduction): pointwise over
+ * (grad, self, target), a scalar grad (mean, sum) replicated; mean
+ * scales by 2 / numel(self), which the local op would count on its
+ * shard: lowering gives it the global count (DT_ROW_GLOBAL_COUNT). It is
+ * linear in grad: P(sum|avg) <- grad P, R, R. */
 void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v)
 {
 	int64_t reduction = dt_rule_arg_int(f, "reduction", MSE_MEAN);
@@ -191,8 +192,9 @@ void dt_rule_mse_loss(struct dt_rule_fill *f, enum dt_rule_variant v)
 		if (grad < 0)
 			return;
 		int rank = dt_rule_out(f, 0)->rank;
-		for (int d = 0; d < rank && reduction != MSE_MEAN; d++) {
-			struct dt_rule_entry *e = dt_rule_row_add(f, 0);
+		for (int d = 0; d < rank; d++) {
+			struct dt_rule_entry *e = dt_rule_row_add(
+			    f, reduction == MSE_MEAN ? DT_ROW_GLOBAL_COUNT : 0);
 			bool any = false;
 			e[0] = dt_rule_shard(d);
 			for (uint32_t i = 0; i < f->r->nin; i++) {

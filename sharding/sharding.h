@@ -67,6 +67,11 @@ enum dt_rule_row_flag {
 				     split factors count pieces of the global
 				     dim, which another row's shards would
 				     cut differently */
+	DT_ROW_GLOBAL_COUNT = 1 << 5, /* right as lower-redistribute lowers
+				     the op, counting the global tensor's
+				     elements (mse_loss_backward's mean
+				     divides by numel(self)), not as the op
+				     runs on its shard */
 };
 
 /* One tensor of a node: an output (a result of the node) or an input (a

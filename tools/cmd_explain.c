@@ -315,11 +315,13 @@ static void print_text(const struct explanation *e, FILE *out)
 	for (uint32_t r = 0; r < e->rules.nrows; r++) {
 		dt_rules_row_print(&e->rules, r, buf, sizeof buf);
 		uint8_t f = e->rules.flags.data[r];
-		fprintf(out, "  %3u  %s%s%s%s%s\n", r + 1, buf,
+		fprintf(out, "  %3u  %s%s%s%s%s%s\n", r + 1, buf,
 			f & DT_ROW_EVEN ? "  [even shards]" : "",
 			f & DT_ROW_PLAIN ? "  [S only]" : "",
 			f & DT_ROW_NONEMPTY ? "  [no empty shard]" : "",
-			f & DT_ROW_NO_UNIT ? "  [no shard of one]" : "");
+			f & DT_ROW_NO_UNIT ? "  [no shard of one]" : "",
+			f & DT_ROW_GLOBAL_COUNT ? "  [lowered to count globally]"
+						: "");
 	}
 	fprintf(out, "expanded with the inputs' sharding kinds: %u rows\n",
 		e->space.nrows);

@@ -238,8 +238,9 @@ E2E = {"mlp-2x2": ("mlp_tp_2x2.xml", 4, {AR: 1}, ["out", "a"], set()),
        "mlp-uneven-2x2": ("mlp_uneven_2x2.xml", 4, {AR: 6, AG: 3},
                           ["out", "a", "s_r", "mx_r", "emb", "emb_g_r",
                            "emb_sq", "a_ex_s", "a_full", "loss", "tw",
-                           "rows", "ls_g", "ls_g_rows"],
-                          {"out", "s_r", "emb_g_r", "emb_sq", "loss", "tw"})}
+                           "rows", "ls_g", "ls_g_rows", "mse_g"],
+                          {"out", "s_r", "emb_g_r", "emb_sq", "loss", "tw",
+                           "mse_g"})}
 
 
 def strides(shape):

@@ -27,6 +27,10 @@ and, where experts.py has a plan for the placement (all but naive):
                    without bucketing (one collective per tensor) has the
                    textbook's collectives
   expert-check-reference, expert-check   as for G
+  expert-space     with --report-expert: every pin of E is a strategy
+                   dtopt's whole-graph problem for G keeps (given by the
+                   node's rules, not pruned; opt --expert-pins), and the
+                   problem has a plan keeping them all
 
 --table ends with the markdown table of dtopt's plan against the expert's
 (collectives per kind and group, bytes, modelled µs from `--report=json`),
@@ -82,7 +86,7 @@ import models  # noqa: E402
 
 STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
           "check", "eager", "expert-export", "expert-lower", "expert-plan",
-          "expert-check-reference", "expert-check")
+          "expert-check-reference", "expert-check", "expert-space")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
 # output (float32 sums in a different order).
 EAGER_TOL = 1e-4
@@ -340,6 +344,11 @@ def run_config(a, model, placement, gm, inputs, expected):
         res.done("lower", rc == 0, first_error(out))
     if rc == 0:
         res.space, res.lost = expert_space(out)
+        if res.space:  # every expert pin a strategy the problem keeps,
+            # and a plan keeping them all
+            res.done("expert-space", not res.lost and res.space[3] is not None,
+                     "expert pins lost: " + "; ".join(res.lost) if res.lost
+                     else "no plan keeps every expert pin")
         res.collectives, res.bytes, res.time_us = report(out)
         res.peak = peak_after(out)
         if a.memory:

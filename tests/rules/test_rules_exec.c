@@ -8,7 +8,9 @@
  * the row's input placements, Partial ones split as the runtime does), and
  * the ranks' results are combined as the row's outputs say (gathered for
  * S, reduced for P, each checked for R) and compared with the op run
- * unsharded. Rows a mesh size cannot hold (a dim shorter than the ranks,
+ * unsharded. A row right only as lower-redistribute rewrites the op
+ * (DT_ROW_GLOBAL_COUNT: mse_loss_backward's mean) runs the global graph
+ * pinned to the row and lowered for each rank instead. Rows a mesh size cannot hold (a dim shorter than the ranks,
  * uneven under an even-only row) are skipped, as expansion filters them.
  * A negative control plants wrong rows and requires the check to catch
  * each; a coverage test requires a case for every op with rows. */
@@ -285,6 +287,8 @@ static const struct rcase cases[] = {
 	{"mse_sum", {F("a", "3 6 5"), F("b", "6 5")}, OP("aten.mse_loss.default", A("a") A("b") AI(2)), "op", NULL},
 	{"mse_backward_none", {F("g", "6 5"), F("a", "6 5"), F("b", "5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(0)), "op", NULL},
 	{"mse_backward_mean", {F("g", ""), F("a", "6 5"), F("b", "6 5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(1)), "op", NULL},
+	{"mse_backward_mean_bcast", {F("g", ""), F("a", "6 5"), F("b", "5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(1)), "op", NULL},
+	{"mse_backward_mean_self_bcast", {F("g", ""), F("a", "5"), F("b", "6 5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(1)), "op", NULL},
 	{"mse_backward_sum", {F("g", ""), F("a", "6 5"), F("b", "6 5")}, OP("aten.mse_loss_backward.default", A("g") A("a") A("b") AI(2)), "op", NULL},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
@@ -338,12 +342,16 @@ static void local_shape(const struct dt_placement *p, int n, int k,
 }
 
 /* The graph of case c on a mesh of n ranks: global (pl NULL), or local
- * for rank k with input i placed as pl[i] and result 0 of shape `size`. */
+ * for rank k with input i placed as pl[i] and result 0 of shape `size`;
+ * with `pin` (a row lowering rewrites), global with input i pinned to
+ * pl[i] and result 0 to *pin, for lower-redistribute to lower. */
 static void graph_text(const struct rcase *c, int n, const struct dt_placement *pl,
-		       int k, const int64_t *size, int size_rank, char *buf)
+		       const struct dt_placement *pin, int k, const int64_t *size,
+		       int size_rank, char *buf)
 {
 	size_t at = 0;
-	if (pl) /* uneven shards: a per-rank graph */
+	bool local = pl && !pin;
+	if (local) /* uneven shards: a per-rank graph */
 		append(buf, &at, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"%d\">\n", k);
 	else
 		append(buf, &at, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"global\">\n");
@@ -358,8 +366,9 @@ static void graph_text(const struct rcase *c, int n, const struct dt_placement *
 			struct dt_placements one = {.ndim = 1};
 			one.p[0] = pl[i];
 			dt_placements_print(&one, place, sizeof place);
-			local_shape(&pl[i], n, k, g, rank, l);
 		}
+		if (local)
+			local_shape(&pl[i], n, k, g, rank, l);
 		dt_contiguous_strides(l, rank, st);
 		shape_text(g, rank, gs, sizeof gs);
 		shape_text(l, rank, ls, sizeof ls);
@@ -367,13 +376,22 @@ static void graph_text(const struct rcase *c, int n, const struct dt_placement *
 		append(buf, &at, "<node name=\"%s%s\" op=\"placeholder\"><tensor dtype=\"%s\" shape=\"%s\" stride=\"%s\"/>",
 		       in->name, in->pre ? "_raw" : "", in->dtype, ls, ss);
 		append(buf, &at, "<sharding mesh=\"m\" placements=\"%s\"%s%s%s/>", place,
-		       pl ? " global-shape=\"" : "", pl ? gs : "", pl ? "\"" : "");
+		       local ? " global-shape=\"" : "", local ? gs : "", local ? "\"" : "");
 		if (in->max)
 			append(buf, &at, "<meta key=\"dtopt.input_max\" value=\"%lld\"/>", (long long)in->max);
 		append(buf, &at, "</node>\n");
 		if (in->pre)
-			append(buf, &at, "<node name=\"%s\" op=\"call_function\" target=\"%s\"><arg node=\"%s_raw\"/></node>\n",
-			       in->name, in->pre, in->name);
+			append(buf, &at, "<node name=\"%s\" op=\"call_function\" target=\"%s\"><arg node=\"%s_raw\"/>"
+			       "<sharding mesh=\"m\" placements=\"%s\"/></node>\n",
+			       in->name, in->pre, in->name, place);
+	}
+	char op_pin[128] = "";
+	if (pin) {
+		struct dt_placements one = {.ndim = 1};
+		char place[64];
+		one.p[0] = *pin;
+		dt_placements_print(&one, place, sizeof place);
+		snprintf(op_pin, sizeof op_pin, "<sharding mesh=\"m\" placements=\"%s\"/>", place);
 	}
 	char sz[128] = "", sst[128] = "";
 	if (size) {
@@ -382,13 +400,21 @@ static void graph_text(const struct rcase *c, int n, const struct dt_placement *
 		shape_text(size, size_rank, sz, sizeof sz);
 		shape_text(st, size_rank, sst, sizeof sst);
 	}
+	const char *op_end = strstr(c->call, "</node>"); /* the op's own */
 	for (const char *p = c->call; *p;) {
 		const char *hit = strchr(p, '@');
+		if (op_pin[0] && p <= op_end && (!hit || hit > op_end))
+			hit = op_end;
 		size_t len = hit ? (size_t)(hit - p) : strlen(p);
 		append(buf, &at, "%.*s", (int)len, p);
 		p += len;
 		if (!hit)
 			continue;
+		if (hit == op_end && op_pin[0]) {
+			append(buf, &at, "%s", op_pin);
+			op_pin[0] = 0;
+			continue;
+		}
 		assert_non_null(size);
 		bool stride = strncmp(hit, "@STRIDE@", 8) == 0;
 		assert_true(stride || strncmp(hit, "@SIZE@", 6) == 0);
@@ -430,16 +456,19 @@ static void run_fini(struct run *r)
 	r->noutputs = 0;
 }
 
-/* Load, verify, infer shapes; the module, or NULL after reporting to d. */
-static struct dt_module *load(const char *xml, struct dt_diag *d)
+/* Load, verify, infer shapes (lower >= 0: and lower-redistribute for
+ * that rank); the module, or NULL after reporting to d. */
+static struct dt_module *load(const char *xml, int lower, struct dt_diag *d)
 {
 	struct dt_read_options ropt = {0};
 	struct dt_module *m = NULL;
 	if (dt_read_memory(xml, strlen(xml), "case.xml", &ropt, d, &m) != DT_OK)
 		return NULL;
 	struct dt_pipeline p;
-	struct dt_pipeline_options popt = {0};
-	assert_int_equal(dt_pipeline_parse(&p, "verify,shape-infer", d), DT_OK);
+	struct dt_pipeline_options popt = {.pass.rank = lower};
+	assert_int_equal(dt_pipeline_parse(&p, lower >= 0 ? "verify,shape-infer,lower-redistribute"
+							    : "verify,shape-infer", d),
+			 DT_OK);
 	if (dt_pipeline_run(m, &p, &popt, d) != DT_OK) {
 		dt_module_destroy(m);
 		return NULL;
@@ -447,9 +476,9 @@ static struct dt_module *load(const char *xml, struct dt_diag *d)
 	return m;
 }
 
-/* Run `xml` as rank k of n (1 for a global graph) on the CPU backend;
- * false with r->error. */
-static bool run_graph(const char *xml, int n, int k, struct run *r)
+/* Run `xml` as rank k of n (1 for a global graph) on the CPU backend,
+ * lowered for rank k first when `lower`; false with r->error. */
+static bool run_graph(const char *xml, int n, int k, bool lower, struct run *r)
 {
 	struct dt_diag d;
 	dt_diag_init(&d);
@@ -457,7 +486,7 @@ static bool run_graph(const char *xml, int n, int k, struct run *r)
 	d.ud = r;
 	r->error[0] = 0;
 	r->noutputs = 0;
-	struct dt_module *m = load(xml, &d);
+	struct dt_module *m = load(xml, lower ? k : -1, &d);
 	if (!m)
 		return false;
 	struct dt_backend *b = dt_backend_cpu_create(&d);
@@ -627,10 +656,13 @@ static bool fits(const struct dt_rules *r, const struct dt_placement *pl, int n,
 	return true;
 }
 
-/* Check one filled row (width placements) of case c on n ranks. */
+/* Check one filled row (width placements) of case c on n ranks; a row
+ * right only as lowering rewrites the op (`lowered`) runs the global
+ * graph, pinned to the row, lowered for each rank. */
 static bool check_filled(const struct rcase *c, const struct dt_module *global,
 			 const struct dt_rules *r, const struct dt_placement *pl, int n,
-			 const struct run *ref, char *why, size_t whylen, struct checked *count)
+			 bool lowered, const struct run *ref, char *why, size_t whylen,
+			 struct checked *count)
 {
 	struct dt_placement in[MAX_INPUTS];
 	memset(in, 0, sizeof in);
@@ -644,9 +676,10 @@ static bool check_filled(const struct rcase *c, const struct dt_module *global,
 	bool ok = true;
 	for (int k = 0; k < n && ok; k++) {
 		local_shape(&pl[0], n, k, out0->shape, out0->rank, size);
-		graph_text(c, n, in, k, size, out0->rank, xml);
+		graph_text(c, n, in, lowered ? &pl[0] : NULL, k,
+			   lowered ? out0->shape : size, out0->rank, xml);
 		count->runs++;
-		if (!run_graph(xml, n, k, &got[k])) {
+		if (!run_graph(xml, n, k, lowered, &got[k])) {
 			snprintf(why, whylen, "rank %d does not run: %.400s", k, got[k].error);
 			ok = false;
 		}
@@ -720,7 +753,8 @@ static int check_rules(const struct rcase *c, const struct dt_module *global,
 			}
 			count->kinds++;
 			char reason[512];
-			if (check_filled(c, global, r, pl, n, ref, reason, sizeof reason, count))
+			if (check_filled(c, global, r, pl, n, (flags & DT_ROW_GLOBAL_COUNT) != 0,
+					 ref, reason, sizeof reason, count))
 				continue;
 			char label[512];
 			row_label(r, pl, label, sizeof label);
@@ -740,15 +774,15 @@ static struct dt_module *prepare(const struct rcase *c, int n, struct run *ref,
 	char *xml = malloc(XML_CAP);
 	int64_t size[DT_MAX_RANK];
 	int size_rank = c->size ? parse_shape(c->size, size) : 0;
-	graph_text(c, n, NULL, 0, c->size ? size : NULL, size_rank, xml);
-	if (!run_graph(xml, 1, 0, ref))
+	graph_text(c, n, NULL, NULL, 0, c->size ? size : NULL, size_rank, xml);
+	if (!run_graph(xml, 1, 0, false, ref))
 		fail_msg("%s: the global graph does not run: %s", c->label, ref->error);
 	struct run quiet = {0};
 	struct dt_diag d;
 	dt_diag_init(&d);
 	d.emit = keep_error;
 	d.ud = &quiet;
-	struct dt_module *m = load(xml, &d);
+	struct dt_module *m = load(xml, -1, &d);
 	assert_non_null(m);
 	free(xml);
 	uint32_t op = dt_module_find_node(m, dt_str_intern(m, "op"));

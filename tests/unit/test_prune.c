@@ -3,7 +3,8 @@
  * (sharding/problem_prune.c) on hand-made nodes: which strategies the cap
  * keeps (one per result placement first, by forward cost), the
  * node-by-node choices and the anchored and chained ones kept beyond the
- * cap, and the forward costs a consumer ranks by. */
+ * cap, and the forward costs a consumer ranks by (a chain's from the
+ * chained strategy it reads). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -219,6 +220,150 @@ static void test_chains(void **state)
 	dt_prune_fini(&p);
 }
 
+/* As move, but no redistribution makes a partial (DTensor's). */
+static int64_t move_to_partial(void *ud, uint32_t i,
+			       const struct dt_placements *src,
+			       const struct dt_placements *dst)
+{
+	if (dst->p[0].kind == DT_PL_PARTIAL && !dt_placements_equal(src, dst))
+		return DT_SOLVE_INFINITE;
+	return move(ud, i, src, dst);
+}
+
+/* A chain is weighed from the chained strategy it reads: a partial sum
+ * kept by the producer (a weight gradient) but neither among its
+ * DT_SHARD_PRUNE_SOURCES cheapest placements nor a node-by-node choice is
+ * reached at its own forward cost, not at the ∞ of a move from the
+ * others; so the consumer reading it as it is (t of a weight gradient,
+ * an expert's) is a chain the cap keeps. */
+static void test_chain_from_partial(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 4};
+	int calls = 0;
+	uint8_t keep[4];
+	int64_t zero[4] = {0}, use[4] = {9, 9, 9, 9};
+	/* Node 0, no inputs, everything kept and chained: S(0) 1, R 2,
+	 * S(1) 3, P(sum) 50. */
+	int64_t c0[4] = {1, 2, 3, 50};
+	struct dt_placements r0[4] = {pl(0), pl(-1), pl(1), partial()};
+	assert_int_equal(dt_prune_node(&p, 0, 4, c0, zero, use, r0, 1, NULL, 0,
+				       move_to_partial, &calls, keep),
+			 4);
+	/* Node 1 (a transpose, cost 1): R <- R, S(0) <- S(0), P <- P; with
+	 * cap 1 the cap keeps S(0), the chains all three. */
+	p.cap = 1;
+	int64_t cost[3] = {1, 1, 1};
+	struct dt_placements strat[6] = {pl(-1), pl(-1), pl(0), pl(0),
+					 partial(), partial()};
+	const struct dt_placements *src0[4] = {&r0[0], &r0[1], &r0[2], &r0[3]};
+	struct dt_prune_input input = {.producer = 0, .nsrc = 4, .src = src0,
+				       .dst = &strat[1], .stride = 2};
+	assert_int_equal(dt_prune_node(&p, 1, 3, cost, zero, use, strat, 2,
+				       &input, 1, move_to_partial, &calls, keep),
+			 3);
+	const int64_t *f = &p.fwd.data[p.first.data[1]];
+	assert_int_equal(f[0], 3);  /* R <- R: node 0's R, 2 + 1 */
+	assert_int_equal(f[1], 2);  /* S(0) <- S(0): 1 + 1 */
+	assert_int_equal(f[2], 51); /* P <- P: 50 + 1 */
+	assert_true(p.chained.data[p.first.data[1] + 2]);
+	dt_prune_fini(&p);
+}
+
+/* A chain slices a replicated input (each rank keeps its chunk, no data
+ * moves) only where another input is read sharded as it is on that mesh
+ * dim: a batch-sharded bmm reading a replicated, expanded weight, not a
+ * value cut finer for its own sake. */
+static void test_chain_slices(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 1};
+	int calls = 0;
+	uint8_t keep[3];
+	int64_t zero[3] = {0}, use[3] = {9, 9, 9};
+	/* Nodes 0 (an activation at S(0)) and 1 (a weight at R), no
+	 * inputs: chains start from them. */
+	struct dt_placements s0 = pl(0), r = pl(-1);
+	int64_t c0 = 1;
+	assert_int_equal(dt_prune_node(&p, 0, 1, &c0, zero, use, &s0, 1, NULL,
+				       0, move, &calls, keep),
+			 1);
+	assert_int_equal(dt_prune_node(&p, 1, 1, &c0, zero, use, &r, 1, NULL,
+				       0, move, &calls, keep),
+			 1);
+	/* Node 2 reads both (result, input 0, input 1):
+	 *   s  cost  result  reads
+	 *   0  5000  S(0)    S(0), S(0)   the weight sliced where the
+	 *                                 activation is S(0): a chain
+	 *   1  1     R       R, R         the activation gathered: none
+	 * The cap keeps 1 (least forward cost), the chain 0. */
+	int64_t cost[2] = {5000, 1};
+	struct dt_placements strat[6] = {pl(0), pl(0), pl(0),
+					 pl(-1), pl(-1), pl(-1)};
+	const struct dt_placements *src0[1] = {&s0}, *src1[1] = {&r};
+	struct dt_prune_input in2[2] = {
+	    {.producer = 0, .nsrc = 1, .src = src0, .dst = &strat[1],
+	     .stride = 3},
+	    {.producer = 1, .nsrc = 1, .src = src1, .dst = &strat[2],
+	     .stride = 3}};
+	assert_int_equal(dt_prune_node(&p, 2, 2, cost, zero, use, strat, 3,
+				       in2, 2, move, &calls, keep),
+			 2);
+	assert_true(p.chained.data[p.first.data[2]]);
+	/* Node 3 reads the weight alone:
+	 *   0  1     S(0)    S(0)   sliced with no sharded operand: none
+	 *   1  100   R       R      as it is: a chain
+	 *   2  1     S(1)    S(1)   none (the least usage: kept for it)
+	 * The cap and the chains keep 1, the least usage 2, not 0. */
+	int64_t cost3[3] = {1, 100, 1}, use3[3] = {4, 9, 2};
+	struct dt_placements strat3[6] = {pl(0), pl(0), pl(-1),
+					  pl(-1), pl(1), pl(1)};
+	struct dt_prune_input in3 = {.producer = 1, .nsrc = 1, .src = src1,
+				     .dst = &strat3[1], .stride = 2};
+	assert_int_equal(dt_prune_node(&p, 3, 3, cost3, zero, use3, strat3, 2,
+				       &in3, 1, move, &calls, keep),
+			 2);
+	assert_true(!keep[0] && keep[1] && keep[2]);
+	dt_prune_fini(&p);
+}
+
+/* Every chain reaching a node continues through it: for each chained
+ * placement of an input, the best strategy reading it there as it is,
+ * though another strategy gives the same result (one per result would
+ * keep a way to make it that the chain reaching it cannot take). */
+static void test_chain_continued(void **state)
+{
+	(void)state;
+	struct dt_prune p = {.cap = 4};
+	int calls = 0;
+	uint8_t keep[3];
+	int64_t zero[3] = {0}, use[3] = {9, 9, 9};
+	/* Node 0, no inputs: S(0) and P(sum), both chained. */
+	int64_t c0[2] = {1, 2};
+	struct dt_placements r0[2] = {pl(0), partial()};
+	assert_int_equal(dt_prune_node(&p, 0, 2, c0, zero, use, r0, 1, NULL, 0,
+				       move_to_partial, &calls, keep),
+			 2);
+	/* Node 1, a sum over dim 0 (cap 1):
+	 *   s  cost  result  reads
+	 *   0  1     R       R       (the cap's, the floor)
+	 *   1  5000  P(sum)  S(0)    (greedy: no move)
+	 *   2  6000  P(sum)  P(sum)  continues node 0's partial */
+	p.cap = 1;
+	int64_t cost[3] = {1, 5000, 6000};
+	struct dt_placements strat[6] = {pl(-1), pl(-1), partial(), pl(0),
+					 partial(), partial()};
+	const struct dt_placements *src0[2] = {&r0[0], &r0[1]};
+	struct dt_prune_input input = {.producer = 0, .nsrc = 2, .src = src0,
+				       .dst = &strat[1], .stride = 2};
+	assert_int_equal(dt_prune_node(&p, 1, 3, cost, zero, use, strat, 2,
+				       &input, 1, move_to_partial, &calls, keep),
+			 3);
+	const uint8_t *ch = &p.chained.data[p.first.data[1]];
+	assert_true(ch[1] && ch[2]);
+	dt_prune_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +371,9 @@ int main(void)
 	    cmocka_unit_test(test_no_cap_and_ties),
 	    cmocka_unit_test(test_anchors),
 	    cmocka_unit_test(test_chains),
+	    cmocka_unit_test(test_chain_from_partial),
+	    cmocka_unit_test(test_chain_slices),
+	    cmocka_unit_test(test_chain_continued),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
