@@ -366,9 +366,12 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	if (res.lower_bound != INT64_MIN)
 		snprintf(bound, sizeof bound, ", lower bound %.2f us",
 			 (double)res.lower_bound / 1000);
+	int64_t compute = dt_shard_problem_compute_ns(pr, strategy);
 	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
-		  "whole-graph plan of %d nodes: modelled %.2f us%s, peak "
-		  "%" PRId64 " bytes per rank",
-		  p->nnodes, (double)res.cost / 1000, bound, res.peak_usage);
+		  "whole-graph plan of %d nodes: modelled %.2f us (compute "
+		  "%.2f us, communication %.2f us)%s, peak %" PRId64
+		  " bytes per rank",
+		  p->nnodes, (double)res.cost / 1000, (double)compute / 1000,
+		  (double)(res.cost - compute) / 1000, bound, res.peak_usage);
 	return DT_OK;
 }

@@ -705,6 +705,16 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	memset(pr, 0, sizeof *pr);
 }
 
+int64_t dt_shard_problem_compute_ns(const struct dt_shard_problem *pr,
+				    const int32_t *x)
+{
+	int64_t ns = 0;
+	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+		ns = dt_shard_add_sat(ns, dt_shard_ns(pr->compute_us.data
+			[pr->pnodes.data[k].first + (uint32_t)x[k]]));
+	return ns;
+}
+
 static void write_ints(FILE *out, const int64_t *v, int64_t n)
 {
 	fputc('[', out);

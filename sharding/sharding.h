@@ -505,6 +505,11 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr);
  * node, node pairs and row-major cost matrices per edge, the usage limit
  * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
+/* The modelled compute (ns) of plan x (a strategy per problem node): its
+ * nodes' compute, the rest of its cost being communication (moves, moves
+ * to pins). */
+int64_t dt_shard_problem_compute_ns(const struct dt_shard_problem *pr,
+				    const int32_t *x);
 
 /* Plan cost in µs of moving input `i` from its current placements to
  * `target` (default shard order), cached; INFINITY when no redistribution
