@@ -182,37 +182,43 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 	dt_free(order);
 }
 
-/* Each copy node (its two edges come in, one after the other: from the
- * producer and the consumer of its input) takes the strategy their
- * choices in x allow. */
-static void settle_copies(const struct dt_shard_problem *pr, int32_t *x)
+/* Each node whose strategy its neighbours' choices fix (a copy node, a
+ * bucket node: every edge of theirs comes in) takes, given x, the first
+ * strategy every edge into it allows: a copy node the one its input's
+ * ends imply, a bucket node unused unless a move of the plan joins it. */
+static void settle(const struct dt_shard_problem *pr, int32_t *x)
 {
 	const struct dt_solve_problem *p = &pr->solve;
-	uint8_t *open = NULL;
-	size_t cap = 0;
-	for (int32_t j = 0; j + 1 < p->nedges; j++) {
-		int32_t q = p->edges[j].to, nq = p->nodes[q].nstrategies;
-		if (pr->pnodes.data[q].kind != DT_PNODE_COPY ||
-		    (j > 0 && p->edges[j - 1].to == q))
-			continue; /* not a copy node, or its second edge */
-		if ((size_t)nq > cap) {
-			cap = (size_t)nq;
-			open = dt_realloc(open, cap);
-		}
-		for (int k = 0; k < 2; k++)
-			for (int32_t t = 0; t < nq; t++) {
-				const struct dt_solve_edge *f = &p->edges[j + k];
-				bool ok = f->cost[(size_t)x[f->from] * (size_t)nq +
-						  (size_t)t] != DT_SOLVE_INFINITE;
-				open[t] = k ? open[t] && ok : ok;
-			}
+	size_t *at = dt_calloc((size_t)p->nnodes + 1, sizeof *at), total = 0;
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		at[k] = total;
+		uint8_t kind = pr->pnodes.data[k].kind;
+		if (kind == DT_PNODE_COPY || kind == DT_PNODE_BUCKET)
+			total += (size_t)p->nodes[k].nstrategies;
+	}
+	uint8_t *open = dt_malloc(total + 1);
+	memset(open, 1, total + 1);
+	for (int32_t j = 0; j < p->nedges; j++) {
+		const struct dt_solve_edge *e = &p->edges[j];
+		uint8_t kind = pr->pnodes.data[e->to].kind;
+		int32_t nq = p->nodes[e->to].nstrategies;
+		if (kind != DT_PNODE_COPY && kind != DT_PNODE_BUCKET)
+			continue;
 		for (int32_t t = 0; t < nq; t++)
-			if (open[t]) {
-				x[q] = t;
-				break;
-			}
+			open[at[e->to] + (size_t)t] &=
+			    e->cost[(size_t)x[e->from] * (size_t)nq + (size_t)t] !=
+			    DT_SOLVE_INFINITE;
+	}
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		uint8_t kind = pr->pnodes.data[k].kind;
+		if (kind != DT_PNODE_COPY && kind != DT_PNODE_BUCKET)
+			continue;
+		for (int32_t t = p->nodes[k].nstrategies - 1; t >= 0; t--)
+			if (open[at[k] + (size_t)t])
+				x[k] = t;
 	}
 	dt_free(open);
+	dt_free(at);
 }
 
 /* The replicated plan, the second floor: every node that has a strategy
@@ -225,7 +231,7 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
 		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 		const struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (n->kind == DT_PNODE_COPY)
+		if (n->kind == DT_PNODE_COPY || n->kind == DT_PNODE_BUCKET)
 			continue;
 		for (int32_t s = 0; s < sn->nstrategies; s++) {
 			const struct dt_placements *pl =
@@ -240,7 +246,7 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 			}
 		}
 	}
-	settle_copies(pr, x);
+	settle(pr, x);
 }
 
 /* Take plan `x` into `strategy` (*cost, *peak) when it fits the limit and
@@ -366,9 +372,12 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	if (res.lower_bound != INT64_MIN)
 		snprintf(bound, sizeof bound, ", lower bound %.2f us",
 			 (double)res.lower_bound / 1000);
+	int64_t compute = dt_shard_problem_compute_ns(pr, strategy);
 	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
-		  "whole-graph plan of %d nodes: modelled %.2f us%s, peak "
-		  "%" PRId64 " bytes per rank",
-		  p->nnodes, (double)res.cost / 1000, bound, res.peak_usage);
+		  "whole-graph plan of %d nodes: modelled %.2f us (compute "
+		  "%.2f us, communication %.2f us)%s, peak %" PRId64
+		  " bytes per rank",
+		  p->nnodes, (double)res.cost / 1000, (double)compute / 1000,
+		  (double)(res.cost - compute) / 1000, bound, res.peak_usage);
 	return DT_OK;
 }

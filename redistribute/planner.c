@@ -516,21 +516,16 @@ double dt_redist_plan_cost(const struct dt_redist_plan *plan)
 	return total;
 }
 
-double dt_redist_plan_cost_bucketed(const struct dt_redist_plan *plan)
+double dt_redist_step_latency(const struct dt_redist_plan *plan,
+			      const struct dt_redist_step *s)
 {
-	double total = 0;
-	for (uint32_t i = 0; i < plan->steps.len; i++) {
-		const struct dt_redist_step *s = &plan->steps.data[i];
-		int comm = dt_redist_kind_comm(s->kind);
-		total += s->cost_us;
-		if (s->cost_us > 0 && (comm == DT_COMM_ALL_GATHER ||
-				       comm == DT_COMM_REDUCE_SCATTER ||
-				       comm == DT_COMM_ALL_REDUCE))
-			total -= dt_comm_cost(&plan->topology, &plan->mesh,
-					      s->dims, s->ndims,
-					      (enum dt_comm_kind)comm, 0);
-	}
-	return total;
+	int comm = dt_redist_kind_comm(s->kind);
+	if (s->cost_us <= 0 || (comm != DT_COMM_ALL_GATHER &&
+				comm != DT_COMM_REDUCE_SCATTER &&
+				comm != DT_COMM_ALL_REDUCE))
+		return 0;
+	return dt_comm_cost(&plan->topology, &plan->mesh, s->dims, s->ndims,
+			    (enum dt_comm_kind)comm, 0);
 }
 
 int dt_redist_plan_count(const struct dt_redist_plan *plan,

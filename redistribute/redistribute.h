@@ -187,11 +187,12 @@ bool dt_redist_prefer_min_memory(const struct dt_redist_plan *dtensor,
 				 const struct dt_redist_plan *mm);
 /* Sum of the steps' modelled times, µs. */
 double dt_redist_plan_cost(const struct dt_redist_plan *plan);
-/* The same with the launch and hop latencies of every all_gather,
- * reduce_scatter and all_reduce left out (their bytes term only): what
- * the plan adds when bucket-collectives merges its collectives with others
- * of their kind and group, the latency paid once per bucket. */
-double dt_redist_plan_cost_bucketed(const struct dt_redist_plan *plan);
+/* The launch and hop latencies of step `s` of `plan` (its cost with no
+ * bytes, dt_comm_cost) when it is an all_gather, reduce_scatter or
+ * all_reduce that does something: what bucket-collectives pays once for
+ * every collective of the bucket it merges the step into; 0 otherwise. */
+double dt_redist_step_latency(const struct dt_redist_plan *plan,
+			      const struct dt_redist_step *s);
 /* Number of steps of `kind` that do something (group_size > 1). */
 int dt_redist_plan_count(const struct dt_redist_plan *plan,
 			 enum dt_redist_kind kind);

@@ -6,11 +6,12 @@
  * pins use); its cost is its modelled compute, a roofline of flops over
  * the topology's device_tflops and per-rank bytes over its
  * device_bandwidth (a replicated matmul pays its whole product), plus a
- * pinned node's move to its pin;
+ * pinned node's move to its pin and each pinned getitem's of its results;
  * its usage the per-rank bytes of the buffers it makes, over the interval
  * the interpreter holds them (sharding/problem_usage.c). Its edges (the
  * moves between a producer's and a consumer's placements), publishers and
- * copy nodes are sharding/problem_moves.c's.
+ * copy nodes are sharding/problem_moves.c's, its bucket nodes (the latency
+ * of the buckets bucketed moves join) sharding/problem_buckets.c's.
  *
  *   x (placeholder S(0)) ─ mm(x, w) ─ relu     node mm: 6 strategies on
  *   w (placeholder R)   ─┘                     a 1-D mesh; edge x→mm:
@@ -65,6 +66,10 @@ struct builder {
 	DT_VEC(struct dt_placements) current; /* all-replicate, per input */
 	DT_VEC(struct dt_placements) kinds;
 	DT_VEC(uint32_t) pos;                 /* graph node -> position */
+	DT_VEC(uint32_t) pinned_getitem;      /* graph node -> its first
+						 getitem with a pin of its
+						 own, a getitem -> the next
+						 one of its node; 0: none */
 	DT_VEC(int64_t) cost, usage, pin;     /* the node being built */
 	DT_VEC(struct factors) factors;       /* per problem node */
 	struct dt_shard_pnode *node;          /* while enumerating */
@@ -129,7 +134,7 @@ static double compute_us(const struct builder *b,
 
 /* Record one strategy (width placements) of b->node. */
 static void add_strategy(struct builder *b, const struct dt_placements *pl,
-			 double pin_us)
+			 double pin_us, uint64_t joins)
 {
 	struct dt_shard_problem *pr = b->pr;
 	for (uint32_t k = 0; k < b->node->width; k++)
@@ -137,6 +142,7 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	double c = b->node->kind == DT_PNODE_SOURCE ? 0 : compute_us(b, pl);
 	dt_vec_push(&pr->compute_us, c);
 	dt_vec_push(&pr->pin_us, pin_us);
+	dt_vec_push(&pr->bucket_joins, joins);
 	dt_vec_push(&b->cost, dt_shard_add_sat(dt_shard_ns(c), dt_shard_ns(pin_us)));
 	dt_vec_push(&b->pin, dt_shard_ns(pin_us));
 	int64_t held = dt_shard_held_bytes(pr, b->m, NULL, pr->pnodes.len - 1,
@@ -167,22 +173,39 @@ static bool reduces_to(const struct dt_placements *pl,
 	return true;
 }
 
+static uint32_t getitem_result(const struct builder *b, uint32_t g)
+{
+	return (uint32_t)dt_node_arg(b->m, gnode(b, g), 1)->v.i;
+}
+
+/* µs (INFINITY where none) of moving result r of b->node's strategy, at
+ * `at`, to `pin`, the pin of graph node id (b->node's, or a getitem's of
+ * result r), its buckets ORed into *joins (the move joins them when only
+ * the output reads id). */
+static double move_to_pin(struct builder *b, uint32_t id, uint32_t r,
+			  const struct dt_placements *at,
+			  const struct dt_placements *pin, uint64_t *joins)
+{
+	if (dt_placements_equal(at, pin))
+		return 0;
+	return dt_shard_edges_move_us(
+	    &b->edges, b->node->mesh, dt_shard_edges_pin_bucketed(&b->edges, id),
+	    &b->rules.tensors.data[r], at, pin, joins);
+}
+
 static void take_strategy(void *ud, const struct dt_shard_choice *c)
 {
 	struct builder *b = ud;
 	const struct dt_placements *pl = c->placements.data;
 	double pin_us = 0;
+	uint64_t joins = 0;
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 ||
 				 (b->pin_only &&
 				  !reduces_to(&pl[0], &b->node->pin))
 			     ? INFINITY
-			     : dt_shard_edges_move_us(
-				   &b->edges, b->node->mesh,
-				   dt_shard_edges_pin_bucketed(&b->edges,
-							       b->node->node),
-				   &b->rules.tensors.data[0], &pl[0],
-				   &b->node->pin);
+			     : move_to_pin(b, b->node->node, 0, &pl[0],
+					   &b->node->pin, &joins);
 	for (uint32_t i = 0; i < b->rules.nin; i++) {
 		const struct dt_rule_tensor *t = dt_rules_input(&b->rules, i);
 		if (t->ignored)
@@ -197,8 +220,17 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 			    !(have & (1u << in->p[m].reduce)))
 				return;
 	}
+	for (uint32_t g = b->pinned_getitem.data[b->node->node];
+	     g && isfinite(pin_us); g = b->pinned_getitem.data[g]) {
+		uint32_t r = getitem_result(b, g);
+		if (b->node->pinned_results >> r & 1)
+			pin_us += move_to_pin(
+			    b, g, r, &pl[r],
+			    &dt_node_sharding(b->m, gnode(b, g))->placements,
+			    &joins);
+	}
 	if (isfinite(pin_us))
-		add_strategy(b, pl, pin_us);
+		add_strategy(b, pl, pin_us, joins);
 }
 
 /* Close b->node: its costs and usages become solve node arrays. */
@@ -218,6 +250,8 @@ static void finish_node(struct builder *b)
 			factors_add(&fs, &b->pr->placements.data[n->pl + (uint32_t)s * n->width + r]);
 	if (n->pinned)
 		factors_add(&fs, &n->pin);
+	for (int r = 0; r < __builtin_popcountll(n->pinned_results); r++)
+		factors_add(&fs, &b->pr->result_pins.data[n->result_pin + (uint32_t)r]);
 	dt_vec_push(&b->factors, fs);
 }
 
@@ -250,7 +284,7 @@ static void add_source(struct builder *b, uint32_t id)
 		replicated(&pl, b->m->meshes.len ? b->m->meshes.data[0].ndim : 0);
 	struct dt_shard_pnode *n = new_pnode(b, id, mesh, DT_PNODE_SOURCE);
 	n->nout = n->width = 1;
-	add_strategy(b, &pl, 0);
+	add_strategy(b, &pl, 0, 0);
 }
 
 /* The kinds b->rules' placeholders take on mesh mp: S, and the split
@@ -317,6 +351,32 @@ static int call_mesh(struct builder *b, uint32_t id,
 	return mesh >= 0 ? mesh : pin ? pin->mesh : 0;
 }
 
+/* The results of call node n whose getitems (on its mesh) have pins of
+ * their own (not result 0 of a pinned node: its pin is the node's), their
+ * pins in pr->result_pins, in order of result. */
+static void pin_results(struct builder *b, struct dt_shard_pnode *n,
+			bool pinned)
+{
+	n->result_pin = b->pr->result_pins.len;
+	for (uint32_t g = b->pinned_getitem.data[n->node]; g;
+	     g = b->pinned_getitem.data[g]) {
+		uint32_t r = getitem_result(b, g);
+		if (dt_node_sharding(b->m, gnode(b, g))->mesh == n->mesh &&
+		    !(pinned && r == 0))
+			n->pinned_results |= 1ull << r;
+	}
+	for (uint32_t r = 0; r < DT_MAX_RESULTS; r++)
+		for (uint32_t g = b->pinned_getitem.data[n->node];
+		     (n->pinned_results >> r & 1) && g;
+		     g = b->pinned_getitem.data[g])
+			if (getitem_result(b, g) == r) {
+				dt_vec_push(&b->pr->result_pins,
+					    dt_node_sharding(b->m, gnode(b, g))
+						->placements);
+				break;
+			}
+}
+
 /* A call node: its strategies, or the replicated one. */
 static int add_call(struct builder *b, uint32_t id)
 {
@@ -357,6 +417,7 @@ static int add_call(struct builder *b, uint32_t id)
 		n->pinned = true;
 		n->pin = pin->placements;
 	}
+	pin_results(b, n, pin != NULL);
 	/* A pinned node: the strategies giving its pin or reaching it by
 	 * reductions (a weight gradient's P(sum) and its all-reduce, which
 	 * joins a bucket: the data-parallel plan), with the move; else
@@ -444,16 +505,19 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 	return dt_shard_edges_move_ns(&b->edges, to->mesh,
 				      dt_shard_edges_source_bucketed(&b->edges,
 								     from),
-				      &in->tensor, src, dst);
+				      &in->tensor, src, dst, NULL);
 }
 
 /* Where input `in`'s producer puts its value in an expert's plan: its
- * pin, a source's placements, or its hint (result 0); NULL when unknown. */
+ * pin (or its result's pinned getitem's), a source's placements, or its
+ * hint (result 0); NULL when unknown. */
 static const struct dt_placements *expert_source(const struct builder *b,
 						 const struct dt_shard_input *in)
 {
 	const struct dt_shard_pnode *p = &b->pr->pnodes.data[in->producer];
-	if ((p->pinned && in->result == 0) || p->kind == DT_PNODE_SOURCE)
+	if ((p->pinned && in->result == 0) ||
+	    (p->pinned_results >> in->result & 1) ||
+	    p->kind == DT_PNODE_SOURCE)
 		return dt_shard_result_pl(b->pr, in->producer, 0, in->result);
 	const struct dt_placements *h = &b->hint[p->node];
 	return in->result == 0 && h->ndim ? h : NULL;
@@ -565,13 +629,16 @@ static void prune_node(struct builder *b)
 		pr->compute_us.data[n->first + at] =
 		    pr->compute_us.data[n->first + s];
 		pr->pin_us.data[n->first + at] = pr->pin_us.data[n->first + s];
+		pr->bucket_joins.data[n->first + at] =
+		    pr->bucket_joins.data[n->first + s];
 		b->cost.data[at] = b->cost.data[s];
 		b->usage.data[at] = b->usage.data[s];
 		b->pin.data[at] = b->pin.data[s];
 		at++;
 	}
 	pr->placements.len = n->pl + at * n->width;
-	pr->compute_us.len = pr->pin_us.len = n->first + at;
+	pr->compute_us.len = pr->pin_us.len = pr->bucket_joins.len =
+	    n->first + at;
 	b->cost.len = b->usage.len = b->pin.len = at;
 }
 
@@ -601,11 +668,19 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_grow(&b.pos, m->nodes.len);
 	memset(pr->of_node.data, 0xff, m->nodes.len * sizeof(uint32_t));
 	memset(pr->result.data, 0, m->nodes.len);
+	dt_vec_grow(&b.pinned_getitem, m->nodes.len);
+	memset(b.pinned_getitem.data, 0, m->nodes.len * sizeof(uint32_t));
 	dt_foreach_node(m, id)
 	{
 		b.pos.data[id] = npos++;
 		count++;
 		add_anchor(&b, id);
+		const struct dt_node *g = gnode(&b, id);
+		if (g->op == DT_OP_GETITEM && dt_node_sharding(m, g)) {
+			uint32_t src = dt_node_arg(m, g, 0)->v.node;
+			b.pinned_getitem.data[id] = b.pinned_getitem.data[src];
+			b.pinned_getitem.data[src] = id;
+		}
 	}
 	pr->solve.nodes = dt_calloc(2 * count + 1, sizeof *pr->solve.nodes);
 	pr->solve.usage_limit = o->budget;
@@ -658,6 +733,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	if (rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES) {
 		dt_shard_edges_build(&b.edges, pr);
 		dt_shard_usage_build(pr, m, &b.edges, b.pos.data, npos);
+		dt_shard_edges_buckets(&b.edges, pr);
 	}
 	if (rc == DT_OK && diag->remarks && b.prune.capped) {
 		const struct dt_node *w =
@@ -678,6 +754,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_free(&b.factors);
 	dt_shard_edges_fini(&b.edges);
 	dt_vec_free(&b.pos);
+	dt_vec_free(&b.pinned_getitem);
 	dt_vec_free(&b.cost);
 	dt_vec_free(&b.usage);
 	dt_vec_free(&b.pin);
@@ -705,9 +782,22 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	dt_vec_free(&pr->placements);
 	dt_vec_free(&pr->compute_us);
 	dt_vec_free(&pr->pin_us);
+	dt_vec_free(&pr->bucket_joins);
+	dt_vec_free(&pr->result_pins);
+	dt_vec_free(&pr->buckets);
 	dt_vec_free(&pr->hint);
 	dt_vec_free(&pr->hint_at);
 	memset(pr, 0, sizeof *pr);
+}
+
+int64_t dt_shard_problem_compute_ns(const struct dt_shard_problem *pr,
+				    const int32_t *x)
+{
+	int64_t ns = 0;
+	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+		ns = dt_shard_add_sat(ns, dt_shard_ns(pr->compute_us.data
+			[pr->pnodes.data[k].first + (uint32_t)x[k]]));
+	return ns;
 }
 
 static void write_ints(FILE *out, const int64_t *v, int64_t n)

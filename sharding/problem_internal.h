@@ -20,9 +20,10 @@ struct dt_shard_input {
 };
 
 /* The edge half of a problem being built: the inputs read so far (grouped
- * by consumer, in order) and the moves' costs, cached by (mesh, bucketed,
- * tensor, source, target): edges between values of one shape ask for the
- * same moves. Set the fields before to_output, then dt_shard_edges_init. */
+ * by consumer, in order) and the moves' costs and the buckets they join,
+ * cached by (mesh, bucketed, tensor, source, target): edges between values
+ * of one shape ask for the same moves. Set the fields before to_output,
+ * then dt_shard_edges_init. */
 struct dt_shard_edges {
 	struct dt_module *m;                 /* meshes, declared groups */
 	const struct dt_topology *topology;
@@ -40,7 +41,11 @@ struct dt_shard_edges {
 	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
 				 slot, word 0 = 0: empty */
 	DT_VEC(int64_t) cost; /* ns, per slot */
+	DT_VEC(uint64_t) joins; /* per slot: the buckets the move joins (bit
+				   j: buckets[j]) */
 	uint32_t used;
+	DT_VEC(struct dt_shard_bucket) buckets; /* the keys bucketed moves
+						   have joined so far */
 };
 void dt_shard_edges_init(struct dt_shard_edges *e);
 void dt_shard_edges_fini(struct dt_shard_edges *e);
@@ -48,17 +53,20 @@ void dt_shard_edges_fini(struct dt_shard_edges *e);
 /* The cost in ns of moving t from src to dst on mesh `mesh` (an index of
  * e->m) as lowering emits it: the planner's plan merged onto flattened
  * groups (those declared, and with create_groups any); `bucketed`: its
- * collectives join a bucket (bucket-collectives), their latency left out.
- * Cached; DT_SOLVE_INFINITE where no redistribution gets there. _us: in
- * µs, INFINITY there. */
+ * collectives join buckets (bucket-collectives), their latency left to
+ * the buckets, which are ORed into *joins (bit j: e->buckets[j], the key
+ * added when new; joins may be NULL); a collective past
+ * DT_SHARD_MAX_BUCKETS keys keeps its latency. Cached; DT_SOLVE_INFINITE
+ * where no redistribution gets there (no buckets). _us: in µs, INFINITY
+ * there. */
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 			       bool bucketed, const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
-			       const struct dt_placements *dst);
+			       const struct dt_placements *dst, uint64_t *joins);
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
 			      bool bucketed, const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
-			      const struct dt_placements *dst);
+			      const struct dt_placements *dst, uint64_t *joins);
 
 /* Whether the move of graph node `id`'s value to its pin joins a bucket:
  * only the output node reads the value (a gradient, an updated parameter:
@@ -102,6 +110,16 @@ void dt_shard_edges_copies(struct dt_shard_edges *e,
 void dt_shard_edges_build(struct dt_shard_edges *e,
 			  struct dt_shard_problem *pr);
 
+/* A bucket node (DT_PNODE_BUCKET) per bucket some kept strategy's
+ * bucketed moves join (pr->bucket_joins, with the moves of graph inputs'
+ * edges ORed in at their consumers' strategies here): strategies unused
+ * (cost 0) and used (the key's latency), and an edge from every node
+ * whose strategies decide such moves, ∞ where its strategy joins the
+ * bucket and the bucket is unused, else 0; e->buckets become pr->buckets.
+ * After dt_shard_usage_build: the bucket nodes hold nothing. */
+void dt_shard_edges_buckets(struct dt_shard_edges *e,
+			    struct dt_shard_problem *pr);
+
 /* Whether graph node id's results alias its input 0's buffer (a view, a
  * getitem, a split; a reshape the strides allow), as the interpreter
  * runs it: not a pinned view none of whose strategies gives the pin (its
@@ -141,7 +159,8 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 			    const struct dt_placements *pl);
 
 /* The placements a problem node's strategy gives its users for result r
- * (a pinned node's result 0: the pin, moved to after it if need be). */
+ * (a pinned node's result 0, a result whose getitem is pinned: the pin,
+ * moved to after it if need be). */
 static inline const struct dt_placements *
 dt_shard_result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s,
 		   uint32_t r)
@@ -149,6 +168,10 @@ dt_shard_result_pl(const struct dt_shard_problem *pr, uint32_t k, int32_t s,
 	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 	if (n->pinned && r == 0)
 		return &n->pin;
+	if (n->pinned_results >> r & 1)
+		return &pr->result_pins.data[
+		    n->result_pin + (uint32_t)__builtin_popcountll(
+					n->pinned_results & ((1ull << r) - 1))];
 	return &dt_shard_problem_pl(pr, k, s)[r];
 }
 

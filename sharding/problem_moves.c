@@ -50,6 +50,8 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->copies);
 	dt_vec_free(&e->keys);
 	dt_vec_free(&e->cost);
+	dt_vec_free(&e->joins);
+	dt_vec_free(&e->buckets);
 }
 
 static int64_t placements_word(const struct dt_placements *pl, int m)
@@ -92,10 +94,14 @@ static void cache_grow(struct dt_shard_edges *e)
 {
 	uint32_t old = e->cost.len, cap = old ? 2 * old : 1024;
 	int64_t *keys = e->keys.data, *cost = e->cost.data;
+	uint64_t *joins = e->joins.data;
 	e->keys.data = e->cost.data = NULL;
+	e->joins.data = NULL;
 	e->keys.len = e->keys.cap = e->cost.len = e->cost.cap = 0;
+	e->joins.len = e->joins.cap = 0;
 	dt_vec_grow(&e->keys, cap * KEY_WORDS);
 	dt_vec_grow(&e->cost, cap);
+	dt_vec_grow(&e->joins, cap);
 	memset(e->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
 	for (uint32_t k = 0; k < old; k++) {
 		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
@@ -107,15 +113,32 @@ static void cache_grow(struct dt_shard_edges *e)
 		memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key,
 		       KEY_WORDS * sizeof *key);
 		e->cost.data[h] = cost[k];
+		e->joins.data[h] = joins[k];
 	}
 	dt_free(keys);
 	dt_free(cost);
+	dt_free(joins);
+}
+
+/* The index of bucket key k on mesh `mesh` among e->buckets (added when
+ * new), or -1 when DT_SHARD_MAX_BUCKETS are known already. */
+static int bucket_index(struct dt_shard_edges *e, uint16_t mesh,
+			const struct dt_shard_bucket_key *k)
+{
+	for (uint32_t j = 0; j < e->buckets.len; j++)
+		if (e->buckets.data[j].mesh == mesh &&
+		    dt_shard_bucket_key_equal(&e->buckets.data[j].key, k))
+			return (int)j;
+	if (e->buckets.len == DT_SHARD_MAX_BUCKETS)
+		return -1;
+	struct dt_shard_bucket b = {.key = *k, .mesh = mesh, .pnode = UINT32_MAX};
+	return (int)dt_vec_push(&e->buckets, b);
 }
 
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 			       bool bucketed, const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
-			       const struct dt_placements *dst)
+			       const struct dt_placements *dst, uint64_t *joins)
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
@@ -129,8 +152,11 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 		int64_t *slot = &e->keys.data[(size_t)h * KEY_WORDS];
 		if (!slot[0])
 			break;
-		if (memcmp(slot, key, sizeof key) == 0)
+		if (memcmp(slot, key, sizeof key) == 0) {
+			if (joins)
+				*joins |= e->joins.data[h];
 			return e->cost.data[h];
+		}
 	}
 	struct dt_redist_merge_options merge = {
 	    .module = e->m,
@@ -138,22 +164,35 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	    .create_groups = e->create_groups,
 	    .price_only = true,
 	};
+	struct dt_shard_move_keys keys = {0};
 	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed,
-					.mode = e->redistribute};
-	int64_t ns = dt_shard_ns(dt_shard_move_cost(
-	    &e->m->meshes.data[mesh], e->topology, t, src, dst, &low));
+					.mode = e->redistribute, .keys = &keys};
+	double us = dt_shard_move_cost(&e->m->meshes.data[mesh], e->topology,
+				       t, src, dst, &low);
+	uint64_t joined = 0;
+	for (int k = 0; k < keys.n && isfinite(us); k++) {
+		int j = bucket_index(e, mesh, &keys.key[k]);
+		if (j < 0)
+			us += keys.key[k].latency_us;
+		else
+			joined |= 1ull << j;
+	}
 	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
-	e->cost.data[h] = ns;
+	e->cost.data[h] = dt_shard_ns(us);
+	e->joins.data[h] = isfinite(us) ? joined : 0;
 	e->used++;
-	return ns;
+	if (joins)
+		*joins |= e->joins.data[h];
+	return e->cost.data[h];
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
 			      bool bucketed, const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
-			      const struct dt_placements *dst)
+			      const struct dt_placements *dst, uint64_t *joins)
 {
-	int64_t ns = dt_shard_edges_move_ns(e, mesh, bucketed, t, src, dst);
+	int64_t ns = dt_shard_edges_move_ns(e, mesh, bucketed, t, src, dst,
+					    joins);
 	return ns == DT_SOLVE_INFINITE ? INFINITY : (double)ns / 1000;
 }
 
@@ -172,10 +211,34 @@ static uint32_t distinct(struct dt_placements **list, uint32_t *len,
 	return (*len)++;
 }
 
-/* Add input `in`'s moves into its edge's matrix. */
+/* Whether the consumer's strategy t reads input `in` where an earlier
+ * input of it, of the inputs[0 .. n) before it, reads the same value:
+ * lowering moves it once (shard-prop shares a value's redistribution to
+ * given placements). */
+static bool read_before(const struct dt_shard_problem *pr,
+			const struct dt_shard_input *in,
+			const struct dt_shard_input *before, uint32_t n,
+			int32_t t)
+{
+	const struct dt_placements *pl = dt_shard_problem_pl(pr, in->consumer, t);
+	uint32_t nout = pr->pnodes.data[in->consumer].nout;
+	for (uint32_t j = 0; j < n; j++)
+		if (before[j].producer == in->producer &&
+		    before[j].result == in->result &&
+		    dt_placements_equal(&pl[nout + before[j].index],
+					&pl[nout + in->index]))
+			return true;
+	return false;
+}
+
+/* Add input `in`'s moves into its edge's matrix, but where an earlier
+ * input of its consumer, of the n before it, reads the value at the same
+ * placements. */
 static void cost_input(struct dt_shard_edges *e,
 		       const struct dt_shard_problem *pr,
-		       const struct dt_shard_input *in, struct dt_solve_edge *edge)
+		       const struct dt_shard_input *in,
+		       const struct dt_shard_input *before, uint32_t n,
+		       struct dt_solve_edge *edge)
 {
 	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
 	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
@@ -202,13 +265,16 @@ static void cost_input(struct dt_shard_edges *e,
 				? DT_SOLVE_INFINITE
 				: dt_shard_edges_move_ns(e, to->mesh, bucketed,
 							 &in->tensor, &src[i],
-							 &dst[j]);
-	for (int32_t s = 0; s < nf; s++)
-		for (int32_t t = 0; t < nt; t++) {
+							 &dst[j], NULL);
+	for (int32_t t = 0; t < nt; t++) {
+		if (read_before(pr, in, before, n, t))
+			continue;
+		for (int32_t s = 0; s < nf; s++) {
 			int64_t *c =
 			    &edge->cost[(size_t)s * (size_t)nt + (size_t)t];
 			*c = dt_shard_add_sat(*c, table[fi[s] * nd + ti[t]]);
 		}
+	}
 	dt_free(table);
 	dt_free(src);
 	dt_free(dst);
@@ -261,6 +327,7 @@ static void add_publisher(struct dt_shard_edges *e,
 		dt_vec_push(&pr->placements, cand[j]);
 		dt_vec_push(&pr->compute_us, 0.0);
 		dt_vec_push(&pr->pin_us, 0.0);
+		dt_vec_push(&pr->bucket_joins, 0);
 	}
 	dt_free(cand);
 	for (uint32_t j = 0; j < e->inputs.len; j++) {
@@ -361,6 +428,7 @@ static void add_copy(struct dt_shard_edges *e, struct dt_shard_problem *pr,
 			dt_vec_push(&pr->placements, cand[j]);
 			dt_vec_push(&pr->compute_us, 0.0);
 			dt_vec_push(&pr->pin_us, 0.0);
+			dt_vec_push(&pr->bucket_joins, 0);
 		}
 		dt_vec_push(&e->copies, *in);
 	}
@@ -424,11 +492,13 @@ void dt_shard_edges_build(struct dt_shard_edges *e,
 {
 	pr->solve.edges = dt_calloc(e->inputs.len + 2 * e->copies.len + 1,
 				    sizeof *pr->solve.edges);
-	uint32_t first_of_consumer = 0;
+	uint32_t first_of_consumer = 0, first_input = 0;
 	for (uint32_t k = 0; k < e->inputs.len; k++) {
 		const struct dt_shard_input *in = &e->inputs.data[k];
-		if (k && in->consumer != e->inputs.data[k - 1].consumer)
+		if (k && in->consumer != e->inputs.data[k - 1].consumer) {
 			first_of_consumer = (uint32_t)pr->solve.nedges;
+			first_input = k;
+		}
 		struct dt_solve_edge *edge = NULL;
 		for (uint32_t j = first_of_consumer;
 		     j < (uint32_t)pr->solve.nedges; j++)
@@ -444,7 +514,8 @@ void dt_shard_edges_build(struct dt_shard_edges *e,
 				       .nstrategies;
 			edge->cost = dt_calloc(n, sizeof *edge->cost);
 		}
-		cost_input(e, pr, in, edge);
+		cost_input(e, pr, in, &e->inputs.data[first_input],
+			   k - first_input, edge);
 	}
 	for (uint32_t j = 0; j < e->copies.len; j++)
 		copy_edges(pr, e->first_copy + j, &e->copies.data[j]);

@@ -97,6 +97,31 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 	       out->pieces == u->pieces;
 }
 
+/* Step s of plan joins the bucket of its key: the latency it leaves to
+ * the bucket (0 when it pays its own, dt_shard_lowering's rule), the key
+ * added to *keys. */
+static double join_bucket(const struct dt_redist_plan *plan,
+			  const struct dt_redist_step *s,
+			  struct dt_shard_move_keys *keys)
+{
+	struct dt_shard_bucket_key k = {
+	    .kind = (uint8_t)dt_redist_kind_comm(s->kind),
+	    .ndims = s->ndims,
+	    .dtype = (uint8_t)plan->dtype,
+	    .reduce = s->kind == DT_REDIST_ALL_GATHER ? DT_REDUCE_SUM
+						      : (uint8_t)s->reduce,
+	    .latency_us = dt_redist_step_latency(plan, s),
+	};
+	memcpy(k.dims, s->dims, s->ndims);
+	if (k.latency_us <= 0 || keys->n == DT_SHARD_MOVE_KEYS)
+		return 0;
+	for (int j = 0; j < keys->n; j++)
+		if (dt_shard_bucket_key_equal(&keys->key[j], &k))
+			return 0;
+	keys->key[keys->n++] = k;
+	return k.latency_us;
+}
+
 double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_topology *topology,
 			  const struct dt_rule_tensor *t,
@@ -143,8 +168,9 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 		return INFINITY;
 	if (low && low->merge)
 		dt_redist_plan_merge(&plan, low->merge);
-	double cost = low && low->bucketed ? dt_redist_plan_cost_bucketed(&plan)
-					   : dt_redist_plan_cost(&plan);
+	double cost = dt_redist_plan_cost(&plan);
+	for (uint32_t k = 0; low && low->bucketed && k < plan.steps.len; k++)
+		cost -= join_bucket(&plan, &plan.steps.data[k], low->keys);
 	/* DTensor's greedy order can pass through placements that are not
 	 * valid (R -> P(sum) on one dim while another is still P(max)), which
 	 * lowering refuses: such a plan gets nowhere. */

@@ -30,6 +30,7 @@
 #include "solver.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* Single-mesh-dim rules. */
@@ -362,17 +363,46 @@ bool dt_shard_unflatten_alike(const struct dt_shard_unflat *u,
 			      const int64_t *mesh_shape, const int64_t *shape,
 			      int rank, struct dt_shard_unflat *out);
 
+/* What bucket-collectives merges a collective on (semantics §4.7): its
+ * kind (enum dt_comm_kind: all_gather, reduce_scatter, all_reduce), its
+ * group (the mesh dims it runs on, in the group's rank order; the move's
+ * mesh), the tensor's dtype and the reduce op (sum for all_gather); and
+ * the latency the bucket pays once for all its members
+ * (dt_redist_step_latency). */
+struct dt_shard_bucket_key {
+	uint8_t kind, ndims, dtype, reduce;
+	uint8_t dims[DT_MAX_MESH_DIMS];
+	double latency_us;
+};
+static inline bool dt_shard_bucket_key_equal(const struct dt_shard_bucket_key *a,
+					     const struct dt_shard_bucket_key *b)
+{
+	return a->kind == b->kind && a->ndims == b->ndims &&
+	       a->dtype == b->dtype && a->reduce == b->reduce &&
+	       memcmp(a->dims, b->dims, a->ndims) == 0;
+}
+/* The keys of one move's bucketed collectives: a move has a few steps. */
+#define DT_SHARD_MOVE_KEYS 8
+struct dt_shard_move_keys {
+	int n;
+	struct dt_shard_bucket_key key[DT_SHARD_MOVE_KEYS];
+};
+
 /* How lowering will emit a move, for dt_shard_move_cost to price that:
  * its steps merged onto flattened groups with `merge` (its price_only set,
  * its mesh the move's; NULL: the planner's plain steps, DTensor's
  * pricing), and with `bucketed` its collectives joining buckets of others
- * (bucket-collectives), their latency left out; `mode` the planner's
- * plans lowering makes (--redistribute=; 0: DTensor's). */
+ * (bucket-collectives): their latency is left out and their keys added to
+ * `keys`, except a second collective of a key the move already has (it
+ * depends on the first, so it cannot share its bucket) or one past the
+ * room in `keys`, which keeps its latency; `mode` the planner's plans
+ * lowering makes (--redistribute=; 0: DTensor's). */
 struct dt_redist_merge_options;
 struct dt_shard_lowering {
 	const struct dt_redist_merge_options *merge;
 	bool bucketed;
 	uint8_t mode; /* enum dt_redist_mode */
+	struct dt_shard_move_keys *keys; /* with bucketed */
 };
 
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
@@ -406,12 +436,17 @@ enum dt_shard_pnode_kind {
 				placement all of them read it from (one
 				redistribution after it, shared), width 1,
 				no results; its node is the value's */
-	DT_PNODE_COPY        /* the copy a move makes for one input (memory
+	DT_PNODE_COPY,       /* the copy a move makes for one input (memory
 				only, no cost): width 1, the placements the
 				input is read at; its first `kept` strategies
 				read the value where it is (no copy), the
 				others hold a copy; its node is the
 				consumer's */
+	DT_PNODE_BUCKET      /* a bucket bucketed moves join
+				(pr->buckets[bucket]): strategy 0 unused
+				(cost 0), 1 used (its latency, paid once for
+				all its moves); width 0, no usage; its node
+				is its first joiner's */
 };
 
 struct dt_shard_pnode {
@@ -430,8 +465,25 @@ struct dt_shard_pnode {
 				arrays */
 	uint32_t pl;         /* strategy s's placements: pl + s × width */
 	uint32_t kept;       /* DT_PNODE_COPY: its strategies without a copy */
+	uint32_t bucket;     /* DT_PNODE_BUCKET: its index in pr->buckets */
+	uint64_t pinned_results; /* bit r: a getitem of result r has a pin of
+				    its own (not result 0 of a pinned node):
+				    each strategy pays the move there, its
+				    users read the pin */
+	uint32_t result_pin; /* those pins: pr->result_pins from here, in
+				order of result */
 	struct dt_placements pin; /* when pinned */
 };
+
+/* A bucket of the problem: the key bucket-collectives merges on, on mesh
+ * `mesh`, and its bucket node (UINT32_MAX: no kept strategy joins it). */
+struct dt_shard_bucket {
+	struct dt_shard_bucket_key key;
+	uint16_t mesh;
+	uint32_t pnode;
+};
+/* The buckets a problem tells apart (bits of a uint64_t). */
+#define DT_SHARD_MAX_BUCKETS 64
 
 struct dt_shard_problem {
 	struct dt_solve_problem solve; /* node k is pnodes[k]; costs in ns,
@@ -447,6 +499,12 @@ struct dt_shard_problem {
 	DT_VEC(struct dt_placements) placements; /* dt_shard_problem_pl */
 	DT_VEC(double) compute_us;   /* per strategy: modelled compute */
 	DT_VEC(double) pin_us;       /* per strategy: the move to the pin */
+	DT_VEC(uint64_t) bucket_joins; /* per strategy: the buckets its
+					  bucketed moves join (its pin's,
+					  its graph inputs'), bit j:
+					  buckets[j] */
+	DT_VEC(struct dt_shard_bucket) buckets;
+	DT_VEC(struct dt_placements) result_pins; /* dt_shard_pnode's */
 	double entries;              /* the edge matrices' sizes, summed */
 	DT_VEC(uint8_t) hint;        /* per problem node: enum
 					dt_shard_hint_state (with hints) */
@@ -510,6 +568,11 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr);
  * node, node pairs and row-major cost matrices per edge, the usage limit
  * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
+/* The modelled compute (ns) of plan x (a strategy per problem node): its
+ * nodes' compute, the rest of its cost being communication (moves, moves
+ * to pins). */
+int64_t dt_shard_problem_compute_ns(const struct dt_shard_problem *pr,
+				    const int32_t *x);
 
 /* Plan cost in µs of moving input `i` from its current placements to
  * `target` (default shard order), cached; INFINITY when no redistribution

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* cmd_explain_global.c: `dtopt explain --search=global GRAPH NODE`: the
  * strategy the whole-graph search gives NODE, its modelled cost (compute,
- * the moves of its inputs, its move to a pin, its memory) and, with the
- * rest of the plan fixed, each strategy's cost here against what it costs
- * its users: why a locally cheaper strategy lost. */
+ * the moves of its inputs, its move to a pin, its memory, the buckets its
+ * bucketed moves join: each one's latency and how many other nodes of the
+ * plan share it) and, with the rest of the plan fixed, each strategy's
+ * cost here against what it costs its users (with the latency of a bucket
+ * it would join alone): why a locally cheaper strategy lost. */
 #include "cli.h"
+#include "cost_model.h"
 #include "frontend.h"
 #include "passes.h"
 #include "sharding.h"
@@ -46,8 +49,28 @@ static void print_strategy(const struct dt_shard_problem *pr, uint32_t k,
 		fputs(text, out);
 }
 
+/* Whether the move of edge j's source node at strategy s joins the
+ * bucket the edge leads to. */
+static bool joins(const struct dt_solve_problem *p, int32_t j, int32_t s)
+{
+	return p->edges[j].cost[2 * (size_t)s] == DT_SOLVE_INFINITE;
+}
+
+/* How many nodes other than k join the bucket of node b in plan. */
+static int joined_by_others(const struct dt_shard_problem *pr,
+			    const int32_t *plan, int32_t b, uint32_t k)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	int n = 0;
+	for (int32_t j = 0; j < p->nedges; j++)
+		n += p->edges[j].to == b && (uint32_t)p->edges[j].from != k &&
+		     joins(p, j, plan[p->edges[j].from]);
+	return n;
+}
+
 /* Cost of node k's strategy s with every other node at its plan's: here
- * (node cost and the edges into it), and for its users (edges out). */
+ * (node cost and the edges into it), and for its users (edges out; a
+ * bucket its moves join alone: its latency). */
 static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 		  uint32_t k, int32_t s, int64_t *here, int64_t *users)
 {
@@ -56,9 +79,16 @@ static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 	*users = 0;
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
-		if (pr->pnodes.data[e->to].kind == DT_PNODE_COPY)
+		uint8_t kind = pr->pnodes.data[e->to].kind;
+		if (kind == DT_PNODE_COPY)
 			continue; /* memory only: follows the ends' choices */
 		int32_t nt = p->nodes[e->to].nstrategies;
+		if (kind == DT_PNODE_BUCKET) {
+			if ((uint32_t)e->from == k && joins(p, j, s) &&
+			    !joined_by_others(pr, plan, e->to, k))
+				*users = add(*users, p->nodes[e->to].cost[1]);
+			continue;
+		}
 		if ((uint32_t)e->to == k)
 			*here = add(*here, e->cost[(size_t)plan[e->from] * (size_t)nt +
 						   (size_t)s]);
@@ -66,6 +96,15 @@ static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 			*users = add(*users,
 				     e->cost[(size_t)s * (size_t)nt + (size_t)plan[e->to]]);
 	}
+}
+
+/* Close a list of n entries: "]" in JSON, "none" in text when empty. */
+static void end_list(int n, bool json, FILE *out)
+{
+	if (json)
+		fputc(']', out);
+	else if (!n)
+		fputs("none", out);
 }
 
 /* The edges into (or out of) node k at strategy s, named: "'x' 1.00 us,
@@ -82,7 +121,8 @@ static void print_edges(const struct dt_shard_problem *pr,
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
 		uint32_t other = in ? (uint32_t)e->to : (uint32_t)e->from;
-		if (other != k || pr->pnodes.data[e->to].kind == DT_PNODE_COPY)
+		uint8_t kind = pr->pnodes.data[e->to].kind;
+		if (other != k || kind == DT_PNODE_COPY || kind == DT_PNODE_BUCKET)
 			continue;
 		uint32_t end = in ? (uint32_t)e->from : (uint32_t)e->to;
 		int32_t nt = p->nodes[e->to].nstrategies;
@@ -102,10 +142,70 @@ static void print_edges(const struct dt_shard_problem *pr,
 				published ? " (published)" : "", us(c));
 		}
 	}
+	end_list(n, json, out);
+}
+
+/* The buckets node k's moves join at strategy s, named: "all_gather on
+ * dp (float32) 7.20 us, shared with 3 other nodes, ..." or "none"; as
+ * JSON, [{"kind": "all_gather", "group": "dp", "dtype": "float32",
+ * "reduce": null, "latency_us": 7.2, "shared_with": 3}, ...]. */
+static void print_buckets(const struct dt_shard_problem *pr,
+			  const struct dt_module *m, const int32_t *plan,
+			  uint32_t k, int32_t s, bool json, FILE *out)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	int n = 0;
 	if (json)
-		fputc(']', out);
-	else if (!n)
-		fputs("none", out);
+		fputc('[', out);
+	for (int32_t j = 0; j < p->nedges; j++) {
+		const struct dt_solve_edge *e = &p->edges[j];
+		if ((uint32_t)e->from != k ||
+		    pr->pnodes.data[e->to].kind != DT_PNODE_BUCKET || !joins(p, j, s))
+			continue;
+		const struct dt_shard_bucket *b =
+		    &pr->buckets.data[pr->pnodes.data[e->to].bucket];
+		const struct dt_mesh *mesh = &m->meshes.data[b->mesh];
+		char group[128] = "";
+		size_t len = 0;
+		for (int d = 0; d < b->key.ndims && len < sizeof group; d++)
+			len += (size_t)snprintf(group + len, sizeof group - len,
+						"%s%s", d ? " " : "",
+						dt_str_get(m, mesh->dims[b->key.dims[d]]));
+		const char *kind = dt_comm_kind_name((enum dt_comm_kind)b->key.kind);
+		const char *dtype = dt_dtype_name((enum dt_dtype)b->key.dtype);
+		const char *reduce =
+		    b->key.kind == DT_COMM_ALL_GATHER
+			? NULL
+			: dt_reduce_name((enum dt_reduce_op)b->key.reduce);
+		int others = joined_by_others(pr, plan, e->to, k);
+		double latency = us(p->nodes[e->to].cost[1]);
+		fputs(n++ ? ", " : "", out);
+		if (json) {
+			fputs("{\"kind\": ", out);
+			dt_json_string(out, kind);
+			fputs(", \"group\": ", out);
+			dt_json_string(out, group);
+			fputs(", \"dtype\": ", out);
+			dt_json_string(out, dtype);
+			fputs(", \"reduce\": ", out);
+			if (reduce)
+				dt_json_string(out, reduce);
+			else
+				fputs("null", out);
+			fprintf(out, ", \"latency_us\": %.6g, \"shared_with\": %d}",
+				latency, others);
+		} else {
+			fprintf(out, "%s on %s (%s%s%s) %.2f us, ", kind, group,
+				dtype, reduce ? " " : "", reduce ? reduce : "",
+				latency);
+			if (others)
+				fprintf(out, "shared with %d other node%s", others,
+					others > 1 ? "s" : "");
+			else
+				fputs("paid here", out);
+		}
+	}
+	end_list(n, json, out);
 }
 
 struct ranked {
@@ -164,6 +264,8 @@ static void print_explanation(const struct dt_shard_problem *pr,
 	print_edges(pr, m, plan, k, s, true, false, out);
 	fputs("\n  users: ", out);
 	print_edges(pr, m, plan, k, s, false, false, out);
+	fputs("\n  buckets: ", out);
+	print_buckets(pr, m, plan, k, s, false, out);
 	fprintf(out, "\n  here %.2f us + for its users %.2f us = %.2f us\n",
 		us(here), us(users), us(add(here, users)));
 	if (local != s) {
@@ -214,6 +316,8 @@ static void json_strategy(const struct dt_shard_problem *pr,
 		print_edges(pr, m, plan, k, r->s, true, true, out);
 		fputs(", \"users\": ", out);
 		print_edges(pr, m, plan, k, r->s, false, true, out);
+		fputs(", \"buckets\": ", out);
+		print_buckets(pr, m, plan, k, r->s, true, out);
 	}
 	fputc('}', out);
 }

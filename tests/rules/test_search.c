@@ -7,8 +7,9 @@
  * sample on (2,2,2,2); the candidates each evaluated are printed. Also:
  * DTensor's strategy counts and choices, the filters (mixed partials,
  * short dims, in-place, pins), ignored inputs, inputs with _S and shard
- * orders, and the planner property the queue's keys rest on (a mesh dim
- * leaving S or P pays a collective on it). */
+ * orders, the planner property the queue's keys rest on (a mesh dim
+ * leaving S or P pays a collective on it), and a bucketed move's keys and
+ * latencies (the whole-graph problem's bucket nodes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_model.h"
 #include "frontend.h"
 #include "passes.h"
 #include "redistribute.h"
@@ -675,6 +677,54 @@ static void test_every_changed_dim_pays_a_collective(void **state)
 	}
 }
 
+/* A bucketed move (dt_shard_lowering.bucketed) leaves the latency of each
+ * all_gather, reduce_scatter and all_reduce to the bucket of its key and
+ * records the key; a collective of a key the move already has keeps it. */
+static void test_move_bucket_keys(void **state)
+{
+	(void)state;
+	static const char *const shapes[] = {"8 8"};
+	struct dt_module *m = graph("2 2", shapes, 1,
+				    "<node name=\"op\" op=\"call_function\" target=\"aten.neg.default\"><arg node=\"a\"/></node>");
+	const struct dt_mesh *mesh = &m->meshes.data[0];
+	struct dt_topology topo;
+	dt_topology_default(&topo);
+	struct dt_rule_tensor t = {.rank = 2, .dtype = DT_FLOAT32, .shape = {8, 8}};
+	struct dt_placements src = parse(m, "S(0) S(1)"), dst = parse(m, "R R");
+	double full = dt_shard_move_cost(mesh, &topo, &t, &src, &dst, NULL);
+	struct dt_shard_move_keys keys = {0};
+	struct dt_shard_lowering low = {.bucketed = true, .keys = &keys};
+	double bytes = dt_shard_move_cost(mesh, &topo, &t, &src, &dst, &low);
+	/* DTensor's plan: all_gather on mesh dim 1 (tp), then on dim 0. */
+	assert_int_equal(keys.n, 2);
+	double latency = 0;
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(keys.key[k].kind, DT_COMM_ALL_GATHER);
+		assert_int_equal(keys.key[k].ndims, 1);
+		assert_int_equal(keys.key[k].dims[0], 1 - k);
+		assert_int_equal(keys.key[k].dtype, DT_FLOAT32);
+		assert_int_equal(keys.key[k].reduce, DT_REDUCE_SUM);
+		assert_true(keys.key[k].latency_us > 1);
+		latency += keys.key[k].latency_us;
+	}
+	assert_true(fabs(full - (bytes + latency)) < 1e-9);
+	/* Both keys joined already: each collective pays its own latency. */
+	assert_true(fabs(dt_shard_move_cost(mesh, &topo, &t, &src, &dst, &low) -
+			 full) < 1e-9);
+	assert_int_equal(keys.n, 2);
+	/* A partial average's all_reduce: its op is part of the key. */
+	struct dt_shard_move_keys avg = {0};
+	low.keys = &avg;
+	struct dt_placements p = parse(m, "P(avg) R");
+	dt_shard_move_cost(mesh, &topo, &t, &p, &dst, &low);
+	assert_int_equal(avg.n, 1);
+	assert_int_equal(avg.key[0].kind, DT_COMM_ALL_REDUCE);
+	assert_int_equal(avg.key[0].dims[0], 0);
+	assert_int_equal(avg.key[0].reduce, DT_REDUCE_AVG);
+	assert_false(dt_shard_bucket_key_equal(&avg.key[0], &keys.key[1]));
+	dt_module_destroy(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,6 +734,7 @@ int main(void)
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_ignored_input),
 		cmocka_unit_test(test_every_changed_dim_pays_a_collective),
+		cmocka_unit_test(test_move_bucket_keys),
 		cmocka_unit_test(test_pq_equals_exhaustive_1d),
 		cmocka_unit_test(test_pq_equals_exhaustive_2d),
 		cmocka_unit_test(test_pq_equals_exhaustive_3d),
