@@ -173,6 +173,12 @@ struct dt_module {
 /* Create an empty module; `file` is copied. Destroy frees everything. */
 struct dt_module *dt_module_create(const char *file);
 void dt_module_destroy(struct dt_module *m);
+/* A copy of `m` sharing nothing with it: the same node ids, graph order,
+ * strings, meshes, groups and constant bytes, so a pass can try a rewrite
+ * on the copy and keep it or not (dt_module_swap). */
+struct dt_module *dt_module_clone(const struct dt_module *m);
+/* Exchange the contents of a and b (each keeps its address). */
+void dt_module_swap(struct dt_module *a, struct dt_module *b);
 
 dt_str dt_str_intern(struct dt_module *m, const char *s);
 dt_str dt_str_intern_n(struct dt_module *m, const char *s, size_t n);

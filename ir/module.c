@@ -54,6 +54,65 @@ void dt_module_destroy(struct dt_module *m)
 	dt_free(m);
 }
 
+/* dst's elements := src's (dst empty). */
+#define COPY_VEC(dst, src)                                                 \
+	do {                                                               \
+		dt_vec_grow(&(dst), (src).len);                            \
+		if ((src).len)                                             \
+			memcpy((dst).data, (src).data,                     \
+			       (src).len * sizeof(*(src).data));           \
+	} while (0)
+
+struct dt_module *dt_module_clone(const struct dt_module *m)
+{
+	struct dt_module *c = dt_module_create(m->file);
+	c->name = m->name;
+	c->view = m->view;
+	c->rank = m->rank;
+	c->has_topology = m->has_topology;
+	c->topology = m->topology;
+	c->first = m->first;
+	c->last = m->last;
+	dt_intern_fini(&c->strings);
+	dt_intern_fini(&c->ints);
+	dt_intern_copy(&c->strings, &m->strings);
+	dt_intern_copy(&c->ints, &m->ints);
+	c->nodes.len = 0; /* the null node comes with m's */
+	COPY_VEC(c->meshes, m->meshes);
+	COPY_VEC(c->groups, m->groups);
+	COPY_VEC(c->nodes, m->nodes);
+	COPY_VEC(c->args, m->args);
+	COPY_VEC(c->refs, m->refs);
+	COPY_VEC(c->floats, m->floats);
+	COPY_VEC(c->tensors, m->tensors);
+	COPY_VEC(c->shardings, m->shardings);
+	COPY_VEC(c->metas, m->metas);
+	COPY_VEC(c->constants, m->constants);
+	COPY_VEC(c->node_by_name, m->node_by_name);
+	/* What m's arena holds: device lists and constant bytes. */
+	for (uint32_t i = 0; i < c->meshes.len; i++) {
+		struct dt_mesh *mesh = &c->meshes.data[i];
+		if (!mesh->devices)
+			continue;
+		size_t bytes = (size_t)mesh->size * sizeof(*mesh->devices);
+		mesh->devices = memcpy(dt_arena_alloc(&c->arena, bytes),
+				       m->meshes.data[i].devices, bytes);
+	}
+	for (uint32_t i = 0; i < c->constants.len; i++) {
+		struct dt_constant *k = &c->constants.data[i];
+		k->bytes = memcpy(dt_arena_alloc(&c->arena, (size_t)k->size),
+				  k->bytes, (size_t)k->size);
+	}
+	return c;
+}
+
+void dt_module_swap(struct dt_module *a, struct dt_module *b)
+{
+	struct dt_module t = *a;
+	*a = *b;
+	*b = t;
+}
+
 dt_str dt_str_intern_n(struct dt_module *m, const char *s, size_t n)
 {
 	return (dt_str){dt_intern(&m->strings, s, n)};

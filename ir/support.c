@@ -276,6 +276,19 @@ void dt_intern_fini(struct dt_intern *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void dt_intern_copy(struct dt_intern *to, const struct dt_intern *from)
+{
+	memset(to, 0, sizeof(*to));
+	dt_vec_grow(&to->offsets, from->offsets.len);
+	memcpy(to->offsets.data, from->offsets.data,
+	       from->offsets.len * sizeof(*from->offsets.data));
+	dt_vec_grow(&to->bytes, from->bytes.len);
+	memcpy(to->bytes.data, from->bytes.data, from->bytes.len);
+	to->nslots = from->nslots;
+	to->slots = dt_malloc((size_t)from->nslots * sizeof(*to->slots));
+	memcpy(to->slots, from->slots, (size_t)from->nslots * sizeof(*to->slots));
+}
+
 void dt_intern_prefetch(const struct dt_intern *t, const void *p, size_t n)
 {
 	if (t->nslots)

@@ -101,6 +101,8 @@ struct dt_intern {
 };
 void dt_intern_init(struct dt_intern *t);
 void dt_intern_fini(struct dt_intern *t);
+/* Make `to` (uninitialised or finished) a copy of `from`: the same ids. */
+void dt_intern_copy(struct dt_intern *to, const struct dt_intern *from);
 uint32_t dt_intern(struct dt_intern *t, const void *p, size_t n);
 /* A hint that `p` will be interned soon: starts loading the table slot it
  * probes first, so an insert some work later finds it in the cache. */

@@ -78,6 +78,7 @@
  */
 #include "bucket_internal.h"
 #include "cost_model.h"
+#include "memory_guard.h"
 
 #include <string.h>
 
@@ -120,6 +121,8 @@ struct bucketing {
 	struct dt_module *m;
 	const struct dt_topology *topo;
 	double limit;
+	uint32_t nodes_before;    /* the module's node count at the start */
+	double memory_bound;      /* fit_budget's guard bound, bytes */
 	struct dt_uses uses;
 	/* Per node, MAX_KEYS entries: for each key (slot of this phase), 1 +
 	 * the highest bucket whose result it reads, directly or through other
@@ -574,19 +577,30 @@ static void remark_cut(struct bucketing *b, const struct bucket *bk,
 	       name_of(m, bk->head));
 }
 
-/* Bucket `bk` cut by the cost model (dt_bucket_cut) into runs, each
- * rewritten as one collective or, alone, remarked. */
-static bool rewrite_runs(struct bucketing *b, const struct bucket *bk,
-			 uint32_t *replaced)
+/* Consecutive members [first, first + count) of bucket `bucket`: one
+ * collective when merged, else one remark. */
+struct run {
+	uint32_t bucket, first, count;
+	bool merge;   /* two or more members, and the memory guard agrees */
+	double peak;  /* the guard ended the run here: the peak the program
+			 would reach with the next member in it (0: not) */
+};
+typedef DT_VEC(struct run) run_vec;
+
+/* Bucket `bucket` cut by the cost model (dt_bucket_cut) into runs,
+ * appended to `runs` (a bucket of one member is one run). */
+static void cut_runs(struct bucketing *b, uint32_t bucket, run_vec *runs)
 {
+	struct dt_pass_ctx *ctx = b->ctx;
+	const struct bucket *bk = &b->buckets.data[bucket];
 	struct dt_module *m = b->m;
 	const struct dt_bucket_member *mb = &b->members.data[bk->first];
 	uint32_t n = bk->count, nruns = 1;
 	uint32_t *run_first = dt_malloc((n + 1) * sizeof *run_first);
 	run_first[0] = 0;
-	if (!b->ctx->options->force_fusion && m->rank < 0) {
+	if (n > 1 && !ctx->options->force_fusion && m->rank < 0) {
 		struct dt_bucket_args a;
-		DT_REQUIRE(dt_bucket_read_args(m, mb->coll, b->ctx->diag, &a));
+		DT_REQUIRE(dt_bucket_read_args(m, mb->coll, ctx->diag, &a));
 		const struct dt_group *g = &m->groups.data[a.group];
 		const struct dt_mesh *mesh = &m->meshes.data[g->mesh];
 		enum dt_comm_kind kind = (enum dt_comm_kind)dt_comm_kind_of_op(
@@ -605,25 +619,135 @@ static bool rewrite_runs(struct bucketing *b, const struct bucket *bk,
 		dt_free(ready);
 	}
 	run_first[nruns] = n;
-	bool changed = false;
 	for (uint32_t r = 0; r < nruns; r++) {
-		struct bucket run = *bk;
-		run.first = bk->first + run_first[r];
-		run.count = run_first[r + 1] - run_first[r];
-		run.bytes = 0;
-		for (uint32_t i = 0; i < run.count; i++)
-			run.bytes += b->members.data[run.first + i].bytes;
-		if (run.count == 1) {
-			remark_cut(b, bk, &b->members.data[run.first]);
-			continue;
-		}
-		uint32_t merged = dt_bucket_rewrite(b->ctx, &b->members.data[run.first],
-						    run.count, replaced);
-		remark_bucket(b, &run, merged);
-		changed = true;
+		uint32_t count = run_first[r + 1] - run_first[r];
+		struct run run = {.bucket = bucket,
+				  .first = bk->first + run_first[r],
+				  .count = count,
+				  .merge = count > 1};
+		dt_vec_push(runs, run);
 	}
 	dt_free(run_first);
+}
+
+/* Run `r` as a bucket (for the remarks). */
+static struct bucket run_bucket(const struct bucketing *b, const struct run *r)
+{
+	struct bucket run = b->buckets.data[r->bucket];
+	run.first = r->first;
+	run.count = r->count;
+	run.bytes = 0;
+	for (uint32_t i = 0; i < run.count; i++)
+		run.bytes += b->members.data[run.first + i].bytes;
+	return run;
+}
+
+/* The remark of run `r` (on b's module, whose node ids a rewrite keeps). */
+static void remark_run(struct bucketing *b, const struct run *r,
+		       uint32_t merged)
+{
+	struct bucket run = run_bucket(b, r);
+	const struct bucket *bk = &b->buckets.data[r->bucket];
+	const struct dt_bucket_member *first = &b->members.data[r->first];
+	if (merged)
+		remark_bucket(b, &run, merged);
+	else if (bk->count == 1)
+		remark_alone(b, bk);
+	else if (!r->peak)
+		remark_cut(b, bk, first);
+	if (r->peak)
+		remark(b, first->coll, "memory",
+		       "%s %s%s: merged with a neighbour in its bucket the program would hold %.0f bytes per rank at its peak, over %.0f (--memory-budget %lld, or the peak before bucketing)",
+		       kind_name(b->m, first->coll), name_of(b->m, first->coll),
+		       merged ? " and the rest of its run bucketed apart"
+			      : " not bucketed",
+		       r->peak, b->memory_bound,
+		       (long long)b->ctx->options->memory_budget);
+}
+
+/* Rewrite the runs to merge on ctx's module (b's, or a trial's copy of
+ * it, whose node ids are b's), remarking every run in graph order when
+ * `remarks`. Returns whether anything changed. */
+static bool rewrite_runs(struct bucketing *b, struct dt_pass_ctx *ctx,
+			 const struct run *runs, uint32_t nruns, bool remarks)
+{
+	uint32_t count = b->nodes_before;
+	/* member wait (or moved cat) -> the node standing for it */
+	uint32_t *replaced = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
+	bool changed = false;
+	for (uint32_t i = 0; i < nruns; i++) {
+		uint32_t merged = 0;
+		if (runs[i].merge)
+			merged = dt_bucket_rewrite(ctx, &b->members.data[runs[i].first],
+						   runs[i].count, replaced);
+		if (remarks)
+			remark_run(b, &runs[i], merged);
+		changed |= merged != 0;
+	}
+	if (changed)
+		dt_bucket_finish(ctx, replaced, count);
 	return changed;
+}
+
+/* The memory plan's peak with the runs to merge merged (a trial on a
+ * copy). */
+static double trial_peak(struct bucketing *b, const struct run *runs,
+			 uint32_t nruns)
+{
+	struct dt_pass_ctx trial;
+	struct dt_diag quiet;
+	dt_memory_trial_begin(&trial, &quiet, b->ctx);
+	rewrite_runs(b, &trial, runs, nruns, false);
+	return dt_memory_trial_end(&trial);
+}
+
+/* Under --memory-budget (memory_guard.h): when the runs all merged would
+ * hold more than the guard's bound, each run to merge is cut again, in
+ * graph order, into the longest runs that keep the program (with the runs
+ * kept before) within the bound: a member that fits with no next one stays
+ * alone. Trials: about one per member of the runs to merge. */
+static void fit_budget(struct bucketing *b, run_vec *runs)
+{
+	struct dt_memory_guard g;
+	bool any = false;
+	for (uint32_t i = 0; i < runs->len; i++)
+		any |= runs->data[i].merge;
+	if (!any || !dt_memory_guard_init(&g, b->ctx) ||
+	    trial_peak(b, runs->data, runs->len) <= g.bound)
+		return;
+	b->memory_bound = g.bound;
+	run_vec fitted = {0};
+	for (uint32_t i = 0; i < runs->len; i++) {
+		struct run r = runs->data[i];
+		if (!r.merge) {
+			dt_vec_push(&fitted, r);
+			continue;
+		}
+		double over = 0; /* the last peak over the bound */
+		for (uint32_t at = r.first, end = r.first + r.count; at < end;) {
+			/* a last member left alone: by the guard */
+			struct run best = {.bucket = r.bucket, .first = at,
+					   .count = 1, .peak = over};
+			for (uint32_t n = 2; at + n <= end; n++) {
+				struct run longer = {.bucket = r.bucket, .first = at,
+						     .count = n, .merge = true};
+				dt_vec_push(&fitted, longer);
+				double peak = trial_peak(b, fitted.data, fitted.len);
+				fitted.len--;
+				if (peak > g.bound) {
+					best.peak = over = peak;
+					break;
+				}
+				best.count = n;
+				best.merge = true;
+				best.peak = 0;
+			}
+			dt_vec_push(&fitted, best);
+			at += best.count;
+		}
+	}
+	dt_vec_free(runs);
+	*runs = fitted;
 }
 
 /* ------------------------------------------------------------------ */
@@ -635,6 +759,7 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 	b.limit = ctx->options->bucket_bytes > 0 ? (double)ctx->options->bucket_bytes
 						 : DEFAULT_BUCKET_BYTES;
 	uint32_t count = m->nodes.len;
+	b.nodes_before = count;
 	dt_uses_fill(&b.uses, m);
 	b.reads = dt_arena_alloc(ctx->scratch,
 				 (size_t)count * MAX_KEYS * sizeof(uint32_t));
@@ -644,23 +769,16 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 	b.topo = ctx->options->topology ? ctx->options->topology : &m->topology;
 	form_buckets(&b);
 	dt_uses_fini(&b.uses);
-	/* member wait (or moved cat) -> the node standing for it */
-	uint32_t *replaced = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
-	bool changed = false;
-	for (uint32_t i = 0; i < b.buckets.len; i++) {
-		const struct bucket *bk = &b.buckets.data[i];
-		if (bk->count == 1) {
-			remark_alone(&b, bk);
-			continue;
-		}
-		changed |= rewrite_runs(&b, bk, replaced);
-	}
+	run_vec runs = {0};
+	for (uint32_t i = 0; i < b.buckets.len; i++)
+		cut_runs(&b, i, &runs);
+	fit_budget(&b, &runs);
+	bool changed = rewrite_runs(&b, ctx, runs.data, runs.len, true);
 	if (changed && m->rank >= 0 && !ctx->options->force_fusion)
 		dt_diag_report(ctx->diag, DT_REMARK, m->file, 0, "bucket-collectives",
 			       "buckets of a per-rank graph (rank %d) are not cut by the cost model: each rank's compute may differ, and every rank must bucket alike",
 			       (int)m->rank);
-	if (changed)
-		dt_bucket_finish(ctx, replaced, count);
+	dt_vec_free(&runs);
 	dt_vec_free(&b.members);
 	dt_vec_free(&b.buckets);
 	return DT_OK;

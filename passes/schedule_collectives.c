@@ -22,15 +22,18 @@
  * beyond the written order (each collective's input + output, each early
  * copy's result) stay within --overlap-bytes (default 64 MiB); a move that
  * would exceed it waits for room, or stays put (the pass's remark counts
- * them).
+ * them). Under --memory-budget the limit is lowered until the program's
+ * memory plan stays within the budget (memory_guard.h; remark
+ * schedule-collectives:memory).
  *
  * Requires: VERIFIED, SHAPES (for the bytes). Preserves: both (only the
  * order changes).
  * O(nodes + uses) plus the retries of moves held back by the limit.
  */
 #include "cost_model.h"
-#include "passes.h"
+#include "memory_guard.h"
 
+#include <math.h>
 #include <string.h>
 
 #define DEFAULT_OVERLAP_BYTES (64 << 20)
@@ -292,13 +295,13 @@ static void walk(struct sched *s)
 		emit_pending_input(s, s->order[p]);
 }
 
-static int run_schedule_collectives(struct dt_pass_ctx *ctx)
+/* Reorder ctx->m keeping at most `limit` bytes alive beyond the written
+ * order. */
+static void schedule(struct dt_pass_ctx *ctx, double limit)
 {
 	struct dt_module *m = ctx->m;
 	struct dt_arena *a = ctx->scratch;
-	struct sched s = {.ctx = ctx, .m = m};
-	s.limit = ctx->options->overlap_bytes > 0 ? (double)ctx->options->overlap_bytes
-						  : DEFAULT_OVERLAP_BYTES;
+	struct sched s = {.ctx = ctx, .m = m, .limit = limit};
 	uint32_t count = m->nodes.len, output = 0;
 	s.order = dt_arena_alloc(a, count * sizeof(uint32_t));
 	s.out = dt_arena_alloc(a, count * sizeof(uint32_t));
@@ -351,6 +354,53 @@ static int run_schedule_collectives(struct dt_pass_ctx *ctx)
 			       s.moved_up, s.ncolls, s.moved_down, s.held, s.limit);
 	dt_uses_fini(&s.uses);
 	dt_vec_free(&s.ready);
+}
+
+/* The peak of ctx's module scheduled within `limit` (a trial). */
+static double scheduled_peak(const struct dt_pass_ctx *ctx, double limit)
+{
+	struct dt_pass_ctx trial;
+	struct dt_diag quiet;
+	dt_memory_trial_begin(&trial, &quiet, ctx);
+	schedule(&trial, limit);
+	return dt_memory_trial_end(&trial);
+}
+
+/* Under --memory-budget the overlap limit is bisected down to the most
+ * whose schedule keeps the memory plan within the guard's bound (more
+ * overlap holds more, so the peak grows with the limit; the written order
+ * is the limit 0); the pass does nothing where even that exceeds it. */
+static int run_schedule_collectives(struct dt_pass_ctx *ctx)
+{
+	double limit = ctx->options->overlap_bytes > 0
+			       ? (double)ctx->options->overlap_bytes
+			       : DEFAULT_OVERLAP_BYTES;
+	struct dt_memory_guard g;
+	double full;
+	if (!dt_memory_guard_init(&g, ctx) ||
+	    (full = scheduled_peak(ctx, limit)) <= g.bound) {
+		schedule(ctx, limit);
+		return DT_OK;
+	}
+	double lo = 0, hi = limit;
+	while (hi - lo > 64) {
+		double mid = floor((lo + hi) / 2);
+		if (scheduled_peak(ctx, mid) <= g.bound)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	bool fits = lo > 0 || scheduled_peak(ctx, 0) <= g.bound;
+	char kept[64] = "off";
+	if (fits)
+		snprintf(kept, sizeof kept, "limited to %.0f bytes", lo);
+	dt_diag_report(ctx->diag, DT_REMARK, ctx->m->file, 0,
+		       "schedule-collectives:memory",
+		       "--memory-budget %lld: overlap %s (within %.0f bytes the program would hold %.0f bytes at its peak, over %.0f)",
+		       (long long)ctx->options->memory_budget, kept, limit,
+		       full, g.bound);
+	if (fits)
+		schedule(ctx, lo);
 	return DT_OK;
 }
 

@@ -607,6 +607,34 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 	return rc;
 }
 
+int dt_memory_plan(struct dt_module *m, struct dt_diag *d, size_t *peak,
+		   int *rank, uint32_t *at)
+{
+	const struct dt_mesh *which;
+	int world = (int)dt_required_world(m, &which);
+	int first = m->rank >= 0 ? (int)m->rank : 0;
+	int last = m->rank >= 0 ? (int)m->rank : (world > 0 ? world - 1 : 0);
+	*peak = 0;
+	*rank = first;
+	*at = 0;
+	for (int r = first; r <= last; r++) {
+		struct dt_backend b = {.ops = &measure_ops, .rank = r,
+				       .world_size = world > 0 ? world : 1,
+				       .diag = d};
+		size_t got;
+		uint32_t node;
+		int rc = dt_interpret_peak(m, &b, &got, &node);
+		if (rc != DT_OK)
+			return rc;
+		if (got > *peak) {
+			*peak = got;
+			*rank = r;
+			*at = node;
+		}
+	}
+	return DT_OK;
+}
+
 int dt_interpret(struct dt_module *m, struct dt_backend *b,
 		 const struct dt_run_options *opt, struct dt_run_result *out)
 {

@@ -7,6 +7,7 @@
 #include "opt_output.h"
 #include "passes.h"
 #include "redistribute.h"
+#include "runtime.h"
 #include "sharding.h"
 
 #include <errno.h>
@@ -162,29 +163,44 @@ static struct dt_module *fill_before(const struct dt_module *m,
 				     const struct dt_topology *t,
 				     struct dt_comm_table *before)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int rc = dt_write_stream(m, f);
-	fclose(f);
 	struct dt_diag quiet;
 	dt_diag_init(&quiet);
 	quiet.emit = discard;
-	struct dt_read_options ropt = {.allow_unknown_targets = true};
-	struct dt_module *copy = NULL;
-	if (rc == DT_OK)
-		rc = dt_read_memory(text, len, m->file, &ropt, &quiet, &copy);
-	free(text);
+	struct dt_module *copy = dt_module_clone(m);
 	struct dt_pipeline p;
 	struct dt_pipeline_options popt = {0};
 	DT_REQUIRE(dt_pipeline_parse(&p, "shape-infer", &quiet) == DT_OK);
-	if (rc == DT_OK && dt_pipeline_run(copy, &p, &popt, &quiet) == DT_OK) {
+	if (dt_pipeline_run(copy, &p, &popt, &quiet) == DT_OK) {
 		dt_comm_table_fill(before, copy, t);
 		return copy;
 	}
 	dt_module_destroy(copy);
 	dt_comm_table_fill(before, m, t);
 	return NULL;
+}
+
+/* The per-rank peak --report prints: a local-view module's memory plan as
+ * the interpreter runs it (values and collective buffers, the most any
+ * rank holds: dt_memory_plan), a global-view module's liveness estimate
+ * (each value's largest shard, dt_memory_peak), or that estimate when
+ * the plan cannot be made. */
+static double report_peak(struct dt_module *m, uint32_t *at)
+{
+	if (m->view == DT_VIEW_LOCAL) {
+		struct dt_diag quiet;
+		dt_diag_init(&quiet);
+		quiet.emit = discard;
+		size_t peak;
+		int rank;
+		if (dt_memory_plan(m, &quiet, &peak, &rank, at) == DT_OK)
+			return (double)peak;
+	}
+	return dt_memory_peak(m, at);
+}
+
+static const char *peak_kind(enum dt_view v)
+{
+	return v == DT_VIEW_LOCAL ? "as run" : "liveness estimate";
 }
 
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
@@ -213,9 +229,10 @@ static int optimize(const struct opt_job *job, const char *output)
 	struct dt_module *shaped = NULL;
 	uint32_t at_before = 0, at_after = 0;
 	double peak_before = 0;
+	enum dt_view view_before = (enum dt_view)m->view;
 	if (job->report != FORM_NONE) {
 		shaped = fill_before(m, &topology, &before);
-		peak_before = dt_memory_peak(shaped ? shaped : m, &at_before);
+		peak_before = report_peak(shaped ? shaped : m, &at_before);
 	}
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
@@ -223,7 +240,7 @@ static int optimize(const struct opt_job *job, const char *output)
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
 		dt_comm_table_fill(&after, m, &topology);
-		double peak_after = dt_memory_peak(m, &at_after);
+		double peak_after = report_peak(m, &at_after);
 		if (job->report == FORM_JSON) {
 			dt_comm_report_print_json(&before, &after, stderr);
 			fprintf(stderr, "{\"memory\": {\"peak_before\": %.0f, "
@@ -234,9 +251,10 @@ static int optimize(const struct opt_job *job, const char *output)
 			dt_comm_report_print(&before, &after, stderr);
 			dt_format_bytes(peak_before, a, sizeof a);
 			dt_format_bytes(peak_after, b, sizeof b);
-			fprintf(stderr, "peak per-rank memory (liveness estimate): "
-					"%s -> %s (at '%s')\n",
-				a, b, dt_str_get(m, dt_node_get(m, at_after)->name));
+			fprintf(stderr, "peak per-rank memory: %s (%s) -> %s (%s) "
+					"(at '%s')\n",
+				a, peak_kind(view_before), b, peak_kind(m->view),
+				dt_str_get(m, dt_node_get(m, at_after)->name));
 		}
 	}
 	dt_comm_table_fini(&before);

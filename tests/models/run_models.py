@@ -42,10 +42,13 @@ meet it on every configuration yet).
 --budget-from-expert lowers the expert's plan first and gives dtopt's
 search its per-rank peak as --memory-budget: the expert keeps per-rank
 memory down (weights sharded), which a time-only search at these sizes
-trades for fewer bytes moved. --memory adds a table of the whole-graph
-search's usage estimate of each plan (dtopt's and the expert's, the peak of
-the `shard-prop:global` remark) against the interpreter's measured per-rank
-peak (rank 0's `values N bytes at peak` of `run --summary`), and the ratio.
+trades for fewer bytes moved. Stage `budget` then requires dtopt's program
+to fit it. Every peak is the program's memory plan as the interpreter runs
+it (`opt --report`'s peak after: values and collective buffers, the most
+any rank holds). --memory adds a table of the whole-graph search's usage
+estimate of each plan (dtopt's and the expert's, the peak of the
+`shard-prop:global` remark) against the peak measured by running it (rank
+0's `N bytes in all` of `run --summary`), and the ratio.
 
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
@@ -84,7 +87,8 @@ import experts  # noqa: E402
 import fx_export  # noqa: E402
 import models  # noqa: E402
 
-STAGES = ("export", "verify", "spmd", "lower", "pins", "check-reference",
+STAGES = ("export", "verify", "spmd", "lower", "budget", "pins",
+          "check-reference",
           "check", "eager", "expert-export", "expert-lower", "expert-plan",
           "expert-check-reference", "expert-check", "expert-space")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
@@ -157,8 +161,9 @@ UNBUCKETED_PIPELINE = ("verify,shape-infer,shard-prop,lower-redistribute,"
 
 
 def peak_after(out):
-    """The liveness estimate of the per-rank peak after the passes (bytes)
-    from the `--report=json` memory line of `out`, None without one."""
+    """The per-rank peak of the program the passes wrote, as the
+    interpreter runs it (bytes), from the `--report=json` memory line of
+    `out`, None without one."""
     for ln in out.splitlines():
         if ln.startswith('{"memory"'):
             return int(json.loads(ln)["memory"]["peak_after"])
@@ -173,10 +178,11 @@ def global_estimate(out):
 
 
 def measured_peak(mpirun, low):
-    """Rank 0's values at peak (bytes) of a plain `run --summary` of the
-    lowered graph `low`, None when it does not run."""
+    """Rank 0's memory at peak (bytes: values and collective buffers) of a
+    plain `run --summary` of the lowered graph `low`, None when it does not
+    run."""
     rc, out = run(mpirun + ["--summary", low])
-    m = re.search(r"memory: values (\d+) bytes at peak", out)
+    m = re.search(r"(\d+) bytes in all", out)
     return int(m.group(1)) if rc == 0 and m else None
 
 
@@ -351,6 +357,10 @@ def run_config(a, model, placement, gm, inputs, expected):
                      else "no plan keeps every expert pin")
         res.collectives, res.bytes, res.time_us = report(out)
         res.peak = peak_after(out)
+        if res.budget is not None:
+            res.done("budget", res.peak is not None and
+                     res.peak <= res.budget, "peak %s bytes per rank over "
+                     "the budget %d" % (res.peak, res.budget))
         if a.memory:
             res.estimate = global_estimate(out)
             res.measured = measured_peak(mpirun[:-1], low)

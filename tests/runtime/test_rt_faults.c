@@ -76,6 +76,39 @@ static void test_peak_plan(void **state)
 	}
 }
 
+/* dt_memory_plan walks the ranks a module runs on: every rank of an SPMD
+ * graph's world (the 4 of a mesh naming its devices out of order), only R
+ * of a rank="R" graph; each rank's plan is dt_interpret_peak's (staged's
+ * 72 B at ar on every rank). */
+static void test_memory_plan(void **state)
+{
+	(void)state;
+	static const char spmd[] =
+	    "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" "
+	    "view=\"local\">\n<mesh name=\"m\" shape=\"2 2\" dims=\"a b\" "
+	    "devices=\"3 2 1 0\"/><group name=\"ga\" mesh=\"m\" dims=\"a\"/>\n"
+	    PH("x", "3 2", "2 1")
+	    CALL("t", "aten.t.default", "<arg node=\"x\"/>")
+	    AR("ar", "t", "sum", "ga") WAIT("w", "ar")
+	    CALL("n", "aten.neg.default", "<arg node=\"w\"/>")
+	    OUT("n") "</dtopt-graph>\n";
+	struct rt_diag r;
+	rt_diag_init(&r);
+	struct dt_module *m = rt_load(&r, spmd);
+	size_t peak;
+	int rank;
+	uint32_t at;
+	assert_int_equal(dt_memory_plan(m, &r.d, &peak, &rank, &at), DT_OK);
+	assert_int_equal(peak, 72);
+	assert_int_equal(rank, 0); /* every rank alike: the first */
+	assert_ptr_equal(dt_node_get(m, at), rt_node(m, "ar"));
+	m->rank = 3;
+	assert_int_equal(dt_memory_plan(m, &r.d, &peak, &rank, &at), DT_OK);
+	assert_int_equal(rank, 3);
+	assert_int_equal(peak, 72);
+	dt_module_destroy(m);
+}
+
 /* Kernels with scratch: mm (x, y, the product), softmax (2 rows) and
  * cumsum (1): 6 scratch allocations besides the buffers. */
 static const char scratch[] = LOCAL(PH("x", "3 2", "2 1") PH("y", "2 4", "4 1")
@@ -227,6 +260,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_peak_plan, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_memory_plan, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_allocation_failures, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_sequence, rt_setup, rt_teardown),
 		cmocka_unit_test(test_poll),

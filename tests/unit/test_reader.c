@@ -214,6 +214,61 @@ static void test_refusals(void **state)
 	}
 }
 
+/* The text dt_write_stream writes of m (caller frees). */
+static char *written(const struct dt_module *m)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(dt_write_stream(m, f), DT_OK);
+	fclose(f);
+	return text;
+}
+
+/* A clone writes what its original writes, and shares nothing with it:
+ * renaming a node of the clone leaves the original as it was, and the
+ * clone outlives the original (device list and constant bytes copied). */
+static void test_clone(void **state)
+{
+	(void)state;
+	const char doc[] =
+	    "<dtopt-graph version=\"1.1\" name=\"c\" view=\"local\">\n"
+	    "<mesh name=\"world\" shape=\"2 2\" dims=\"dp tp\" "
+	    "devices=\"3 2 1 0\"/>\n"
+	    "<group name=\"dp\" mesh=\"world\" dims=\"dp\"/>\n"
+	    "<node name=\"x\" op=\"placeholder\"><tensor dtype=\"float32\" "
+	    "shape=\"2\"/></node>\n"
+	    "<node name=\"w\" op=\"get_attr\" target=\"layer.w\"><tensor "
+	    "dtype=\"float32\" shape=\"2\"/><data base64=\"AACAPwAAAEA=\"/>"
+	    "</node>\n"
+	    "<node name=\"y\" op=\"call_function\" target=\"aten.mul.Tensor\">"
+	    "<arg node=\"x\"/><arg node=\"w\"/></node>\n"
+	    "<node name=\"output\" op=\"output\"><arg nodes=\"y\"/></node>\n"
+	    "</dtopt-graph>\n";
+	struct dt_diag d;
+	dt_diag_init(&d);
+	struct dt_module *m = NULL;
+	assert_int_equal(dt_read_memory(doc, strlen(doc), "t.xml", NULL, &d, &m),
+			 DT_OK);
+	struct dt_module *c = dt_module_clone(m);
+	char *before = written(m), *copy = written(c);
+	assert_string_equal(copy, before);
+	free(copy);
+	uint32_t y = dt_module_find_node(c, dt_str_intern(c, "y"));
+	dt_node_get(c, y)->name = dt_str_intern(c, "renamed");
+	char *after = written(m);
+	assert_string_equal(after, before);
+	free(after);
+	dt_module_destroy(m);
+	copy = written(c);
+	assert_non_null(strstr(copy, "devices=\"3 2 1 0\""));
+	assert_non_null(strstr(copy, "AACAPwAAAEA="));
+	assert_non_null(strstr(copy, "name=\"renamed\""));
+	free(copy);
+	free(before);
+	dt_module_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +276,7 @@ int main(void)
 	    cmocka_unit_test(test_lines_past_65535),
 	    cmocka_unit_test(test_values),
 	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_clone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
