@@ -582,6 +582,10 @@ static void remark_cut(struct bucketing *b, const struct bucket *bk,
 struct run {
 	uint32_t bucket, first, count;
 	bool merge;   /* two or more members, and the memory guard agrees */
+	bool together; /* all_gather: copy every member out at the first
+			  member's reader (copy_out_together), which brought
+			  the program's peak from `apart` bytes to `joined` */
+	double apart, joined;
 	double peak;  /* the guard ended the run here: the peak the program
 			 would reach with the next member in it (0: not) */
 };
@@ -651,6 +655,10 @@ static void remark_run(struct bucketing *b, const struct run *r,
 	const struct dt_bucket_member *first = &b->members.data[r->first];
 	if (merged)
 		remark_bucket(b, &run, merged);
+	if (merged && r->together)
+		remark(b, first->coll, "copies",
+		       "the members of %s are copied out of it together, where the first is read: the program's peak falls from %.0f to %.0f bytes per rank (copied each where it is read, they keep the flat result alive until the last is)",
+		       name_of(b->m, merged), r->apart, r->joined);
 	else if (bk->count == 1)
 		remark_alone(b, bk);
 	else if (!r->peak)
@@ -665,6 +673,33 @@ static void remark_run(struct bucketing *b, const struct run *r,
 		       (long long)b->ctx->options->memory_budget);
 }
 
+/* The members of a merged all_gather are copied out of its flat result
+ * each where the graph first reads it (the reorder puts them there), and
+ * the flat result lives until the last is: from the first member's reader
+ * on the program holds the gathered bytes twice until then. Moving every
+ * copy (the nodes made for the members' results, ids parts[0] ..
+ * parts[1], each reading only the merged result or another of them) to
+ * just before the first non-copy node after the earliest of them frees
+ * the flat result there instead, at the cost of holding every copy from
+ * there on: which is less depends on the graph (choose_copies). */
+static void copy_out_together(struct dt_module *m, const uint32_t parts[2])
+{
+	uint32_t anchor = 0;
+	dt_foreach_node(m, id) {
+		bool part = id >= parts[0] && id <= parts[1];
+		if (part && !anchor)
+			anchor = id;
+		else if (anchor && !part) {
+			anchor = id;
+			break;
+		}
+	}
+	for (uint32_t id = parts[0]; id <= parts[1]; id++) {
+		dt_graph_remove(m, id);
+		dt_graph_insert_before(m, id, anchor);
+	}
+}
+
 /* Rewrite the runs to merge on ctx's module (b's, or a trial's copy of
  * it, whose node ids are b's), remarking every run in graph order when
  * `remarks`. Returns whether anything changed. */
@@ -674,18 +709,23 @@ static bool rewrite_runs(struct bucketing *b, struct dt_pass_ctx *ctx,
 	uint32_t count = b->nodes_before;
 	/* member wait (or moved cat) -> the node standing for it */
 	uint32_t *replaced = dt_arena_alloc(ctx->scratch, count * sizeof(uint32_t));
+	uint32_t (*parts)[2] = dt_arena_alloc(ctx->scratch,
+					      (nruns + 1) * sizeof *parts);
 	bool changed = false;
 	for (uint32_t i = 0; i < nruns; i++) {
 		uint32_t merged = 0;
 		if (runs[i].merge)
 			merged = dt_bucket_rewrite(ctx, &b->members.data[runs[i].first],
-						   runs[i].count, replaced);
+						   runs[i].count, replaced, parts[i]);
 		if (remarks)
 			remark_run(b, &runs[i], merged);
 		changed |= merged != 0;
 	}
 	if (changed)
 		dt_bucket_finish(ctx, replaced, count);
+	for (uint32_t i = 0; i < nruns; i++)
+		if (runs[i].merge && runs[i].together)
+			copy_out_together(ctx->m, parts[i]);
 	return changed;
 }
 
@@ -699,6 +739,29 @@ static double trial_peak(struct bucketing *b, const struct run *runs,
 	dt_memory_trial_begin(&trial, &quiet, b->ctx);
 	rewrite_runs(b, &trial, runs, nruns, false);
 	return dt_memory_trial_end(&trial);
+}
+
+/* Per merged all_gather run, in graph order, whether copying its members
+ * out together (copy_out_together) lowers the program's peak as the
+ * interpreter runs it, the runs before decided: kept where it does. */
+static void choose_copies(struct bucketing *b, struct run *runs, uint32_t nruns)
+{
+	double best = -1;
+	for (uint32_t i = 0; i < nruns; i++) {
+		if (!runs[i].merge || dt_node_get(b->m, b->members.data[runs[i].first].coll)
+					      ->op != DT_OP_ALL_GATHER)
+			continue;
+		if (best < 0)
+			best = trial_peak(b, runs, nruns);
+		runs[i].together = true;
+		double peak = trial_peak(b, runs, nruns);
+		if (peak < best) {
+			runs[i].apart = best;
+			runs[i].joined = best = peak;
+		} else {
+			runs[i].together = false;
+		}
+	}
 }
 
 /* Under --memory-budget (memory_guard.h): when the runs all merged would
@@ -727,10 +790,12 @@ static void fit_budget(struct bucketing *b, run_vec *runs)
 		for (uint32_t at = r.first, end = r.first + r.count; at < end;) {
 			/* a last member left alone: by the guard */
 			struct run best = {.bucket = r.bucket, .first = at,
-					   .count = 1, .peak = over};
+					   .count = 1, .peak = over,
+					   .together = r.together};
 			for (uint32_t n = 2; at + n <= end; n++) {
 				struct run longer = {.bucket = r.bucket, .first = at,
-						     .count = n, .merge = true};
+						     .count = n, .merge = true,
+						     .together = r.together};
 				dt_vec_push(&fitted, longer);
 				double peak = trial_peak(b, fitted.data, fitted.len);
 				fitted.len--;
@@ -772,6 +837,8 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 	run_vec runs = {0};
 	for (uint32_t i = 0; i < b.buckets.len; i++)
 		cut_runs(&b, i, &runs);
+	if (m->view == DT_VIEW_LOCAL)
+		choose_copies(&b, runs.data, runs.len);
 	fit_budget(&b, &runs);
 	bool changed = rewrite_runs(&b, ctx, runs.data, runs.len, true);
 	if (changed && m->rank >= 0 && !ctx->options->force_fusion)

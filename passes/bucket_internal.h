@@ -53,11 +53,13 @@ uint32_t dt_bucket_cut(const double *ready, const double *bytes,
  * collective over a flat buffer, inserted before the last member's
  * collective; the members' collectives and waits (and a moved member's
  * chunk, getitems and cat) leave the graph. replaced[w] becomes the node
- * that stands for each member's wait (or moved cat) w. Returns the merged
- * collective. */
+ * that stands for each member's wait (or moved cat) w. The nodes made for
+ * the members' results (each a narrow of the merged result, then what
+ * gives it its shape; nothing else reads the merged result) are the ids
+ * parts[0] .. parts[1]. Returns the merged collective. */
 uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 			   const struct dt_bucket_member *members,
-			   uint32_t count, uint32_t *replaced);
+			   uint32_t count, uint32_t *replaced, uint32_t parts[2]);
 
 /* After the rewrites: every use of a node id < nold with replaced[id] set
  * reads the replacement, the graph is reordered so that every node follows

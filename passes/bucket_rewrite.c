@@ -181,7 +181,7 @@ static void remove_move(struct dt_module *m, const struct dt_bucket_member *mb)
 
 uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 			   const struct dt_bucket_member *members, uint32_t count,
-			   uint32_t *replaced)
+			   uint32_t *replaced, uint32_t parts[2])
 {
 	struct dt_module *m = ctx->m;
 	const struct dt_bucket_member *first = &members[0];
@@ -241,6 +241,7 @@ uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 		all = emit_view(&e, DT_OP_VIEW, wait, rows, 2, "rows");
 	}
 	/* Each member's result: a narrow of its run, then its shape. */
+	parts[0] = m->nodes.len;
 	int64_t off = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		const struct dt_bucket_member *mb = &members[i];
@@ -269,6 +270,7 @@ uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 		adopt(m, r, stands_for);
 		replaced[stands_for] = r;
 	}
+	parts[1] = m->nodes.len - 1;
 	for (uint32_t i = 0; i < count; i++) {
 		const struct dt_bucket_member *mb = &members[i];
 		if (mb->moved)
