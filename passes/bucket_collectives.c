@@ -653,16 +653,17 @@ static void remark_run(struct bucketing *b, const struct run *r,
 	struct bucket run = run_bucket(b, r);
 	const struct bucket *bk = &b->buckets.data[r->bucket];
 	const struct dt_bucket_member *first = &b->members.data[r->first];
-	if (merged)
+	if (merged) {
 		remark_bucket(b, &run, merged);
-	if (merged && r->together)
-		remark(b, first->coll, "copies",
-		       "the members of %s are copied out of it together, where the first is read: the program's peak falls from %.0f to %.0f bytes per rank (copied each where it is read, they keep the flat result alive until the last is)",
-		       name_of(b->m, merged), r->apart, r->joined);
-	else if (bk->count == 1)
+		if (r->together)
+			remark(b, first->coll, "copies",
+			       "the members of %s are copied out of it together, where the first is read: the program's peak falls from %.0f to %.0f bytes per rank (copied each where it is read, they keep the flat result alive until the last is)",
+			       name_of(b->m, merged), r->apart, r->joined);
+	} else if (bk->count == 1) {
 		remark_alone(b, bk);
-	else if (!r->peak)
+	} else if (!r->peak) {
 		remark_cut(b, bk, first);
+	}
 	if (r->peak)
 		remark(b, first->coll, "memory",
 		       "%s %s%s: merged with a neighbour in its bucket the program would hold %.0f bytes per rank at its peak, over %.0f (--memory-budget %lld, or the peak before bucketing)",

@@ -273,7 +273,7 @@ static int optimize(const struct opt_job *job, const char *output)
 }
 
 /* An output path with {rank}: lower once per rank of the graph's only
- * mesh, reloading the input for each (there is no module clone), and write
+ * mesh, reloading the input for each (optimize loads what it lowers), and write
  * one graph per rank. Returns an exit code. */
 static int optimize_per_rank(struct opt_job *job, const char *output,
 			     const char *rank_at)
