@@ -100,6 +100,26 @@ static bool check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *
 	return true;
 }
 
+uint32_t dt_shard_global_closed_pin(const struct dt_shard_problem *pr,
+				    const struct dt_module *m,
+				    const uint8_t *widened)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	for (int32_t k = 0; k < p->nedges; k++) {
+		if (dt_solve_edge_open(p, k))
+			continue;
+		const struct dt_solve_edge *e = &p->edges[k];
+		uint32_t ends[2] = {pr->pnodes.data[e->to].node,
+				    pr->pnodes.data[e->from].node};
+		for (int i = 0; i < 2; i++)
+			if (dt_node_sharding(m, dt_node_get(m, ends[i])) &&
+			    !widened[ends[i]])
+				return ends[i];
+		return 0;
+	}
+	return 0;
+}
+
 /* The peak over time of every node's least usage, the node live at the
  * peak with the largest share in *at: no plan uses less. */
 static int64_t smallest_footprint(const struct dt_solve_problem *p,

@@ -80,6 +80,7 @@ struct builder {
 	DT_VEC(uint8_t) keep;
 	uint32_t prune_first;                 /* its first entry of inputs */
 	const struct dt_placements *hint;     /* per graph node, or NULL */
+	const uint8_t *widen;                 /* per graph node, or NULL */
 	bool pin_only;                        /* take only strategies giving
 						 the node's pin or reducing
 						 to it */
@@ -420,9 +421,9 @@ static int add_call(struct builder *b, uint32_t id)
 	pin_results(b, n, pin != NULL);
 	/* A pinned node: the strategies giving its pin or reaching it by
 	 * reductions (a weight gradient's P(sum) and its all-reduce, which
-	 * joins a bucket: the data-parallel plan), with the move; else
-	 * every one with its move to the pin. */
-	b->pin_only = pin != NULL;
+	 * joins a bucket: the data-parallel plan), with the move; else (or
+	 * widened) every one with its move to the pin. */
+	b->pin_only = pin != NULL && !(b->widen && b->widen[id]);
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {
 		/* Too many to weigh: the problem is too large, as with too
@@ -660,6 +661,7 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 				      .create_groups = o->create_groups,
 				      .redistribute = o->redistribute},
 			    .hint = o->hint,
+			    .widen = o->widen,
 			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;
