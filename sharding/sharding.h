@@ -459,6 +459,9 @@ struct dt_shard_pnode {
 				reductions alone (P(sum|avg) where the pin
 				has R or S), paying the move, or when none
 				does, every one paying the move there */
+	bool carries;        /* a pinned view holding its base's bytes
+				whatever its strategy (problem_usage.c's
+				carried_view()): aliases nothing */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy
