@@ -283,6 +283,67 @@ static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
 	pr->solve.nodes[base].end = b->pos[c] + 1;
 }
 
+/* A node of several results holds the buffers of those it does not
+ * publish over one interval, though each lives to its own getitems'
+ * last reader (a layer norm's output read soon, its mean and rstd kept
+ * for the backward): the interval ends at the end among theirs that
+ * misses the fewest byte-positions (per-rank bytes under strategy 0 ×
+ * positions counted wrongly), the later ties winning. */
+static void several_results(const struct usage_builder *b,
+			    const uint32_t *published, const uint32_t *ends)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_module *m = b->m;
+	uint32_t *first = dt_calloc((size_t)pr->pnodes.len + 1, sizeof *first);
+	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+		first[k + 1] = first[k] + pr->pnodes.data[k].nout;
+	uint32_t *rend = dt_calloc((size_t)first[pr->pnodes.len] + 1,
+				   sizeof *rend);
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *g = dt_node_get(m, id);
+		uint32_t k = pr->of_node.data[id], r = pr->result.data[id];
+		if (g->op != DT_OP_GETITEM || k == NONE ||
+		    pr->publish.data[id] != NONE || r >= pr->pnodes.data[k].nout)
+			continue;
+		if (ends[id] > rend[first[k] + r])
+			rend[first[k] + r] = ends[id];
+	}
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		if (n->nout < 2 || n->kind == DT_PNODE_PUBLISH ||
+		    n->kind == DT_PNODE_COPY || n->kind == DT_PNODE_BUCKET)
+			continue;
+		const struct dt_node *g = dt_node_get(m, n->node);
+		const struct dt_placements *pl = dt_shard_problem_pl(pr, k, 0);
+		int64_t best = -1;
+		for (uint32_t c = 0; c < n->nout; c++) {
+			int64_t e = rend[first[k] + c] ? rend[first[k] + c]
+						       : sn->start + 1;
+			double miss = 0;
+			for (uint32_t r = 0; r < n->nout && r < 32; r++) {
+				if (published[k] >> r & 1)
+					continue;
+				int64_t f = rend[first[k] + r]
+						? rend[first[k] + r]
+						: sn->start + 1;
+				miss += value_bytes(m, n->mesh, g, r,
+						    n->pinned && r == 0 ? &n->pin
+									: &pl[r]) *
+					(double)(f > e ? f - e : e - f);
+			}
+			if (best < 0 || miss < (double)best ||
+			    (miss == (double)best && e > sn->end)) {
+				best = (int64_t)miss;
+				sn->end = e;
+			}
+		}
+	}
+	dt_free(rend);
+	dt_free(first);
+}
+
 void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
 			  const struct dt_shard_edges *e, const uint32_t *pos,
 			  uint32_t npos)
@@ -319,16 +380,13 @@ void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
 				memset(sn->usage, 0, (size_t)sn->nstrategies *
 							 sizeof *sn->usage);
 		} else if (n->kind == DT_PNODE_COPY) {
-			const struct dt_shard_pnode *from = &pr->pnodes.data[
-			    b->edges->copies.data[k - b->edges->first_copy].producer];
+			/* A graph input's move too is made at its reader, as
+			 * lowering emits it (bucket-collectives, which would
+			 * issue it at the start, comes later). */
 			if (!dt_shard_aliases(pr, m, n->node))
 				sn->end = sn->start + 1;
 			else
 				sole_view(b, &u, k);
-			/* A graph input's move joins the bucket issued at the
-			 * start, which holds the copy from there. */
-			if (dt_shard_edges_source_bucketed(b->edges, from))
-				sn->start = b->pos[from->node];
 		} else {
 			if (g->ntensors > 1) /* its getitems' below */
 				sn->end = sn->start + 1;
@@ -339,19 +397,7 @@ void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
 	}
 	for (uint32_t q = e->first_copy; q < e->first_copy + e->copies.len; q++)
 		carried_copy(b, &u, q);
-	/* A node of several results lives as long as its getitems'
-	 * buffers it holds. */
-	dt_foreach_node(m, id)
-	{
-		const struct dt_node *g = dt_node_get(m, id);
-		uint32_t k = pr->of_node.data[id];
-		if (g->op != DT_OP_GETITEM || k == NONE ||
-		    pr->publish.data[id] != NONE)
-			continue;
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (ends[id] > sn->end)
-			sn->end = ends[id];
-	}
+	several_results(b, published, ends);
 	dt_uses_fini(&u);
 	dt_free(published);
 	dt_free(ends);
