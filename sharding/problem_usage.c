@@ -22,7 +22,8 @@
 struct usage_builder {
 	struct dt_shard_problem *pr;
 	struct dt_module *m;
-	const struct dt_shard_edges *edges; /* its copy nodes' inputs */
+	struct dt_shard_edges *edges;       /* its copy nodes' inputs, the
+					       moves' transients */
 	const uint32_t *pos;                /* graph node -> position */
 };
 
@@ -46,6 +47,24 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 		n *= (double)len;
 	}
 	return n;
+}
+
+/* Result r of graph node `g` as the rules see it (shape, dtype). */
+static struct dt_rule_tensor result_tensor(const struct dt_module *m,
+					   const struct dt_node *g, uint32_t r)
+{
+	struct dt_rule_tensor rt = {0};
+	if (r >= g->ntensors)
+		return rt;
+	const struct dt_tensor *t = dt_node_tensor(m, g, (int)r);
+	int rank;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	rt.dtype = t->dtype;
+	if (rank > DT_MAX_RANK)
+		return rt;
+	rt.rank = (uint8_t)rank;
+	memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
+	return rt;
 }
 
 /* Per-rank bytes of result r of graph node `g` under pl. */
@@ -229,6 +248,7 @@ static void carried_copy(const struct usage_builder *b, const struct dt_uses *u,
 		return;
 	uint32_t base = sole_base(b, u, in->tensor.node);
 	struct dt_solve_node *sq = &pr->solve.nodes[q];
+	struct dt_rule_tensor out = result_tensor(b->m, g, 0);
 	int32_t nc = pr->solve.nodes[in->consumer].nstrategies;
 	for (int32_t s = 0; s < sq->nstrategies; s++) {
 		const struct dt_placements *read = dt_shard_problem_pl(pr, q, s);
@@ -238,9 +258,13 @@ static void carried_copy(const struct usage_builder *b, const struct dt_uses *u,
 			if (!dt_placements_equal(&pl[c->nout + in->index], read))
 				continue;
 			if (!dt_placements_equal(&pl[0], &c->pin))
-				sq->usage[s] += (int64_t)dt_shard_local_bytes(
-				    &b->m->meshes.data[c->mesh], &in->tensor,
-				    read);
+				sq->usage[s] += (int64_t)(
+				    dt_shard_local_bytes(
+					&b->m->meshes.data[c->mesh],
+					&in->tensor, read) +
+				    dt_shard_edges_move_transient(
+					b->edges, c->mesh, &out, &pl[0],
+					&c->pin));
 			break;
 		}
 	}
@@ -345,7 +369,7 @@ static void several_results(const struct usage_builder *b,
 }
 
 void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
-			  const struct dt_shard_edges *e, const uint32_t *pos,
+			  struct dt_shard_edges *e, const uint32_t *pos,
 			  uint32_t npos)
 {
 	const struct usage_builder ub = {pr, m, e, pos}, *b = &ub;

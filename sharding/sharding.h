@@ -403,6 +403,12 @@ struct dt_shard_lowering {
 	bool bucketed;
 	uint8_t mode; /* enum dt_redist_mode */
 	struct dt_shard_move_keys *keys; /* with bucketed */
+	double *transient; /* non-NULL: set to the most per-rank bytes the
+			      move's lowered steps hold at once besides its
+			      source and its result (intermediate steps'
+			      values, the gathered buffer an all_gather on
+			      a dim past 0 cats from, the cat a
+			      reduce_scatter or all_to_all on one sends) */
 };
 
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`

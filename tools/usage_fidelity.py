@@ -10,10 +10,11 @@ interpreter's memory plan of the lowered, unbucketed program holds (`run
 /tmp/gw is run_models.py's --workdir (<model>_<placement>/{global,expert}.xml).
 --budget reads 'config budget' lines (e.g. gpt2/dp 205764) and adds the
 runs under --memory-budget."""
-import argparse, concurrent.futures as cf, os, re, subprocess, sys
+import argparse, concurrent.futures as cf, os, re, subprocess, sys, tempfile
 
 PASSES = ("verify,shape-infer,shard-prop,lower-redistribute,"
           "fuse-collectives,cancel-views,dce")
+TMP = tempfile.mkdtemp(prefix="usage_fidelity_")
 MODELS = ["gpt2", "llama", "mlp_sgd", "mixer"]
 PLACEMENTS = ["dp", "fsdp", "tp", "dp_tp", "fsdp_tp", "3d"]
 
@@ -21,7 +22,7 @@ PLACEMENTS = ["dp", "fsdp", "tp", "dp_tp", "fsdp_tp", "3d"]
 def one(dtopt, work, model, placement, plan, budget):
     src = os.path.join(work, f"{model}_{placement}", f"{plan}.xml")
     tag = f"{model}_{placement}_{plan}_{budget or 0}"
-    out = f"/tmp/uf_{tag}.xml"
+    out = os.path.join(TMP, f"{tag}.xml")
     cmd = [dtopt, "opt", src, "-o", out, "--create-groups",
            f"--passes={PASSES}", "--remarks"]
     if budget:
