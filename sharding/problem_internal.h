@@ -43,6 +43,8 @@ struct dt_shard_edges {
 	DT_VEC(int64_t) cost; /* ns, per slot */
 	DT_VEC(uint64_t) joins; /* per slot: the buckets the move joins (bit
 				   j: buckets[j]) */
+	DT_VEC(double) transient; /* per slot: dt_shard_lowering's transient
+				     bytes */
 	uint32_t used;
 	DT_VEC(struct dt_shard_bucket) buckets; /* the keys bucketed moves
 						   have joined so far */
@@ -67,6 +69,15 @@ double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
 			      bool bucketed, const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
 			      const struct dt_placements *dst, uint64_t *joins);
+
+/* The most per-rank bytes the move of t from src to dst (as
+ * dt_shard_edges_move_ns()) holds at once besides its source and result
+ * (struct dt_shard_lowering's transient); 0 where nothing moves or no
+ * redistribution gets there. Cached with the move's cost. */
+double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
+				     const struct dt_rule_tensor *t,
+				     const struct dt_placements *src,
+				     const struct dt_placements *dst);
 
 /* Whether the move of graph node `id`'s value to its pin joins a bucket:
  * only the output node reads the value (a gradient, an updated parameter:
@@ -150,7 +161,7 @@ int64_t dt_shard_held_bytes(const struct dt_shard_problem *pr,
  * node, publisher and copy node in pr; pos: graph node -> position, npos
  * positions. */
 void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
-			  const struct dt_shard_edges *e, const uint32_t *pos,
+			  struct dt_shard_edges *e, const uint32_t *pos,
 			  uint32_t npos);
 
 /* Per-rank bytes of tensor t under pl: its largest shard. */

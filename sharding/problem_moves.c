@@ -51,6 +51,7 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->keys);
 	dt_vec_free(&e->cost);
 	dt_vec_free(&e->joins);
+	dt_vec_free(&e->transient);
 	dt_vec_free(&e->buckets);
 }
 
@@ -95,13 +96,17 @@ static void cache_grow(struct dt_shard_edges *e)
 	uint32_t old = e->cost.len, cap = old ? 2 * old : 1024;
 	int64_t *keys = e->keys.data, *cost = e->cost.data;
 	uint64_t *joins = e->joins.data;
+	double *transient = e->transient.data;
 	e->keys.data = e->cost.data = NULL;
 	e->joins.data = NULL;
+	e->transient.data = NULL;
 	e->keys.len = e->keys.cap = e->cost.len = e->cost.cap = 0;
 	e->joins.len = e->joins.cap = 0;
+	e->transient.len = e->transient.cap = 0;
 	dt_vec_grow(&e->keys, cap * KEY_WORDS);
 	dt_vec_grow(&e->cost, cap);
 	dt_vec_grow(&e->joins, cap);
+	dt_vec_grow(&e->transient, cap);
 	memset(e->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
 	for (uint32_t k = 0; k < old; k++) {
 		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
@@ -114,10 +119,12 @@ static void cache_grow(struct dt_shard_edges *e)
 		       KEY_WORDS * sizeof *key);
 		e->cost.data[h] = cost[k];
 		e->joins.data[h] = joins[k];
+		e->transient.data[h] = transient[k];
 	}
 	dt_free(keys);
 	dt_free(cost);
 	dt_free(joins);
+	dt_free(transient);
 }
 
 /* The index of bucket key k on mesh `mesh` among e->buckets (added when
@@ -135,13 +142,12 @@ static int bucket_index(struct dt_shard_edges *e, uint16_t mesh,
 	return (int)dt_vec_push(&e->buckets, b);
 }
 
-int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
-			       bool bucketed, const struct dt_rule_tensor *t,
-			       const struct dt_placements *src,
-			       const struct dt_placements *dst, uint64_t *joins)
+/* The cache slot of the move (filled when new). */
+static uint32_t move_slot(struct dt_shard_edges *e, uint16_t mesh,
+			  bool bucketed, const struct dt_rule_tensor *t,
+			  const struct dt_placements *src,
+			  const struct dt_placements *dst)
 {
-	if (dt_placements_equal(src, dst))
-		return 0;
 	if (2 * (e->used + 1) > e->cost.len)
 		cache_grow(e);
 	int64_t key[KEY_WORDS];
@@ -152,11 +158,8 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 		int64_t *slot = &e->keys.data[(size_t)h * KEY_WORDS];
 		if (!slot[0])
 			break;
-		if (memcmp(slot, key, sizeof key) == 0) {
-			if (joins)
-				*joins |= e->joins.data[h];
-			return e->cost.data[h];
-		}
+		if (memcmp(slot, key, sizeof key) == 0)
+			return h;
 	}
 	struct dt_redist_merge_options merge = {
 	    .module = e->m,
@@ -165,8 +168,10 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	    .price_only = true,
 	};
 	struct dt_shard_move_keys keys = {0};
+	double transient = 0;
 	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed,
-					.mode = e->redistribute, .keys = &keys};
+					.mode = e->redistribute, .keys = &keys,
+					.transient = &transient};
 	double us = dt_shard_move_cost(&e->m->meshes.data[mesh], e->topology,
 				       t, src, dst, &low);
 	uint64_t joined = 0;
@@ -180,10 +185,32 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
 	e->cost.data[h] = dt_shard_ns(us);
 	e->joins.data[h] = isfinite(us) ? joined : 0;
+	e->transient.data[h] = isfinite(us) ? transient : 0;
 	e->used++;
+	return h;
+}
+
+int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
+			       bool bucketed, const struct dt_rule_tensor *t,
+			       const struct dt_placements *src,
+			       const struct dt_placements *dst, uint64_t *joins)
+{
+	if (dt_placements_equal(src, dst))
+		return 0;
+	uint32_t h = move_slot(e, mesh, bucketed, t, src, dst);
 	if (joins)
 		*joins |= e->joins.data[h];
 	return e->cost.data[h];
+}
+
+double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
+				     const struct dt_rule_tensor *t,
+				     const struct dt_placements *src,
+				     const struct dt_placements *dst)
+{
+	if (dt_placements_equal(src, dst))
+		return 0;
+	return e->transient.data[move_slot(e, mesh, false, t, src, dst)];
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,

@@ -22,7 +22,8 @@
 struct usage_builder {
 	struct dt_shard_problem *pr;
 	struct dt_module *m;
-	const struct dt_shard_edges *edges; /* its copy nodes' inputs */
+	struct dt_shard_edges *edges;       /* its copy nodes' inputs, the
+					       moves' transients */
 	const uint32_t *pos;                /* graph node -> position */
 };
 
@@ -46,6 +47,24 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 		n *= (double)len;
 	}
 	return n;
+}
+
+/* Result r of graph node `g` as the rules see it (shape, dtype). */
+static struct dt_rule_tensor result_tensor(const struct dt_module *m,
+					   const struct dt_node *g, uint32_t r)
+{
+	struct dt_rule_tensor rt = {0};
+	if (r >= g->ntensors)
+		return rt;
+	const struct dt_tensor *t = dt_node_tensor(m, g, (int)r);
+	int rank;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	rt.dtype = t->dtype;
+	if (rank > DT_MAX_RANK)
+		return rt;
+	rt.rank = (uint8_t)rank;
+	memcpy(rt.shape, shape, (size_t)rank * sizeof *shape);
+	return rt;
 }
 
 /* Per-rank bytes of result r of graph node `g` under pl. */
@@ -84,6 +103,8 @@ bool dt_shard_aliases(const struct dt_shard_problem *pr,
 		return false;
 	uint32_t k = pr->of_node.data[id];
 	const struct dt_shard_pnode *n = k == NONE ? NULL : &pr->pnodes.data[k];
+	if (n && n->node == id && n->carries)
+		return false;
 	/* A pinned view none of whose strategies gives the pin: its users
 	 * read the copy after it. */
 	return !(n && n->node == id && n->pinned &&
@@ -163,6 +184,94 @@ static void unmoved_alias(struct dt_shard_problem *pr, uint32_t k, uint32_t h,
 			pub->usage[j] = 0;
 }
 
+/* The base of the chain of views ending at graph node v (v itself when
+ * it is no view), each the only reader of the one before: a node of one
+ * result, not a graph input, not a view, whose only reader is the
+ * chain; NONE when there is none. */
+static uint32_t sole_base(const struct usage_builder *b,
+			  const struct dt_uses *u, uint32_t v)
+{
+	struct dt_shard_problem *pr = b->pr;
+	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
+		v = dt_node_arg(b->m, dt_node_get(b->m, v), 0)->v.node;
+	uint32_t base = pr->of_node.data[v];
+	if (dt_uses_count(u, v) != 1 || base == NONE ||
+	    pr->pnodes.data[base].node != v || pr->pnodes.data[base].nout != 1 ||
+	    pr->pnodes.data[base].kind == DT_PNODE_SOURCE ||
+	    dt_shard_aliases(pr, b->m, v))
+		return NONE;
+	return base;
+}
+
+/* Pinned view k (a gradient's transpose) gives the pin under some of its
+ * strategies and not under others (P(sum), all-reduced to the pin after
+ * it): where it ends a sole chain of views over a base, the base's bytes
+ * live on at the pin either way, as the view over it or as the move's
+ * copy while the move's collective frees the base: k carries them (its
+ * pin's bytes whatever its strategy, dt_shard_aliases() false) and the
+ * base ends at it. (Where the strategy gives the pin the two count once
+ * more at k's position only.) */
+static void carried_view(const struct usage_builder *b, const struct dt_uses *u,
+			 uint32_t k)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	const struct dt_node *g = dt_node_get(b->m, n->node);
+	if (!n->pinned || n->kind == DT_PNODE_SOURCE ||
+	    !dt_shard_aliases(pr, b->m, n->node) || g->op == DT_OP_GETITEM)
+		return;
+	bool moved = false;
+	for (int32_t s = 1; s < pr->solve.nodes[k].nstrategies && !moved; s++)
+		moved = !dt_placements_equal(&dt_shard_problem_pl(pr, k, s)[0],
+					     &n->pin);
+	if (moved && sole_base(b, u, dt_node_arg(b->m, g, 0)->v.node) != NONE)
+		n->carries = true;
+}
+
+/* Copy node q of carried view c's input (carried_view()): under the
+ * strategies whose placements read make c move its result to the pin
+ * after it, the move's collective reads the base while writing c's copy,
+ * so q holds the base's bytes (at the placements read) at c's position
+ * too; the base ends before c (where c gives the pin, c's bytes are the
+ * base's, aliased). */
+static void carried_copy(const struct usage_builder *b, const struct dt_uses *u,
+			 uint32_t q)
+{
+	struct dt_shard_problem *pr = b->pr;
+	const struct dt_shard_input *in =
+	    &b->edges->copies.data[q - b->edges->first_copy];
+	const struct dt_shard_pnode *c = &pr->pnodes.data[in->consumer];
+	if (!c->carries || c->node != pr->pnodes.data[q].node)
+		return;
+	const struct dt_node *g = dt_node_get(b->m, c->node);
+	if (dt_node_arg(b->m, g, 0)->v.node != in->tensor.node)
+		return;
+	uint32_t base = sole_base(b, u, in->tensor.node);
+	struct dt_solve_node *sq = &pr->solve.nodes[q];
+	struct dt_rule_tensor out = result_tensor(b->m, g, 0);
+	int32_t nc = pr->solve.nodes[in->consumer].nstrategies;
+	for (int32_t s = 0; s < sq->nstrategies; s++) {
+		const struct dt_placements *read = dt_shard_problem_pl(pr, q, s);
+		for (int32_t t = 0; t < nc; t++) {
+			const struct dt_placements *pl =
+			    dt_shard_problem_pl(pr, in->consumer, t);
+			if (!dt_placements_equal(&pl[c->nout + in->index], read))
+				continue;
+			if (!dt_placements_equal(&pl[0], &c->pin))
+				sq->usage[s] += (int64_t)(
+				    dt_shard_local_bytes(
+					&b->m->meshes.data[c->mesh],
+					&in->tensor, read) +
+				    dt_shard_edges_move_transient(
+					b->edges, c->mesh, &out, &pl[0],
+					&c->pin));
+			break;
+		}
+	}
+	if (base != NONE)
+		pr->solve.nodes[base].end = b->pos[c->node];
+}
+
 /* Copy node k's reader c is a view of value v: where v is a chain of
  * views, each the only reader of the one before, over a base (one
  * result, not an input, not a view) nothing else reads, and c ends the
@@ -177,19 +286,18 @@ static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
 	const struct dt_shard_input *in =
 	    &b->edges->copies.data[k - b->edges->first_copy];
 	uint32_t c = pr->pnodes.data[k].node, v = in->tensor.node;
-	if (dt_uses_count(u, c) == 1 &&
-	    dt_shard_view_holder(pr, b->m, u->list[u->first[c]]))
-		return; /* the chain goes on: its last view's copy node */
+	uint32_t next = dt_uses_count(u, c) == 1 ? u->list[u->first[c]] : NONE;
+	uint32_t nk = next == NONE ? NONE : pr->of_node.data[next];
+	if (next != NONE && (dt_shard_view_holder(pr, b->m, next) ||
+			     (nk != NONE && pr->pnodes.data[nk].node == next &&
+			      pr->pnodes.data[nk].carries)))
+		return; /* the chain goes on: its last view's copy node, or a
+			   carried view's (carried_copy()) */
 	if (dt_shard_edges_pin_bucketed(b->edges, c))
 		return; /* only the output reads it: the move joins a bucket,
 			   at the end, the base held until then */
-	while (dt_uses_count(u, v) == 1 && dt_shard_view_holder(pr, b->m, v))
-		v = dt_node_arg(b->m, dt_node_get(b->m, v), 0)->v.node;
-	uint32_t base = pr->of_node.data[v];
-	if (dt_uses_count(u, v) != 1 || base == NONE ||
-	    pr->pnodes.data[base].node != v || pr->pnodes.data[base].nout != 1 ||
-	    pr->pnodes.data[base].kind == DT_PNODE_SOURCE ||
-	    dt_shard_aliases(pr, b->m, v))
+	uint32_t base = sole_base(b, u, v);
+	if (base == NONE)
 		return;
 	struct dt_solve_node *sn = &pr->solve.nodes[k];
 	for (int32_t s = 0; s < (int32_t)pr->pnodes.data[k].kept; s++)
@@ -199,17 +307,80 @@ static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
 	pr->solve.nodes[base].end = b->pos[c] + 1;
 }
 
+/* A node of several results holds the buffers of those it does not
+ * publish over one interval, though each lives to its own getitems'
+ * last reader (a layer norm's output read soon, its mean and rstd kept
+ * for the backward): the interval ends at the end among theirs that
+ * misses the fewest byte-positions (per-rank bytes under strategy 0 ×
+ * positions counted wrongly), the later ties winning. */
+static void several_results(const struct usage_builder *b,
+			    const uint32_t *published, const uint32_t *ends)
+{
+	struct dt_shard_problem *pr = b->pr;
+	struct dt_module *m = b->m;
+	uint32_t *first = dt_calloc((size_t)pr->pnodes.len + 1, sizeof *first);
+	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+		first[k + 1] = first[k] + pr->pnodes.data[k].nout;
+	uint32_t *rend = dt_calloc((size_t)first[pr->pnodes.len] + 1,
+				   sizeof *rend);
+	dt_foreach_node(m, id)
+	{
+		const struct dt_node *g = dt_node_get(m, id);
+		uint32_t k = pr->of_node.data[id], r = pr->result.data[id];
+		if (g->op != DT_OP_GETITEM || k == NONE ||
+		    pr->publish.data[id] != NONE || r >= pr->pnodes.data[k].nout)
+			continue;
+		if (ends[id] > rend[first[k] + r])
+			rend[first[k] + r] = ends[id];
+	}
+	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+		struct dt_solve_node *sn = &pr->solve.nodes[k];
+		if (n->nout < 2 || n->kind == DT_PNODE_PUBLISH ||
+		    n->kind == DT_PNODE_COPY || n->kind == DT_PNODE_BUCKET)
+			continue;
+		const struct dt_node *g = dt_node_get(m, n->node);
+		const struct dt_placements *pl = dt_shard_problem_pl(pr, k, 0);
+		int64_t best = -1;
+		for (uint32_t c = 0; c < n->nout; c++) {
+			int64_t e = rend[first[k] + c] ? rend[first[k] + c]
+						       : sn->start + 1;
+			double miss = 0;
+			for (uint32_t r = 0; r < n->nout && r < 32; r++) {
+				if (published[k] >> r & 1)
+					continue;
+				int64_t f = rend[first[k] + r]
+						? rend[first[k] + r]
+						: sn->start + 1;
+				miss += value_bytes(m, n->mesh, g, r,
+						    n->pinned && r == 0 ? &n->pin
+									: &pl[r]) *
+					(double)(f > e ? f - e : e - f);
+			}
+			if (best < 0 || miss < (double)best ||
+			    (miss == (double)best && e > sn->end)) {
+				best = (int64_t)miss;
+				sn->end = e;
+			}
+		}
+	}
+	dt_free(rend);
+	dt_free(first);
+}
+
 void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
-			  const struct dt_shard_edges *e, const uint32_t *pos,
+			  struct dt_shard_edges *e, const uint32_t *pos,
 			  uint32_t npos)
 {
 	const struct usage_builder ub = {pr, m, e, pos}, *b = &ub;
 	uint32_t *ends = dt_calloc((size_t)m->nodes.len + 1, sizeof *ends);
 	uint32_t *published =
 	    dt_calloc((size_t)pr->pnodes.len + 1, sizeof *published);
-	alias_ends(b, npos, ends);
 	struct dt_uses u;
 	dt_uses_fill(&u, m);
+	for (uint32_t k = 0; k < e->first_copy; k++)
+		carried_view(b, &u, k);
+	alias_ends(b, npos, ends);
 	dt_foreach_node(m, id)
 	{
 		uint32_t r = pr->result.data[id];
@@ -233,16 +404,13 @@ void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
 				memset(sn->usage, 0, (size_t)sn->nstrategies *
 							 sizeof *sn->usage);
 		} else if (n->kind == DT_PNODE_COPY) {
-			const struct dt_shard_pnode *from = &pr->pnodes.data[
-			    b->edges->copies.data[k - b->edges->first_copy].producer];
+			/* A graph input's move too is made at its reader, as
+			 * lowering emits it (bucket-collectives, which would
+			 * issue it at the start, comes later). */
 			if (!dt_shard_aliases(pr, m, n->node))
 				sn->end = sn->start + 1;
 			else
 				sole_view(b, &u, k);
-			/* A graph input's move joins the bucket issued at the
-			 * start, which holds the copy from there. */
-			if (dt_shard_edges_source_bucketed(b->edges, from))
-				sn->start = b->pos[from->node];
 		} else {
 			if (g->ntensors > 1) /* its getitems' below */
 				sn->end = sn->start + 1;
@@ -251,19 +419,9 @@ void dt_shard_usage_build(struct dt_shard_problem *pr, struct dt_module *m,
 				    dt_shard_held_bytes(pr, m, published, k, s);
 		}
 	}
-	/* A node of several results lives as long as its getitems'
-	 * buffers it holds. */
-	dt_foreach_node(m, id)
-	{
-		const struct dt_node *g = dt_node_get(m, id);
-		uint32_t k = pr->of_node.data[id];
-		if (g->op != DT_OP_GETITEM || k == NONE ||
-		    pr->publish.data[id] != NONE)
-			continue;
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (ends[id] > sn->end)
-			sn->end = ends[id];
-	}
+	for (uint32_t q = e->first_copy; q < e->first_copy + e->copies.len; q++)
+		carried_copy(b, &u, q);
+	several_results(b, published, ends);
 	dt_uses_fini(&u);
 	dt_free(published);
 	dt_free(ends);

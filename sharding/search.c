@@ -122,6 +122,37 @@ static double join_bucket(const struct dt_redist_plan *plan,
 	return k.latency_us;
 }
 
+/* The most per-rank bytes plan's steps, as lower-redistribute emits them
+ * (passes/lower_redistribute_steps.c), hold at once besides the plan's
+ * source and result, each step's input let go once the step has read it
+ * (the source too: its last reader is the move): per step its input and
+ * its result, an all_gather on a dim past 0 then its gathered buffer and
+ * the cat of it, a reduce_scatter on a dim past 0 its input and the cat
+ * of it it sends, an all_to_all the same on both sides. */
+static double transient_bytes(const struct dt_redist_plan *plan)
+{
+	double most = 0;
+	for (uint32_t k = 0; k < plan->steps.len; k++) {
+		const struct dt_redist_step *s = &plan->steps.data[k];
+		if (s->group_size <= 1)
+			continue;
+		double in = dt_redist_local_bytes(plan, &s->before),
+		       out = dt_redist_local_bytes(plan, &s->after),
+		       held = in + out;
+		if (s->kind == DT_REDIST_ALL_GATHER && s->src_dim > 0)
+			held = fmax(held, 2 * out);
+		else if (s->kind == DT_REDIST_REDUCE_SCATTER && s->dst_dim > 0)
+			held = fmax(held, 2 * in);
+		else if (s->kind == DT_REDIST_ALL_TO_ALL)
+			held = fmax(held, fmax(s->dst_dim > 0 ? 2 * in : 0,
+					       s->src_dim > 0 ? 2 * out : 0));
+		most = fmax(most, held);
+	}
+	double ends = dt_redist_local_bytes(plan, &plan->src) +
+		      dt_redist_local_bytes(plan, &plan->dst);
+	return most > ends ? most - ends : 0;
+}
+
 double dt_shard_move_cost(const struct dt_mesh *mesh,
 			  const struct dt_topology *topology,
 			  const struct dt_rule_tensor *t,
@@ -147,10 +178,14 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 		double gather = dt_shard_move_cost(mesh, topology, &wide,
 						   &u.sharded, &u.gathered,
 						   low);
-		return dt_placements_equal(&u.flat, dst)
-			   ? gather
-			   : gather + dt_shard_move_cost(mesh, topology, t,
-							 &u.flat, dst, low);
+		if (dt_placements_equal(&u.flat, dst))
+			return gather;
+		double held = low && low->transient ? *low->transient : 0;
+		gather += dt_shard_move_cost(mesh, topology, t, &u.flat, dst,
+					     low);
+		if (low && low->transient && held > *low->transient)
+			*low->transient = held;
+		return gather;
 	}
 	struct dt_redist_request req = {
 	    .mesh = mesh,
@@ -169,6 +204,8 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	if (low && low->merge)
 		dt_redist_plan_merge(&plan, low->merge);
 	double cost = dt_redist_plan_cost(&plan);
+	if (low && low->transient)
+		*low->transient = transient_bytes(&plan);
 	for (uint32_t k = 0; low && low->bucketed && k < plan.steps.len; k++)
 		cost -= join_bucket(&plan, &plan.steps.data[k], low->keys);
 	/* DTensor's greedy order can pass through placements that are not

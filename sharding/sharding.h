@@ -403,6 +403,12 @@ struct dt_shard_lowering {
 	bool bucketed;
 	uint8_t mode; /* enum dt_redist_mode */
 	struct dt_shard_move_keys *keys; /* with bucketed */
+	double *transient; /* non-NULL: set to the most per-rank bytes the
+			      move's lowered steps hold at once besides its
+			      source and its result (intermediate steps'
+			      values, the gathered buffer an all_gather on
+			      a dim past 0 cats from, the cat a
+			      reduce_scatter or all_to_all on one sends) */
 };
 
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`
@@ -459,6 +465,9 @@ struct dt_shard_pnode {
 				reductions alone (P(sum|avg) where the pin
 				has R or S), paying the move, or when none
 				does, every one paying the move there */
+	bool carries;        /* a pinned view holding its base's bytes
+				whatever its strategy (problem_usage.c's
+				carried_view()): aliases nothing */
 	uint32_t nout, width; /* results; placements per strategy (results,
 				 then inputs) */
 	uint32_t first;      /* its strategies' index in the per-strategy

@@ -725,6 +725,49 @@ static void test_move_bucket_keys(void **state)
 	dt_module_destroy(m);
 }
 
+/* The bytes a move's lowered steps hold besides its source and result
+ * (dt_shard_lowering.transient), on a 2 × 2 mesh, f32[8, 8] (256 bytes
+ * whole): a reduce_scatter on dim 1 sends a cat of its input (the input
+ * and the cat, 512, are 128 past the source and the 128-byte result); on
+ * dim 0 it reads the input as it is (none); an all_gather on dim 1 cats
+ * from the gathered buffer (the buffer and the cat, 512, 128 past the
+ * 128-byte shard and the result); an all_reduce holds its input and
+ * result (none); two steps hold the first step's result with the
+ * second's (all_gather on tp then dp: 128 + 256 past 64 + 256; P(sum) on
+ * both to S(0) S(1): reduce_scatter on dp (dim 0, 256 + 128), then on tp
+ * with the cat of its 128-byte input, 64 past 256 + 64). */
+static void test_move_transient(void **state)
+{
+	(void)state;
+	static const char *const shapes[] = {"8 8"};
+	struct dt_module *m = graph("2 2", shapes, 1,
+				    "<node name=\"op\" op=\"call_function\" target=\"aten.neg.default\"><arg node=\"a\"/></node>");
+	const struct dt_mesh *mesh = &m->meshes.data[0];
+	struct dt_topology topo;
+	dt_topology_default(&topo);
+	struct dt_rule_tensor t = {.rank = 2, .dtype = DT_FLOAT32, .shape = {8, 8}};
+	static const struct {
+		const char *src, *dst;
+		double transient;
+	} cases[] = {
+	    {"R P(sum)", "R S(1)", 128}, {"R P(sum)", "R S(0)", 0},
+	    {"R S(1)", "R R", 128},      {"R P(sum)", "R R", 0},
+	    {"S(0) S(1)", "R R", 64},    {"P(sum) P(sum)", "S(0) S(1)", 64},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		struct dt_placements src = parse(m, cases[k].src),
+				     dst = parse(m, cases[k].dst);
+		double transient = -1;
+		struct dt_shard_lowering low = {.transient = &transient};
+		assert_true(isfinite(dt_shard_move_cost(mesh, &topo, &t, &src,
+							&dst, &low)));
+		if (transient != cases[k].transient)
+			fail_msg("%s -> %s: transient %g, want %g", cases[k].src,
+				 cases[k].dst, transient, cases[k].transient);
+	}
+	dt_module_destroy(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -735,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_ignored_input),
 		cmocka_unit_test(test_every_changed_dim_pays_a_collective),
 		cmocka_unit_test(test_move_bucket_keys),
+		cmocka_unit_test(test_move_transient),
 		cmocka_unit_test(test_pq_equals_exhaustive_1d),
 		cmocka_unit_test(test_pq_equals_exhaustive_2d),
 		cmocka_unit_test(test_pq_equals_exhaustive_3d),
