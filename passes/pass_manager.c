@@ -142,12 +142,16 @@ int dt_pipeline_parse(struct dt_pipeline *p, const char *text,
 
 const char *dt_default_pipeline(const struct dt_module *m)
 {
-	/* A global-view graph is propagated and lowered first. */
+	/* A global-view graph is propagated and lowered first. The views and
+	 * dead nodes lowering leaves go before bucketing and scheduling,
+	 * which weigh the program's memory as it will run (a member computed
+	 * straight into a bucket's flat buffer once a view chain between them
+	 * is gone, runtime/place.c); those the two passes leave go after. */
 	return m->view == DT_VIEW_LOCAL
-		       ? "verify,shape-infer,fuse-collectives,bucket-collectives,"
-			 "schedule-collectives,cancel-views,dce"
+		       ? "verify,shape-infer,fuse-collectives,cancel-views,dce,"
+			 "bucket-collectives,schedule-collectives,cancel-views,dce"
 		       : "verify,shape-infer,shard-prop,lower-redistribute,"
-			 "fuse-collectives,bucket-collectives,"
+			 "fuse-collectives,cancel-views,dce,bucket-collectives,"
 			 "schedule-collectives,cancel-views,dce";
 }
 

@@ -73,8 +73,8 @@ import tempfile
 
 PIPE_PLAIN = "verify,shape-infer,fuse-collectives,cancel-views,dce"
 PIPE_BUCKET = "verify,shape-infer,fuse-collectives,bucket-collectives,cancel-views,dce"
-PIPE_DEFAULT = ("verify,shape-infer,fuse-collectives,bucket-collectives,"
-                "schedule-collectives,cancel-views,dce")
+PIPE_DEFAULT = ("verify,shape-infer,fuse-collectives,cancel-views,dce,"
+                "bucket-collectives,schedule-collectives,cancel-views,dce")
 PIPES = [
     ("plain", ["-p", PIPE_PLAIN]),
     ("overlap", ["-p", "verify,shape-infer,fuse-collectives,schedule-collectives,cancel-views,dce"]),

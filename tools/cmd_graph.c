@@ -198,6 +198,28 @@ static double report_peak(struct dt_module *m, uint32_t *at)
 	return dt_memory_peak(m, at);
 }
 
+/* Where the program the passes wrote does not fit --memory-budget as the
+ * interpreter runs it, a warning naming its peak and where. */
+static void warn_over_budget(struct dt_module *m, int64_t budget,
+			     struct dt_diag *d)
+{
+	if (budget <= 0 || m->view != DT_VIEW_LOCAL)
+		return;
+	struct dt_diag quiet;
+	dt_diag_init(&quiet);
+	quiet.emit = discard;
+	size_t peak;
+	int rank;
+	uint32_t at;
+	if (dt_memory_plan(m, &quiet, &peak, &rank, &at) != DT_OK ||
+	    peak <= (size_t)budget)
+		return;
+	const struct dt_node *n = dt_node_get(m, at);
+	dt_diag_report(d, DT_WARNING, m->file, n->line, "opt:memory",
+		       "the program holds %zu bytes per rank at its peak (rank %d, at '%s'), over --memory-budget %lld (the passes keep a program within it only from a plan that fits, semantics §4.7; the search plans with an estimate, §6.6)",
+		       peak, rank, dt_str_get(m, n->name), (long long)budget);
+}
+
 static const char *peak_kind(enum dt_view v)
 {
 	return v == DT_VIEW_LOCAL ? "as run" : "liveness estimate";
@@ -237,6 +259,8 @@ static int optimize(const struct opt_job *job, const char *output)
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
+	if (rc == DT_OK)
+		warn_over_budget(m, job->popt->pass.memory_budget, job->diag);
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
 		dt_comm_table_fill(&after, m, &topology);
