@@ -655,10 +655,14 @@ static void remark_run(struct bucketing *b, const struct run *r,
 	const struct dt_bucket_member *first = &b->members.data[r->first];
 	if (merged) {
 		remark_bucket(b, &run, merged);
-		if (r->together)
+		if (r->together && r->apart > 0)
 			remark(b, first->coll, "copies",
 			       "the members of %s are copied out of it together, where the first is read: the program's peak falls from %.0f to %.0f bytes per rank (copied each where it is read, they keep the flat result alive until the last is)",
 			       name_of(b->m, merged), r->apart, r->joined);
+		else if (r->together)
+			remark(b, first->coll, "copies",
+			       "the members of %s are copied out of it together, where the first is read: its bucket, before the memory guard cut it, held less so",
+			       name_of(b->m, merged));
 	} else if (bk->count == 1) {
 		remark_alone(b, bk);
 	} else if (!r->peak) {
