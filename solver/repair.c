@@ -27,11 +27,11 @@
 #define REPAIR_BISECT 7  /* bisection steps of the price's exponent */
 #define REPAIR_BALL 32   /* nodes per ball */
 
-/* Summed usage over the limit, over every segment. */
-static dt_wide excess(const struct dt_local *ls)
+/* Summed usage over the limit over segments [lo, hi). */
+static dt_wide excess(const struct dt_local *ls, int32_t lo, int32_t hi)
 {
 	dt_wide e = 0;
-	for (int32_t k = 0; k < ls->tl.nseg; k++) {
+	for (int32_t k = lo; k < hi; k++) {
 		int64_t u = dt_profile_at(&ls->prof, k);
 		if (u > ls->p->usage_limit)
 			e += u - ls->p->usage_limit;
@@ -39,23 +39,34 @@ static dt_wide excess(const struct dt_local *ls)
 	return e;
 }
 
-/* A ball's move measured on ls: cost change, usage at segment k and total
- * excess after it. */
+/* A ball's move measured on ls: cost change, usage at segment k and the
+ * change of the summed excess (over the segments of the nodes it moves:
+ * the others keep theirs). */
 struct move {
-	dt_wide dcost, excess;
+	dt_wide dcost, dexcess;
 	int64_t at_k;
 };
 
 static struct move measure(struct dt_local *ls, const struct dt_lns *l, int32_t k,
 			   int32_t *undo)
 {
-	dt_wide before = ls->cost;
+	int32_t lo = ls->tl.nseg, hi = 0;
+	for (int32_t i = 0; i < l->n; i++) {
+		int32_t v = l->nodes[i];
+		if (ls->x[v] != l->plan[i] &&
+		    ls->p->nodes[v].usage[ls->x[v]] != ls->p->nodes[v].usage[l->plan[i]]) {
+			lo = ls->tl.lo[v] < lo ? ls->tl.lo[v] : lo;
+			hi = ls->tl.hi[v] > hi ? ls->tl.hi[v] : hi;
+		}
+	}
+	dt_wide before = ls->cost, e = excess(ls, lo, hi);
 	for (int32_t i = 0; i < l->n; i++) {
 		undo[i] = ls->x[l->nodes[i]];
 		if (undo[i] != l->plan[i])
 			dt_local_move(ls, l->nodes[i], l->plan[i]);
 	}
-	struct move m = {ls->cost - before, excess(ls), dt_profile_at(&ls->prof, k)};
+	struct move m = {ls->cost - before, excess(ls, lo, hi) - e,
+			 dt_profile_at(&ls->prof, k)};
 	for (int32_t i = l->n; i-- > 0;)
 		if (ls->x[l->nodes[i]] != undo[i])
 			dt_local_move(ls, l->nodes[i], undo[i]);
@@ -103,7 +114,6 @@ bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), voi
 			break;
 		int32_t k = dt_profile_argmax(&ls->prof);
 		int64_t peak = dt_profile_at(&ls->prof, k);
-		dt_wide e0 = excess(ls);
 		/* Roots: nodes live at k that can hold less there. */
 		int32_t nroots = 0;
 		for (int32_t v = 0; v < n; v++) {
@@ -140,12 +150,12 @@ bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), voi
 			for (int32_t i = 0; i < l.n; i++)
 				tried[l.nodes[i]] = step;
 			struct move m = measure(ls, &l, k, undo);
-			if (m.at_k >= peak || m.excess >= e0)
+			if (m.at_k >= peak || m.dexcess >= 0)
 				continue; /* this ball frees nothing */
 			if (m.at_k > limit) {
 				/* Partial: the most excess removed per cost. */
-				if (!c.full && (!c.set || (m.dcost * (e0 - c.m.excess) <
-							   c.m.dcost * (e0 - m.excess))))
+				if (!c.full && (!c.set || (m.dcost * -c.m.dexcess <
+							   c.m.dcost * -m.dexcess)))
 					keep(&c, &l, m, false);
 				continue;
 			}
@@ -159,7 +169,7 @@ bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), voi
 				l.price_scale = hi * exp2(mid);
 				dt_lns_ball(&l, root, stop, ud);
 				struct move t = measure(ls, &l, k, undo);
-				if (t.at_k <= limit && t.excess < e0) {
+				if (t.at_k <= limit && t.dexcess < 0) {
 					b = mid;
 					if (t.dcost < best->m.dcost)
 						keep(best, &l, t, true);
