@@ -27,6 +27,7 @@
 #define BP_ITERATIONS 30 /* message passing rounds for a core's start */
 #define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
 #define REPAIR_STEPS 8 /* repair steps of a priced plan over the limit */
+#define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
@@ -177,6 +178,14 @@ static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
 	if (lg->scale == 0)
 		lg->scale = ls->cost > 1 && ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
 	lg->over_limit = r->usage_limit >= 0 && dt_local_peak(ls) > r->usage_limit;
+	/* A segment the priced plan leaves under the limit loses half its
+	 * weight (a subgradient step towards 0): weights from plans far over
+	 * the limit early on (the first round's, unpriced) would otherwise
+	 * price segments no longer binding and steer every later round away
+	 * from plans that hold more there but less at the peak. */
+	for (int32_t k = 0; r->usage_limit >= 0 && k < ls->tl.nseg; k++)
+		if (dt_profile_at(&ls->prof, k) < r->usage_limit)
+			lg->weight[k] *= WEIGHT_DECAY;
 	if (lg->over_limit) {
 		for (int32_t k = 0; k < ls->tl.nseg; k++) {
 			int64_t excess = dt_profile_at(&ls->prof, k) - r->usage_limit;
