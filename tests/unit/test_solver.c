@@ -338,9 +338,10 @@ static void test_repair_gap(void **state)
 /* Stale segment weights: a random problem (9 nodes, intervals over 8
  * points) whose first, unpriced plan breaks the limit on segments the
  * optimum fills. With the weights only growing, every later priced plan
- * avoids those segments and the search ends at 183; halving the weight of
- * a segment each priced plan leaves under the limit lets the prices
- * follow the segments that bind, and the search finds the optimum, 167.
+ * avoids those segments and the search ends at 183; halving, after each
+ * priced plan within the limit, the weight of the segments it leaves under
+ * it lets the prices follow the segments that bind, and the search finds
+ * the optimum, 167.
  * (Found among 3000 such problems: the decay is no strict gain on tiny
  * ones, four others go the other way; on dtopt's problems it is, llama/3d
  * under the expert's peak 157.05 -> 133.62 us.) */
