@@ -198,12 +198,30 @@ struct dt_lns {
 	 * returns whether to keep them. */
 	bool (*accept)(void *ud, const struct dt_lns *l);
 	void *accept_ud;
+	/* When set, a price per byte of usage per node of ls->p, times
+	 * price_scale, added to the ball's node costs (repair.c). */
+	const double *price;
+	double price_scale;
 };
 void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed);
 void dt_lns_fini(struct dt_lns *l);
 /* Run `steps` balls, or until stop(ud) or a ball holding every node was
  * solved exactly. */
 void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud);
+/* Re-solve one ball of l->k nodes grown from `root` (its usage priced by
+ * l->price when set) without moving ls: the members are l->nodes[0, n),
+ * their strategies now in l->cur and the ball's best plan in l->plan.
+ * Returns whether that plan is exact. */
+bool dt_lns_ball(struct dt_lns *l, int32_t root, bool (*stop)(void *), void *ud);
+
+/* ---- repair.c: plans over the limit brought back within it ---- */
+
+/* Move the plan of ls (a problem with a limit) within the limit by at most
+ * `max_steps` steps, each re-solving balls of nodes live at the peak
+ * segment with a price per byte there and taking the cheapest move that
+ * frees the excess (else the most per cost). Returns whether the plan now
+ * fits; it is changed either way. */
+bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), void *ud);
 
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 

@@ -26,6 +26,8 @@
 
 #define BP_ITERATIONS 30 /* message passing rounds for a core's start */
 #define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
+#define REPAIR_STEPS 8 /* repair steps of a priced plan over the limit */
+#define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t seed)
@@ -163,7 +165,7 @@ static bool accept_ball(void *ud, const struct dt_lns *l)
  * and its priced cost is no more; where it breaks the limit, mark the
  * segments for dearer prices. Returns whether it was taken. */
 static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
-		  const int32_t *cx)
+		  const int32_t *cx, bool (*stop)(void *), void *ud)
 {
 	const struct dt_solve_problem *r = lg->r;
 	struct dt_local *ls = &lg->ls;
@@ -176,6 +178,17 @@ static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
 	if (lg->scale == 0)
 		lg->scale = ls->cost > 1 && ls->cost < (dt_wide)1e15 ? (double)ls->cost : 1e15;
 	lg->over_limit = r->usage_limit >= 0 && dt_local_peak(ls) > r->usage_limit;
+	/* A priced plan within the limit halves the weight of every segment
+	 * it leaves under it (a subgradient step towards 0; one over the
+	 * limit only adds weight): weights from plans far over the limit
+	 * early on (the first round's, unpriced) would otherwise price
+	 * segments no longer binding and steer every later round away from
+	 * plans that hold more there but less at the peak. Decaying after
+	 * plans over the limit too undid the weights the contest's instance
+	 * S needs (score 0.976 -> 0.935). */
+	for (int32_t k = 0; r->usage_limit >= 0 && !lg->over_limit && k < ls->tl.nseg; k++)
+		if (dt_profile_at(&ls->prof, k) < r->usage_limit)
+			lg->weight[k] *= WEIGHT_DECAY;
 	if (lg->over_limit) {
 		for (int32_t k = 0; k < ls->tl.nseg; k++) {
 			int64_t excess = dt_profile_at(&ls->prof, k) - r->usage_limit;
@@ -183,6 +196,15 @@ static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
 				lg->weight[k] += (double)excess /
 						 (double)(r->usage_limit > 0 ? r->usage_limit : 1);
 		}
+		/* Repaired towards the limit by the cheapest moves per byte
+		 * (repair.c): often the best plan within it. */
+		take = dt_repair(ls, REPAIR_STEPS, stop, ud);
+		if (take) {
+			dt_local_descend(ls, stop, ud);
+			take = dt_plan_cost(&lg->q, ls->x) <= dt_plan_cost(&lg->q, old);
+		}
+	}
+	if (r->usage_limit >= 0 && dt_local_peak(ls) > r->usage_limit) {
 		take = false;
 	} else if (!lg->found || ls->cost < lg->best_cost) {
 		lg->found = true;
@@ -260,8 +282,10 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	dt_local_init(&start, c);
 	dt_local_set(&start, y);
 	dt_local_descend(&start, stop, ud);
-	if (adopt(lg, &red, start.x)) {
-		dt_local_set(&core, start.x);
+	if (adopt(lg, &red, start.x, stop, ud)) {
+		/* The plan taken, repaired or not, in the core's terms. */
+		dt_solve_reduction_restrict(&red, lg->ls.x, x);
+		dt_local_set(&core, x);
 		dt_free(x);
 		x = NULL;
 	}

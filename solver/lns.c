@@ -11,6 +11,7 @@
  * search. */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define BALL_MAX 48        /* nodes in a ball */
@@ -97,6 +98,12 @@ static void build(struct dt_lns *l)
 		sn->cost = dt_realloc(sn->cost, sizeof(int64_t) * (size_t)nd->nstrategies);
 		memcpy(sn->cost, nd->cost, sizeof(int64_t) * (size_t)nd->nstrategies);
 		l->cur[i] = ls->x[v];
+		double pv = l->price ? l->price[v] * l->price_scale : 0;
+		for (int32_t k = 0; pv > 0 && k < nd->nstrategies; k++) {
+			double extra = floor(pv * (double)nd->usage[k]);
+			sn->cost[k] = !(extra < 9e18) ? DT_SOLVE_INFINITE
+				: dt_solve_add(sn->cost[k], (int64_t)extra);
+		}
 		for (int32_t j = ls->adj.off[v]; j < ls->adj.off[v + 1]; j++) {
 			int32_t e = ls->adj.edge[j], u = dt_edge_other(p, e, v);
 			if (l->id[u] >= 0) {
@@ -141,6 +148,16 @@ static void apply(struct dt_lns *l, const int32_t *to)
 	for (int32_t i = 0; i < l->n; i++)
 		if (l->ls->x[l->nodes[i]] != to[i])
 			dt_local_move(l->ls, l->nodes[i], to[i]);
+}
+
+bool dt_lns_ball(struct dt_lns *l, int32_t root, bool (*stop)(void *), void *ud)
+{
+	grow(l, root);
+	build(l);
+	bool exact = solve_ball(l, stop, ud);
+	for (int32_t i = 0; i < l->n; i++)
+		l->id[l->nodes[i]] = -1;
+	return exact;
 }
 
 void dt_lns_run(struct dt_lns *l, int64_t steps, bool (*stop)(void *), void *ud)
