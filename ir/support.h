@@ -134,6 +134,9 @@ struct dt_diag {
 	bool remarks;        /* emit remarks at all */
 };
 void dt_diag_init(struct dt_diag *d);
+/* A diag that drops every message (counting them): for trials and
+ * checks whose failures the caller handles itself. */
+void dt_diag_init_quiet(struct dt_diag *d);
 void dt_diag_report(struct dt_diag *d, enum dt_severity sev, const char *file,
 		    uint32_t line, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));

@@ -8,17 +8,11 @@
 
 #include <math.h>
 
-static void discard(void *ud, const struct dt_diag_entry *e)
-{
-	(void)ud, (void)e;
-}
-
 /* The peak of m's memory plan, HUGE_VAL when it cannot be made. */
 static double plan_peak(struct dt_module *m)
 {
 	struct dt_diag quiet;
-	dt_diag_init(&quiet);
-	quiet.emit = discard;
+	dt_diag_init_quiet(&quiet);
 	size_t peak;
 	int rank;
 	uint32_t at;
@@ -39,8 +33,7 @@ bool dt_memory_guard_init(struct dt_memory_guard *g, struct dt_pass_ctx *ctx)
 void dt_memory_trial_begin(struct dt_pass_ctx *trial, struct dt_diag *quiet,
 			   const struct dt_pass_ctx *ctx)
 {
-	dt_diag_init(quiet);
-	quiet->emit = discard;
+	dt_diag_init_quiet(quiet);
 	*trial = *ctx;
 	trial->m = dt_module_clone(ctx->m);
 	trial->diag = quiet;

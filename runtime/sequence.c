@@ -115,11 +115,6 @@ static int64_t tensor_of(const struct dt_module *m, uint32_t id, int32_t *dtype)
 	return dt_numel(shape, rank);
 }
 
-static void discard(void *ud, const struct dt_diag_entry *e)
-{
-	(void)ud, (void)e;
-}
-
 void dt_collective_sequence(const struct dt_module *m,
 			    struct dt_collective_item **out, uint32_t *n,
 			    uint64_t *hash)
@@ -127,8 +122,7 @@ void dt_collective_sequence(const struct dt_module *m,
 	DT_VEC(struct dt_collective_item) seq = {0};
 	uint64_t h = 0x6473656dull;
 	struct dt_diag quiet; /* verify has bound every node already */
-	dt_diag_init(&quiet);
-	quiet.emit = discard;
+	dt_diag_init_quiet(&quiet);
 	dt_foreach_node(m, id) {
 		const struct dt_node *node = dt_node_get(m, id);
 		if (node->kind != DT_NODE_CALL ||

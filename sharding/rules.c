@@ -531,12 +531,6 @@ static void collect_inputs(struct dt_rule_fill *f)
 	}
 }
 
-static void discard(void *ud, const struct dt_diag_entry *e)
-{
-	(void)ud;
-	(void)e;
-}
-
 static bool entry_equal(const struct dt_rule_entry *a,
 			const struct dt_rule_entry *b)
 {
@@ -584,8 +578,7 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 				? dt_str_get(m, n->target)
 				: "a placeholder, constant or output");
 	struct dt_diag quiet;
-	dt_diag_init(&quiet);
-	quiet.emit = discard;
+	dt_diag_init_quiet(&quiet);
 	struct dt_rule_fill f = {.m = m, .n = n, .r = r};
 	if (dt_op_bind(m, n, &f.args, &quiet) != DT_OK)
 		return dt_fail_message(err, errlen, "the arguments of %s do not bind",

@@ -150,11 +150,6 @@ struct opt_job {
 	struct dt_dump_dir *dump_dir; /* NULL: no --dump-dir */
 };
 
-static void discard(void *ud, const struct dt_diag_entry *e)
-{
-	(void)ud, (void)e;
-}
-
 /* The "before" table of --report, from a copy of m whose metadata
  * shape-infer completed (collectives without <tensor> sizes would count 0
  * bytes; the output graph stays as the pipeline leaves it). Returns the
@@ -164,8 +159,7 @@ static struct dt_module *fill_before(const struct dt_module *m,
 				     struct dt_comm_table *before)
 {
 	struct dt_diag quiet;
-	dt_diag_init(&quiet);
-	quiet.emit = discard;
+	dt_diag_init_quiet(&quiet);
 	struct dt_module *copy = dt_module_clone(m);
 	struct dt_pipeline p;
 	struct dt_pipeline_options popt = {0};
@@ -188,8 +182,7 @@ static double report_peak(struct dt_module *m, uint32_t *at)
 {
 	if (m->view == DT_VIEW_LOCAL) {
 		struct dt_diag quiet;
-		dt_diag_init(&quiet);
-		quiet.emit = discard;
+		dt_diag_init_quiet(&quiet);
 		size_t peak;
 		int rank;
 		if (dt_memory_plan(m, &quiet, &peak, &rank, at) == DT_OK)
@@ -206,8 +199,7 @@ static void warn_over_budget(struct dt_module *m, int64_t budget,
 	if (budget <= 0 || m->view != DT_VIEW_LOCAL)
 		return;
 	struct dt_diag quiet;
-	dt_diag_init(&quiet);
-	quiet.emit = discard;
+	dt_diag_init_quiet(&quiet);
 	size_t peak;
 	int rank;
 	uint32_t at;
