@@ -773,7 +773,8 @@ static void choose_copies(struct bucketing *b, struct run *runs, uint32_t nruns)
  * hold more than the guard's bound, each run to merge is cut again, in
  * graph order, into the longest runs that keep the program (with the runs
  * kept before) within the bound: a member that fits with no next one stays
- * alone. Trials: about one per member of the runs to merge. */
+ * alone. Trials: per run kept, one for the rest of its bucket's run, then
+ * a bisection of its length. */
 static void fit_budget(struct bucketing *b, run_vec *runs)
 {
 	struct dt_memory_guard g;
@@ -793,24 +794,34 @@ static void fit_budget(struct bucketing *b, run_vec *runs)
 		}
 		double over = 0; /* the last peak over the bound */
 		for (uint32_t at = r.first, end = r.first + r.count; at < end;) {
-			/* a last member left alone: by the guard */
+			/* The longest run from `at` that fits: the rest of r,
+			 * else bisected (a longer run holds no less); one
+			 * member is no merge (a last one alone: by the guard). */
 			struct run best = {.bucket = r.bucket, .first = at,
 					   .count = 1, .peak = over,
 					   .together = r.together};
-			for (uint32_t n = 2; at + n <= end; n++) {
-				struct run longer = {.bucket = r.bucket, .first = at,
-						     .count = n, .merge = true,
-						     .together = r.together};
+			uint32_t fits = 1, over_at = end - at + 1;
+			for (uint32_t n = end - at; n >= 2 && over_at - fits > 1;
+			     n = fits + (over_at - fits) / 2) {
+				struct run longer = best;
+				longer.count = n;
+				longer.merge = true;
 				dt_vec_push(&fitted, longer);
 				double peak = trial_peak(b, fitted.data, fitted.len);
 				fitted.len--;
-				if (peak > g.bound) {
-					best.peak = over = peak;
-					break;
+				if (peak <= g.bound) {
+					fits = n;
+				} else {
+					over_at = n;
+					over = peak;
 				}
-				best.count = n;
+			}
+			if (fits >= 2) {
+				best.count = fits;
 				best.merge = true;
-				best.peak = 0;
+				best.peak = fits < end - at ? over : 0;
+			} else if (end - at >= 2) {
+				best.peak = over;
 			}
 			dt_vec_push(&fitted, best);
 			at += best.count;
