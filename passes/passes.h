@@ -48,8 +48,10 @@ struct dt_pass_options {
 	 * node (--search=greedy), 2 = exhaustive enumeration node by node. */
 	uint8_t shard_search;
 	/* The whole-graph search: the per-rank memory budget in bytes (0 =
-	 * none) and the solver's time budget in seconds (0 = its default). */
-	int64_t memory_budget;
+	 * none) and the solver's time budget in seconds (0 = its default).
+	 * search_budget, when > 0, is the search's usage limit instead (opt's
+	 * replan: the passes after it keep memory_budget). */
+	int64_t memory_budget, search_budget;
 	double solve_timeout;
 	/* Where shard-prop writes the whole-graph problem it builds, as the
 	 * IOPDDL contest's JSON (any search); NULL = nowhere. */

@@ -659,7 +659,9 @@ static int plan_graph(struct prop *p)
 		return DT_OK;
 	struct dt_shard_problem_options po = {
 	    .topology = p->topology,
-	    .budget = o->memory_budget > 0 ? o->memory_budget : -1,
+	    .budget = o->search_budget > 0   ? o->search_budget
+		      : o->memory_budget > 0 ? o->memory_budget
+					     : -1,
 	    .create_groups = o->create_groups,
 	    .redistribute = o->redistribute,
 	};

@@ -212,6 +212,100 @@ static void warn_over_budget(struct dt_module *m, int64_t budget,
 		       peak, rank, dt_str_get(m, n->name), (long long)budget);
 }
 
+/* Diagnostics kept for later (a replan's, reported if it is the one
+ * kept). */
+struct kept_diags {
+	DT_VEC(struct dt_diag_entry) entries; /* strings owned */
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strcpy(dt_malloc(strlen(s) + 1), s) : NULL;
+}
+
+static void keep_diag(void *ud, const struct dt_diag_entry *e)
+{
+	struct kept_diags *k = ud;
+	struct dt_diag_entry c = {e->severity, dup_or_null(e->file), e->line,
+				  dup_or_null(e->tag), dup_or_null(e->message)};
+	dt_vec_push(&k->entries, c);
+}
+
+static void kept_diags_fini(struct kept_diags *k, struct dt_diag *replay_to)
+{
+	for (uint32_t i = 0; i < k->entries.len; i++) {
+		struct dt_diag_entry *e = &k->entries.data[i];
+		if (replay_to)
+			dt_diag_report(replay_to, e->severity, e->file, e->line,
+				       e->tag, "%s", e->message);
+		dt_free((char *)e->file);
+		dt_free((char *)e->tag);
+		dt_free((char *)e->message);
+	}
+	dt_vec_free(&k->entries);
+}
+
+/* The program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
+ * be made. */
+static size_t run_peak(struct dt_module *m)
+{
+	struct dt_diag quiet;
+	dt_diag_init_quiet(&quiet);
+	size_t peak;
+	int rank;
+	uint32_t at;
+	return dt_memory_plan(m, &quiet, &peak, &rank, &at) == DT_OK ? peak
+								   : SIZE_MAX;
+}
+
+/* Where the program lowered from global-view `input` does not fit
+ * --memory-budget B as run (the search plans with an estimate of what
+ * lowering holds, semantics §6.6, and the passes after it keep a plan
+ * only within max(B, its peak), §4.7), plan again with the search's limit
+ * B - excess·2^i (i = 0..3, excess = the peak over B) while the passes
+ * keep B, and keep the first program that fits (remark opt:replan; its
+ * diagnostics follow, those before it were the first plan's). */
+static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
+		   struct dt_module *m, const struct dt_module *input)
+{
+	int64_t budget = job->popt->pass.memory_budget;
+	size_t peak = run_peak(m);
+	if (peak == SIZE_MAX || peak <= (size_t)budget)
+		return;
+	int64_t excess = (int64_t)peak - budget;
+	for (int i = 0; i < 4 && budget - (excess << i) > 0; i++) {
+		struct dt_pipeline_options po = {.registry = job->popt->registry,
+						 .pass = job->popt->pass};
+		po.pass.search_budget = budget - (excess << i);
+		po.pass.problem_out = NULL;
+		po.pass.bisect = NULL;
+		struct kept_diags kept = {0};
+		struct dt_diag d;
+		dt_diag_init(&d);
+		d.emit = keep_diag;
+		d.ud = &kept;
+		d.remarks = job->diag->remarks;
+		struct dt_module *t = dt_module_clone(input);
+		int rc = dt_pipeline_run(t, pipeline, &po, &d);
+		size_t got = rc == DT_OK ? run_peak(t) : SIZE_MAX;
+		if (got <= (size_t)budget) {
+			dt_diag_report(job->diag, DT_REMARK, m->file, 0,
+				       "opt:replan",
+				       "the program held %zu bytes per rank at its peak, over --memory-budget %lld: planned again within %lld, it holds %zu (the diagnostics after this one are that plan's)",
+				       peak, (long long)budget,
+				       (long long)po.pass.search_budget, got);
+			kept_diags_fini(&kept, job->diag);
+			dt_module_swap(m, t);
+			dt_module_destroy(t);
+			return;
+		}
+		kept_diags_fini(&kept, NULL);
+		dt_module_destroy(t);
+		if (rc != DT_OK)
+			return;
+	}
+}
+
 static const char *peak_kind(enum dt_view v)
 {
 	return v == DT_VIEW_LOCAL ? "as run" : "liveness estimate";
@@ -248,9 +342,16 @@ static int optimize(const struct opt_job *job, const char *output)
 		shaped = fill_before(m, &topology, &before);
 		peak_before = report_peak(shaped ? shaped : m, &at_before);
 	}
+	struct dt_module *input =
+	    job->popt->pass.memory_budget > 0 && m->view == DT_VIEW_GLOBAL
+		? dt_module_clone(m)
+		: NULL;
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
+	if (rc == DT_OK && input)
+		replan(job, &pipeline, m, input);
+	dt_module_destroy(input);
 	if (rc == DT_OK)
 		warn_over_budget(m, job->popt->pass.memory_budget, job->diag);
 	double t2 = dt_now();

@@ -171,10 +171,11 @@ def peak_after(out):
 
 
 def global_estimate(out):
-    """The whole-graph plan's peak usage (bytes) from the
-    `shard-prop:global` remark of `out`, None without one."""
-    m = re.search(r"peak (\d+) bytes per rank \[shard-prop:global\]", out)
-    return int(m.group(1)) if m else None
+    """The whole-graph plan's peak usage (bytes) from the last
+    `shard-prop:global` remark of `out` (the kept plan's where opt planned
+    again, opt:replan), None without one."""
+    found = re.findall(r"peak (\d+) bytes per rank \[shard-prop:global\]", out)
+    return int(found[-1]) if found else None
 
 
 def measured_peak(mpirun, low):
