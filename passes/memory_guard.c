@@ -11,12 +11,8 @@
 /* The peak of m's memory plan, HUGE_VAL when it cannot be made. */
 static double plan_peak(struct dt_module *m)
 {
-	struct dt_diag quiet;
-	dt_diag_init_quiet(&quiet);
 	size_t peak;
-	int rank;
-	uint32_t at;
-	return dt_memory_plan(m, &quiet, &peak, &rank, &at) == DT_OK
+	return dt_memory_plan(m, NULL, &peak, NULL, NULL) == DT_OK
 		       ? (double)peak
 		       : HUGE_VAL;
 }

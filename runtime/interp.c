@@ -610,6 +610,15 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
 int dt_memory_plan(struct dt_module *m, struct dt_diag *d, size_t *peak,
 		   int *rank, uint32_t *at)
 {
+	struct dt_diag quiet;
+	if (!d) {
+		dt_diag_init_quiet(&quiet);
+		d = &quiet;
+	}
+	int peak_rank;
+	uint32_t peak_at;
+	rank = rank ? rank : &peak_rank;
+	at = at ? at : &peak_at;
 	const struct dt_mesh *which;
 	int world = (int)dt_required_world(m, &which);
 	int first = m->rank >= 0 ? (int)m->rank : 0;

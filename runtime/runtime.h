@@ -352,9 +352,10 @@ int dt_interpret_peak(struct dt_module *m, struct dt_backend *b, size_t *peak,
  * rank="R" alone, or every rank of the world its meshes name): the most
  * bytes any one rank's run holds at once (dt_interpret_peak's figure, the
  * memory_bytes its run reports), that rank to *rank and the node reaching
- * the peak to *at. Needs SHAPES. Runs nothing and talks to no backend, so
- * passes can ask what a rewrite costs in memory. Reports (to d) and
- * returns DT_ERUNTIME when a rank's plan cannot be made. */
+ * the peak to *at (rank and at may be NULL). Needs SHAPES. Runs nothing
+ * and talks to no backend, so passes can ask what a rewrite costs in
+ * memory. Reports (to d; NULL: nowhere) and returns DT_ERUNTIME when a
+ * rank's plan cannot be made. */
 int dt_memory_plan(struct dt_module *m, struct dt_diag *d, size_t *peak,
 		   int *rank, uint32_t *at);
 /* Print the per-target table (count, total ms, ms per iteration, share,

@@ -180,14 +180,10 @@ static struct dt_module *fill_before(const struct dt_module *m,
  * the plan cannot be made. */
 static double report_peak(struct dt_module *m, uint32_t *at)
 {
-	if (m->view == DT_VIEW_LOCAL) {
-		struct dt_diag quiet;
-		dt_diag_init_quiet(&quiet);
-		size_t peak;
-		int rank;
-		if (dt_memory_plan(m, &quiet, &peak, &rank, at) == DT_OK)
-			return (double)peak;
-	}
+	size_t peak;
+	if (m->view == DT_VIEW_LOCAL &&
+	    dt_memory_plan(m, NULL, &peak, NULL, at) == DT_OK)
+		return (double)peak;
 	return dt_memory_peak(m, at);
 }
 
@@ -198,12 +194,10 @@ static void warn_over_budget(struct dt_module *m, int64_t budget,
 {
 	if (budget <= 0 || m->view != DT_VIEW_LOCAL)
 		return;
-	struct dt_diag quiet;
-	dt_diag_init_quiet(&quiet);
 	size_t peak;
 	int rank;
 	uint32_t at;
-	if (dt_memory_plan(m, &quiet, &peak, &rank, &at) != DT_OK ||
+	if (dt_memory_plan(m, NULL, &peak, &rank, &at) != DT_OK ||
 	    peak <= (size_t)budget)
 		return;
 	const struct dt_node *n = dt_node_get(m, at);
@@ -249,12 +243,8 @@ static void kept_diags_fini(struct kept_diags *k, struct dt_diag *replay_to)
  * be made. */
 static size_t run_peak(struct dt_module *m)
 {
-	struct dt_diag quiet;
-	dt_diag_init_quiet(&quiet);
 	size_t peak;
-	int rank;
-	uint32_t at;
-	return dt_memory_plan(m, &quiet, &peak, &rank, &at) == DT_OK ? peak
+	return dt_memory_plan(m, NULL, &peak, NULL, NULL) == DT_OK ? peak
 								   : SIZE_MAX;
 }
 
@@ -269,13 +259,15 @@ static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline
 		   struct dt_module *m, const struct dt_module *input)
 {
 	int64_t budget = job->popt->pass.memory_budget;
-	size_t peak = run_peak(m);
+	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
 	if (peak == SIZE_MAX || peak <= (size_t)budget)
 		return;
 	int64_t excess = (int64_t)peak - budget;
 	for (int i = 0; i < 4 && budget - (excess << i) > 0; i++) {
-		struct dt_pipeline_options po = {.registry = job->popt->registry,
-						 .pass = job->popt->pass};
+		struct dt_pipeline_options po = {
+		    .registry = job->popt->registry,
+		    .verify_each = job->popt->verify_each,
+		    .pass = job->popt->pass};
 		po.pass.search_budget = budget - (excess << i);
 		po.pass.problem_out = NULL;
 		po.pass.bisect = NULL;
