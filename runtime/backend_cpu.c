@@ -86,6 +86,12 @@ static const struct dt_backend_ops cpu_ops = {
 	.destroy = cpu_destroy,
 };
 
+void dt_backend_host_view(const struct dt_backend *b, struct dt_backend *view)
+{
+	*view = *b;
+	view->ops = &cpu_ops;
+}
+
 struct dt_backend *dt_backend_cpu_create(struct dt_diag *d)
 {
 	struct cpu_backend *cb = dt_calloc(1, sizeof(*cb));

@@ -298,7 +298,10 @@ int dt_cuda_fallback(struct dt_cuda_ctx *ctx, const struct dt_kernel_call *c)
 		struct dt_kernel_call hc = *c;
 		hc.values = (struct dt_rt_tensor *const *)hv;
 		hc.outputs = hout;
-		rc = dt_cpu_kernel(ctx->b, &hc);
+		struct dt_backend host;
+		dt_backend_host_view(ctx->b, &host);
+		rc = dt_cpu_kernel(&host, &hc);
+		ctx->b->failed_node = host.failed_node;
 	}
 	/* only each output's span: an output may be a run of a buffer that
 	 * holds other values (the interpreter's cat placement, place.c) */

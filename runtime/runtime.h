@@ -246,6 +246,10 @@ struct dt_backend *dt_backend_nccl_create(const struct dt_module *m,
  * not torch's generator. Failures are reported at the node through
  * b->diag and return DT_ERUNTIME. */
 int dt_cpu_kernel(struct dt_backend *b, const struct dt_kernel_call *c);
+/* *view becomes b (rank, diagnostics, limits) with host memory and the
+ * CPU kernels: what a device backend hands dt_cpu_kernel when it runs a
+ * node on the CPU, whose scratch must be host memory. */
+void dt_backend_host_view(const struct dt_backend *b, struct dt_backend *view);
 int dt_cpu_copy(struct dt_backend *b, struct dt_rt_tensor *dst,
 		const struct dt_rt_tensor *src);
 /* Whether dt_cpu_kernel has a kernel for `op` (for every op that is not
