@@ -85,10 +85,14 @@ static void fill_key(int64_t *key, uint16_t mesh, bool bucketed,
 
 static uint64_t hash_key(const int64_t *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (int k = 0; k < KEY_WORDS; k++)
-		h = (h ^ (uint64_t)key[k]) * 1099511628211ull;
-	return h ^ (h >> 29);
+	uint64_t h = 0;
+	for (int k = 0; k < KEY_WORDS; k++) { /* splitmix64's finaliser */
+		h = (h ^ (uint64_t)key[k]) + 0x9E3779B97F4A7C15ull;
+		h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+		h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+		h ^= h >> 31;
+	}
+	return h;
 }
 
 static void cache_grow(struct dt_shard_edges *e)
