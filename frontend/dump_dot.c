@@ -333,23 +333,11 @@ static void put_placements(struct text *t, const struct dt_module *m,
 	}
 }
 
-static const struct dt_meta *find_meta(const struct dt_module *m,
-				       const struct dt_node *n,
-				       const char *key)
-{
-	for (uint32_t i = 0; i < n->nmetas; i++) {
-		const struct dt_meta *meta = &m->metas.data[n->metas + i];
-		if (strcmp(str(m, meta->key), key) == 0)
-			return meta;
-	}
-	return NULL;
-}
-
 /* "fused from ag_7, ag_8" from the dtopt.fused_from meta ("ag_7 ag_8"). */
 static void put_fused(struct text *t, const struct dt_module *m,
 		      const struct dt_node *n)
 {
-	const struct dt_meta *meta = find_meta(m, n, DT_META_FUSED_FROM);
+	const struct dt_meta *meta = dt_node_meta(m, n, DT_META_FUSED_FROM);
 	text_printf(t, "\nfused");
 	if (!meta)
 		return;

@@ -136,6 +136,12 @@ enum {
  * nodes they replace, space separated. The reader sets DT_NODE_FUSED from
  * it. */
 #define DT_META_FUSED_FROM "dtopt.fused_from"
+/* The <meta> key bucket-collectives writes (value "true") on the cats of a
+ * bucket whose members the interpreter copies in where the cat runs: no
+ * producer writes its result straight into the cat's buffer
+ * (runtime/place.c), which so lives from the cat on, not from the first
+ * member on (semantics §4.7, Memory). */
+#define DT_META_COPY_INPUTS "dtopt.copy_inputs"
 
 /* The data of a constant: its tensor's elements in row-major order (the
  * tensor is contiguous), little-endian, dtype size bytes each; bfloat16 and
@@ -212,6 +218,9 @@ static inline const struct dt_tensor *dt_node_tensor0(const struct dt_module *m,
 {
 	return dt_node_tensor(m, &m->nodes.data[id], 0);
 }
+/* The node's <meta> entry of key `key`, NULL when it has none. */
+const struct dt_meta *dt_node_meta(const struct dt_module *m,
+				   const struct dt_node *n, const char *key);
 /* The data of a DT_NODE_CONSTANT node. */
 static inline const struct dt_constant *
 dt_node_constant(const struct dt_module *m, const struct dt_node *n)

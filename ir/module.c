@@ -128,6 +128,17 @@ const char *dt_str_get(const struct dt_module *m, dt_str s)
 	return dt_intern_get(&m->strings, s.id, NULL);
 }
 
+const struct dt_meta *dt_node_meta(const struct dt_module *m,
+				   const struct dt_node *n, const char *key)
+{
+	for (uint32_t i = 0; i < n->nmetas; i++) {
+		const struct dt_meta *meta = &m->metas.data[n->metas + i];
+		if (strcmp(dt_str_get(m, meta->key), key) == 0)
+			return meta;
+	}
+	return NULL;
+}
+
 dt_ints dt_ints_intern(struct dt_module *m, const int64_t *v, size_t n)
 {
 	return (dt_ints){dt_intern(&m->ints, v, n * sizeof(int64_t))};

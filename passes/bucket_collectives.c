@@ -588,6 +588,10 @@ struct run {
 	double apart, joined;
 	double peak;  /* the guard ended the run here: the peak the program
 			 would reach with the next member in it (0: not) */
+	bool copy_in; /* the guard's: members copied into the flat buffer
+			 where it runs (dtopt.copy_inputs), as computed into
+			 it the program would reach `placed` bytes */
+	double placed;
 };
 typedef DT_VEC(struct run) run_vec;
 
@@ -663,6 +667,10 @@ static void remark_run(struct bucketing *b, const struct run *r,
 			remark(b, first->coll, "copies",
 			       "the members of %s are copied out of it together, where the first is read: its bucket, before the memory guard cut it, held less so",
 			       name_of(b->m, merged));
+		if (r->copy_in)
+			remark(b, first->coll, "copies",
+			       "the members of %s are copied into its flat buffer where it runs (dtopt.copy_inputs): computed into it, the buffer would live from the first member on and the program would hold %.0f bytes per rank at its peak, over %.0f",
+			       name_of(b->m, merged), r->placed, b->memory_bound);
 	} else if (bk->count == 1) {
 		remark_alone(b, bk);
 	} else if (!r->peak) {
@@ -721,7 +729,8 @@ static bool rewrite_runs(struct bucketing *b, struct dt_pass_ctx *ctx,
 		uint32_t merged = 0;
 		if (runs[i].merge)
 			merged = dt_bucket_rewrite(ctx, &b->members.data[runs[i].first],
-						   runs[i].count, replaced, parts[i]);
+						   runs[i].count, runs[i].copy_in,
+						   replaced, parts[i]);
 		if (remarks)
 			remark_run(b, &runs[i], merged);
 		changed |= merged != 0;
@@ -769,12 +778,37 @@ static void choose_copies(struct bucketing *b, struct run *runs, uint32_t nruns)
 	}
 }
 
+/* Whether `fitted` with run r (appended for the trial) merged keeps the
+ * program within `bound`: as the interpreter would place it, else with
+ * r's members copied in (r->copy_in set) where that keeps it within the
+ * budget proper (`budget` <= bound: copying in is the guard's own trade,
+ * not a licence to reach the peak before bucketing). *peak = r->placed:
+ * the peak as placed. */
+static bool fit_trial(struct bucketing *b, run_vec *fitted, struct run *r,
+		      double bound, double budget, double *peak)
+{
+	r->copy_in = false;
+	dt_vec_push(fitted, *r);
+	*peak = r->placed = trial_peak(b, fitted->data, fitted->len);
+	bool fits = *peak <= bound;
+	if (!fits) {
+		fitted->data[fitted->len - 1].copy_in = true;
+		r->copy_in = fits =
+		    trial_peak(b, fitted->data, fitted->len) <= budget;
+	}
+	fitted->len--;
+	return fits;
+}
+
 /* Under --memory-budget (memory_guard.h): when the runs all merged would
  * hold more than the guard's bound, each run to merge is cut again, in
  * graph order, into the longest runs that keep the program (with the runs
- * kept before) within the bound: a member that fits with no next one stays
- * alone. Trials: per run kept, one for the rest of its bucket's run, then
- * a bisection of its length. */
+ * kept before) within the bound, its members computed into the flat
+ * buffer (placed: the interpreter's way, no copies) where that fits, else
+ * copied in where it runs (which holds the buffer only from there on, but
+ * the members and the copy at once there): a member that fits with no
+ * next one stays alone. Trials: per run kept, one or two for the rest of
+ * its bucket's run, then a bisection of its length. */
 static void fit_budget(struct bucketing *b, run_vec *runs)
 {
 	struct dt_memory_guard g;
@@ -800,25 +834,26 @@ static void fit_budget(struct bucketing *b, run_vec *runs)
 			struct run best = {.bucket = r.bucket, .first = at,
 					   .count = 1, .peak = over,
 					   .together = r.together};
+			struct run fit = best;
 			uint32_t fits = 1, over_at = end - at + 1;
 			for (uint32_t n = end - at; n >= 2 && over_at - fits > 1;
 			     n = fits + (over_at - fits) / 2) {
 				struct run longer = best;
 				longer.count = n;
 				longer.merge = true;
-				dt_vec_push(&fitted, longer);
-				double peak = trial_peak(b, fitted.data, fitted.len);
-				fitted.len--;
-				if (peak <= g.bound) {
+				double peak;
+				if (fit_trial(b, &fitted, &longer, g.bound,
+					      (double)b->ctx->options->memory_budget,
+					      &peak)) {
 					fits = n;
+					fit = longer;
 				} else {
 					over_at = n;
 					over = peak;
 				}
 			}
 			if (fits >= 2) {
-				best.count = fits;
-				best.merge = true;
+				best = fit;
 				best.peak = fits < end - at ? over : 0;
 			} else if (end - at >= 2) {
 				best.peak = over;

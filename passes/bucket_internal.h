@@ -56,10 +56,13 @@ uint32_t dt_bucket_cut(const double *ready, const double *bytes,
  * that stands for each member's wait (or moved cat) w. The nodes made for
  * the members' results (each a narrow of the merged result, then what
  * gives it its shape; nothing else reads the merged result) are the ids
- * parts[0] .. parts[1]. Returns the merged collective. */
+ * parts[0] .. parts[1]. With copy_in, the cats of the flat buffer carry
+ * dtopt.copy_inputs (the interpreter copies the members in there rather
+ * than computing them into it). Returns the merged collective. */
 uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 			   const struct dt_bucket_member *members,
-			   uint32_t count, uint32_t *replaced, uint32_t parts[2]);
+			   uint32_t count, bool copy_in, uint32_t *replaced,
+			   uint32_t parts[2]);
 
 /* After the rewrites: every use of a node id < nold with replaced[id] set
  * reads the replacement, the graph is reordered so that every node follows

@@ -112,15 +112,23 @@ static dt_str fused_from(struct dt_module *m,
 	return dt_str_intern(m, buf);
 }
 
-/* Mark a merged node as fused from the bucket's members. */
-static void mark_fused(struct dt_module *m, uint32_t id, dt_str from)
+/* Give node `id`, made by the rewrite (no <meta> yet), the entry
+ * key = value. */
+static void set_meta(struct dt_module *m, uint32_t id, const char *key,
+		     dt_str value)
 {
-	struct dt_meta meta = {dt_str_intern(m, DT_META_FUSED_FROM), from};
+	struct dt_meta meta = {dt_str_intern(m, key), value};
 	struct dt_node *n = dt_node_get(m, id);
 	n->metas = m->metas.len;
 	n->nmetas = 1;
 	dt_vec_push(&m->metas, meta);
-	n->flags |= DT_NODE_FUSED;
+}
+
+/* Mark a merged node as fused from the bucket's members. */
+static void mark_fused(struct dt_module *m, uint32_t id, dt_str from)
+{
+	set_meta(m, id, DT_META_FUSED_FROM, from);
+	dt_node_get(m, id)->flags |= DT_NODE_FUSED;
 }
 
 /* The flat input of member `mb`: [n] (all_gather, all_reduce) or
@@ -181,7 +189,7 @@ static void remove_move(struct dt_module *m, const struct dt_bucket_member *mb)
 
 uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 			   const struct dt_bucket_member *members, uint32_t count,
-			   uint32_t *replaced, uint32_t parts[2])
+			   bool copy_in, uint32_t *replaced, uint32_t parts[2])
 {
 	struct dt_module *m = ctx->m;
 	const struct dt_bucket_member *first = &members[0];
@@ -216,6 +224,9 @@ uint32_t dt_bucket_rewrite(struct dt_pass_ctx *ctx,
 				 .v.first = dt_module_add_refs(m, flat + lo, len)},
 				arg_int(scatter ? 1 : 0)};
 			flat[k] = emit(&e, DT_OP_CAT, "cat", cat_args, 2);
+			if (copy_in)
+				set_meta(m, flat[k], DT_META_COPY_INPUTS,
+					 dt_str_intern(m, "true"));
 		}
 		n = groups;
 	}
