@@ -489,11 +489,16 @@ static int propagate(struct prop *p, uint32_t id)
 	    .pin = pin_sharding ? &pin.placements : NULL,
 	};
 	dt_shard_space_init(&p->space, &p->rules, &req);
-	bool pin_unmet = false, cheaper = false;
+	bool pin_unmet = false, cheaper = false, chose = false;
 	const struct dt_placements *planned = planned_strategy(p, id);
 	if (planned) {
 		pin_unmet = pin_sharding &&
 			    !dt_placements_equal(&planned[0], &pin.placements);
+		/* some strategy would give the pin: the plan chose not to */
+		chose = pin_unmet && have_rules &&
+			dt_shard_search(&p->space, p->mode, &p->choice, NULL) ==
+			    DT_OK &&
+			p->choice.found;
 	} else if (have_rules) {
 		if (dt_shard_search(&p->space, p->mode, &p->choice, NULL) !=
 		    DT_OK) {
@@ -584,7 +589,14 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_vec_free(&fallback);
 			return DT_EINPUT;
 		}
-		if (p->ctx->diag->remarks && cheaper)
+		if (p->ctx->diag->remarks && chose)
+			remark(p, id, "shard-prop:pin",
+			       "'%s' (%s) computes %s and is redistributed to "
+			       "its pinned placements %s: the whole-graph "
+			       "plan's choice",
+			       dt_node_name(p->m, id),
+			       dt_str_get(m, node(p, id)->target), b, a);
+		else if (p->ctx->diag->remarks && cheaper)
 			remark(p, id, "shard-prop:pin",
 			       "'%s' (%s) computes %s and is redistributed to "
 			       "its pinned placements %s: cheaper than any "

@@ -504,8 +504,8 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 	if (from->mesh != to->mesh)
 		return DT_SOLVE_INFINITE;
 	return dt_shard_edges_move_ns(&b->edges, to->mesh,
-				      dt_shard_edges_source_bucketed(&b->edges,
-								     from),
+				      dt_shard_edges_input_bucketed(&b->edges, from,
+								    to, in->result),
 				      &in->tensor, src, dst, NULL);
 }
 

@@ -29,7 +29,7 @@ static void join_inputs(struct dt_shard_edges *e, struct dt_shard_problem *pr)
 		const struct dt_shard_input *in = &e->inputs.data[j];
 		const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
 		const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
-		if (!dt_shard_edges_source_bucketed(e, from) ||
+		if (!dt_shard_edges_input_bucketed(e, from, to, in->result) ||
 		    from->mesh != to->mesh)
 			continue;
 		const struct dt_placements *src =

@@ -32,7 +32,8 @@ struct dt_shard_edges {
 	uint8_t redistribute;                /* enum dt_redist_mode lowering
 						plans with */
 	DT_VEC(uint8_t) to_output;           /* per graph node: only the
-						output node reads it */
+						output node reads it, directly
+						or through views */
 	DT_VEC(struct dt_shard_input) inputs;
 	DT_VEC(struct dt_shard_input) copies; /* per copy node, in order: the
 						 input it copies (consumer =
@@ -80,22 +81,33 @@ double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
 				     const struct dt_placements *dst);
 
 /* Whether the move of graph node `id`'s value to its pin joins a bucket:
- * only the output node reads the value (a gradient, an updated parameter:
- * their moves are independent of each other). */
+ * only the output node reads the value, directly or through views (a
+ * gradient, its transpose, an updated parameter: their moves are
+ * independent of each other). */
 static inline bool dt_shard_edges_pin_bucketed(const struct dt_shard_edges *e,
 					       uint32_t id)
 {
 	return e->to_output.data[id] != 0;
 }
 
-/* Whether the moves out of problem node `from` join buckets: a graph
- * input's (placeholder, constant) moves are independent of everything. */
-static inline bool dt_shard_edges_source_bucketed(const struct dt_shard_edges *e,
-						  const struct dt_shard_pnode *from)
+/* Whether the moves of an input from problem node `from` to `to` join
+ * buckets: a graph input's (placeholder, constant) moves are independent
+ * of everything; so is a pinned value's move into a view only the output
+ * reads, through views (a gradient pinned before its transpose: the
+ * view's strategy decides the move, from the pin). */
+static inline bool dt_shard_edges_input_bucketed(const struct dt_shard_edges *e,
+						 const struct dt_shard_pnode *from,
+						 const struct dt_shard_pnode *to,
+						 uint32_t result)
 {
 	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
-	return from->kind == DT_PNODE_SOURCE &&
-	       (kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT);
+	if (from->kind == DT_PNODE_SOURCE)
+		return kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT;
+	const struct dt_node *view = dt_node_get(e->m, to->node);
+	return from->pinned && result == 0 && to->kind == DT_PNODE_RULES &&
+	       (view->op == DT_OP_GETITEM ||
+		dt_op_has((enum dt_op)view->op, DT_OPF_VIEW)) &&
+	       e->to_output.data[to->node];
 }
 
 /* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,

@@ -32,12 +32,18 @@ void dt_shard_edges_init(struct dt_shard_edges *e)
 	memset(e->to_output.data, 0, m->nodes.len);
 	struct dt_uses u;
 	dt_uses_fill(&u, m);
-	dt_foreach_node(m, id)
-	{
+	/* backwards: a view's flag is known before its base's */
+	for (uint32_t id = m->last; id; id = dt_node_get(m, id)->prev) {
 		bool only = u.first[id] < u.first[id + 1];
-		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++)
-			only &= dt_node_get(m, u.list[j])->kind ==
-				DT_NODE_OUTPUT;
+		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
+			const struct dt_node *r = dt_node_get(m, u.list[j]);
+			enum dt_op op = (enum dt_op)r->op;
+			bool view = r->kind == DT_NODE_CALL &&
+				    (op == DT_OP_GETITEM ||
+				     dt_op_has(op, DT_OPF_VIEW));
+			only &= r->kind == DT_NODE_OUTPUT ||
+				(view && e->to_output.data[u.list[j]]);
+		}
 		e->to_output.data[id] = only;
 	}
 	dt_uses_fini(&u);
@@ -287,7 +293,7 @@ static void cost_input(struct dt_shard_edges *e,
 		    &dst, &nd, &cd,
 		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
 							       in->index]);
-	bool bucketed = dt_shard_edges_source_bucketed(e, from);
+	bool bucketed = dt_shard_edges_input_bucketed(e, from, to, in->result);
 	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
 	for (uint32_t i = 0; i < ns; i++)
 		for (uint32_t j = 0; j < nd; j++)
