@@ -589,20 +589,14 @@ static int propagate(struct prop *p, uint32_t id)
 			dt_vec_free(&fallback);
 			return DT_EINPUT;
 		}
-		if (p->ctx->diag->remarks && chose)
+		if (p->ctx->diag->remarks && (chose || cheaper))
 			remark(p, id, "shard-prop:pin",
 			       "'%s' (%s) computes %s and is redistributed to "
-			       "its pinned placements %s: the whole-graph "
-			       "plan's choice",
+			       "its pinned placements %s: %s",
 			       dt_node_name(p->m, id),
-			       dt_str_get(m, node(p, id)->target), b, a);
-		else if (p->ctx->diag->remarks && cheaper)
-			remark(p, id, "shard-prop:pin",
-			       "'%s' (%s) computes %s and is redistributed to "
-			       "its pinned placements %s: cheaper than any "
-			       "strategy giving them",
-			       dt_node_name(p->m, id),
-			       dt_str_get(m, node(p, id)->target), b, a);
+			       dt_str_get(m, node(p, id)->target), b, a,
+			       chose ? "the whole-graph plan's choice"
+				     : "cheaper than any strategy giving them");
 		else if (p->ctx->diag->remarks)
 			remark(p, id, "shard-prop:pin",
 			       "no strategy of '%s' (%s) gives its pinned "
