@@ -260,16 +260,22 @@ static __device__ T apply(const dt_cu_ew &p, T a, T b, T c)
 }
 
 template <typename T>
+/* The loops over operands have constant bounds (every slot of the walk,
+ * the unused ones zero): indexed by a runtime count, off[] and x[] lived
+ * in local memory, an L1/L2 round trip per element that held an add of
+ * two 64M-element float32 tensors to 740 GB/s on an H200. */
 static __global__ void ew_kernel(const __grid_constant__ dt_cu_walk w,
 				 const __grid_constant__ dt_cu_ew p)
 {
-	int n = p.nin + 1;
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	     i < w.numel; i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t off[DT_CU_MAX_OPS];
-		dt_cu_offsets(&w, n, i, off);
+		dt_cu_offsets(&w, DT_CU_MAX_OPS, i, off);
 		T x[3] = {0, 0, 0};
-		for (int k = 0; k < p.nin; k++) {
+#pragma unroll
+		for (int k = 0; k < 3; k++) {
+			if (k >= p.nin)
+				break;
 			x[k] = (p.number >> k) & 1
 				   ? (T)p.value[k]
 				   : load_as<T>(w.t[k + 1], off[k + 1]);
