@@ -19,14 +19,16 @@
  *     node on the way (no other use: P's value is not kept alive past C by
  *     anyone else, so the cat's buffer lives no longer than it did);
  *   - P is not placed already (an input listed twice is copied);
- *   - C has no dtopt.copy_inputs meta (bucket-collectives' choice under a
- *     memory budget: a placed cat's buffer lives from its first placed
- *     producer on).
+ *   - C has no dtopt.copy_inputs meta of value "true" (bucket-collectives'
+ *     choice under a memory budget: a placed cat's buffer lives from its
+ *     first placed producer on).
  * A placed cat is itself a producer: a cat of cats nests. Values are
  * immutable once written (kernels write only their fresh outputs), so a
  * slice written before the cat runs holds exactly what the cat would
  * have copied there: the results are bitwise those of the copy. */
 #include "internal.h"
+
+#include <string.h>
 
 struct planner {
 	const struct dt_module *m;
@@ -88,9 +90,10 @@ static void plan_cat(struct planner *p, uint32_t c)
 	const struct dt_node *n = dt_node_get(m, c);
 	const struct dt_arg *list = dt_node_arg(m, n, 0);
 	const struct dt_arg *dim = n->nargs > 1 ? dt_node_arg(m, n, 1) : NULL;
+	const struct dt_meta *copy_in = dt_node_meta(m, n, DT_META_COPY_INPUTS);
 	int64_t numel;
 	if (!list || list->kind != DT_ARG_NODES || !dense(m, c, &numel) ||
-	    dt_node_meta(m, n, DT_META_COPY_INPUTS))
+	    (copy_in && strcmp(dt_str_get(m, copy_in->value), "true") == 0))
 		return;
 	int rank;
 	const int64_t *shape = dt_ints_get(m, dt_node_tensor(m, n, 0)->shape, &rank);

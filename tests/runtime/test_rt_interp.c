@@ -190,6 +190,36 @@ static void test_cat_in_place(void **state)
 	run_fini(&u);
 }
 
+/* A cat marked dtopt.copy_inputs="true" (bucket-collectives under a
+ * budget) takes no producer: a and b get buffers of their own and c
+ * copies them, the same values; any other value places as usual. */
+static void test_cat_copy_inputs(void **state)
+{
+	(void)state;
+	struct run u;
+	const char *values[2] = {"true", "false"};
+	for (int k = 0; k < 2; k++) {
+		char graph[2048];
+		snprintf(graph, sizeof graph, RT_GRAPH("local", PH("x", "16", "1")
+			CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+			CALL("b", "aten.exp.default", "<arg node=\"x\"/>")
+			CALL("c", "aten.cat.default", "<arg nodes=\"a b\"/>"
+			     "<meta key=\"dtopt.copy_inputs\" value=\"%s\"/>")
+			OUT("c")), values[k]);
+		run_graph(&u, graph, NULL);
+		assert_int_equal(u.rc, DT_OK);
+		/* x, a, b, c copied; x, c placed */
+		assert_int_equal(allocations(u.b), k == 0 ? 4 : 2);
+		for (int i = 0; i < 16; i++) {
+			double x = x_at("x@0", i);
+			assert_true(rt_at(&u.res.outputs[0], i) == -x);
+			assert_true(rt_at(&u.res.outputs[0], 16 + i) ==
+				    (double)expf((float)x));
+		}
+		run_fini(&u);
+	}
+}
+
 static void test_reshape_copy(void **state)
 {
 	(void)state;
@@ -652,6 +682,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_buffers_freed, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_reshape_copy, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_cat_in_place, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_cat_copy_inputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_outputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_collectives, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
