@@ -494,8 +494,9 @@ static int propagate(struct prop *p, uint32_t id)
 	if (planned) {
 		pin_unmet = pin_sharding &&
 			    !dt_placements_equal(&planned[0], &pin.placements);
-		/* some strategy would give the pin: the plan chose not to */
-		chose = pin_unmet && have_rules &&
+		/* some strategy would give the pin: the plan chose not to
+		 * (asked only for the remark) */
+		chose = pin_unmet && have_rules && p->ctx->diag->remarks &&
 			dt_shard_search(&p->space, p->mode, &p->choice, NULL) ==
 			    DT_OK &&
 			p->choice.found;

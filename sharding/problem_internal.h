@@ -80,6 +80,15 @@ double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
 				     const struct dt_placements *src,
 				     const struct dt_placements *dst);
 
+/* Whether graph node n only names (part of) its input's value: a view op
+ * or a getitem. */
+static inline bool dt_shard_is_view(const struct dt_node *n)
+{
+	return n->kind == DT_NODE_CALL &&
+	       (n->op == DT_OP_GETITEM ||
+		dt_op_has((enum dt_op)n->op, DT_OPF_VIEW));
+}
+
 /* Whether the move of graph node `id`'s value to its pin joins a bucket:
  * only the output node reads the value, directly or through views (a
  * gradient, its transpose, an updated parameter: their moves are
@@ -103,10 +112,8 @@ static inline bool dt_shard_edges_input_bucketed(const struct dt_shard_edges *e,
 	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
 	if (from->kind == DT_PNODE_SOURCE)
 		return kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT;
-	const struct dt_node *view = dt_node_get(e->m, to->node);
 	return from->pinned && result == 0 && to->kind == DT_PNODE_RULES &&
-	       (view->op == DT_OP_GETITEM ||
-		dt_op_has((enum dt_op)view->op, DT_OPF_VIEW)) &&
+	       dt_shard_is_view(dt_node_get(e->m, to->node)) &&
 	       e->to_output.data[to->node];
 }
 

@@ -37,12 +37,9 @@ void dt_shard_edges_init(struct dt_shard_edges *e)
 		bool only = u.first[id] < u.first[id + 1];
 		for (uint32_t j = u.first[id]; j < u.first[id + 1]; j++) {
 			const struct dt_node *r = dt_node_get(m, u.list[j]);
-			enum dt_op op = (enum dt_op)r->op;
-			bool view = r->kind == DT_NODE_CALL &&
-				    (op == DT_OP_GETITEM ||
-				     dt_op_has(op, DT_OPF_VIEW));
 			only &= r->kind == DT_NODE_OUTPUT ||
-				(view && e->to_output.data[u.list[j]]);
+				(dt_shard_is_view(r) &&
+				 e->to_output.data[u.list[j]]);
 		}
 		e->to_output.data[id] = only;
 	}

@@ -677,24 +677,38 @@ static void test_every_changed_dim_pays_a_collective(void **state)
 	}
 }
 
+/* What the move tests price: an f32[8, 8] value on a 2 x 2 mesh under
+ * DTensor's default topology. */
+struct move_setup {
+	struct dt_module *m;
+	const struct dt_mesh *mesh;
+	struct dt_topology topo;
+	struct dt_rule_tensor t;
+};
+
+static void move_setup_init(struct move_setup *u)
+{
+	static const char *const shapes[] = {"8 8"};
+	u->m = graph("2 2", shapes, 1,
+		     "<node name=\"op\" op=\"call_function\" target=\"aten.neg.default\"><arg node=\"a\"/></node>");
+	u->mesh = &u->m->meshes.data[0];
+	dt_topology_default(&u->topo);
+	u->t = (struct dt_rule_tensor){.rank = 2, .dtype = DT_FLOAT32, .shape = {8, 8}};
+}
+
 /* A bucketed move (dt_shard_lowering.bucketed) leaves the latency of each
  * all_gather, reduce_scatter and all_reduce to the bucket of its key and
  * records the key; a collective of a key the move already has keeps it. */
 static void test_move_bucket_keys(void **state)
 {
 	(void)state;
-	static const char *const shapes[] = {"8 8"};
-	struct dt_module *m = graph("2 2", shapes, 1,
-				    "<node name=\"op\" op=\"call_function\" target=\"aten.neg.default\"><arg node=\"a\"/></node>");
-	const struct dt_mesh *mesh = &m->meshes.data[0];
-	struct dt_topology topo;
-	dt_topology_default(&topo);
-	struct dt_rule_tensor t = {.rank = 2, .dtype = DT_FLOAT32, .shape = {8, 8}};
-	struct dt_placements src = parse(m, "S(0) S(1)"), dst = parse(m, "R R");
-	double full = dt_shard_move_cost(mesh, &topo, &t, &src, &dst, NULL);
+	struct move_setup u;
+	move_setup_init(&u);
+	struct dt_placements src = parse(u.m, "S(0) S(1)"), dst = parse(u.m, "R R");
+	double full = dt_shard_move_cost(u.mesh, &u.topo, &u.t, &src, &dst, NULL);
 	struct dt_shard_move_keys keys = {0};
 	struct dt_shard_lowering low = {.bucketed = true, .keys = &keys};
-	double bytes = dt_shard_move_cost(mesh, &topo, &t, &src, &dst, &low);
+	double bytes = dt_shard_move_cost(u.mesh, &u.topo, &u.t, &src, &dst, &low);
 	/* DTensor's plan: all_gather on mesh dim 1 (tp), then on dim 0. */
 	assert_int_equal(keys.n, 2);
 	double latency = 0;
@@ -709,20 +723,20 @@ static void test_move_bucket_keys(void **state)
 	}
 	assert_true(fabs(full - (bytes + latency)) < 1e-9);
 	/* Both keys joined already: each collective pays its own latency. */
-	assert_true(fabs(dt_shard_move_cost(mesh, &topo, &t, &src, &dst, &low) -
+	assert_true(fabs(dt_shard_move_cost(u.mesh, &u.topo, &u.t, &src, &dst, &low) -
 			 full) < 1e-9);
 	assert_int_equal(keys.n, 2);
 	/* A partial average's all_reduce: its op is part of the key. */
 	struct dt_shard_move_keys avg = {0};
 	low.keys = &avg;
-	struct dt_placements p = parse(m, "P(avg) R");
-	dt_shard_move_cost(mesh, &topo, &t, &p, &dst, &low);
+	struct dt_placements p = parse(u.m, "P(avg) R");
+	dt_shard_move_cost(u.mesh, &u.topo, &u.t, &p, &dst, &low);
 	assert_int_equal(avg.n, 1);
 	assert_int_equal(avg.key[0].kind, DT_COMM_ALL_REDUCE);
 	assert_int_equal(avg.key[0].dims[0], 0);
 	assert_int_equal(avg.key[0].reduce, DT_REDUCE_AVG);
 	assert_false(dt_shard_bucket_key_equal(&avg.key[0], &keys.key[1]));
-	dt_module_destroy(m);
+	dt_module_destroy(u.m);
 }
 
 /* The bytes a move's lowered steps hold besides its source and result
@@ -739,13 +753,8 @@ static void test_move_bucket_keys(void **state)
 static void test_move_transient(void **state)
 {
 	(void)state;
-	static const char *const shapes[] = {"8 8"};
-	struct dt_module *m = graph("2 2", shapes, 1,
-				    "<node name=\"op\" op=\"call_function\" target=\"aten.neg.default\"><arg node=\"a\"/></node>");
-	const struct dt_mesh *mesh = &m->meshes.data[0];
-	struct dt_topology topo;
-	dt_topology_default(&topo);
-	struct dt_rule_tensor t = {.rank = 2, .dtype = DT_FLOAT32, .shape = {8, 8}};
+	struct move_setup u;
+	move_setup_init(&u);
 	static const struct {
 		const char *src, *dst;
 		double transient;
@@ -755,17 +764,17 @@ static void test_move_transient(void **state)
 	    {"S(0) S(1)", "R R", 64},    {"P(sum) P(sum)", "S(0) S(1)", 64},
 	};
 	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-		struct dt_placements src = parse(m, cases[k].src),
-				     dst = parse(m, cases[k].dst);
+		struct dt_placements src = parse(u.m, cases[k].src),
+				     dst = parse(u.m, cases[k].dst);
 		double transient = -1;
 		struct dt_shard_lowering low = {.transient = &transient};
-		assert_true(isfinite(dt_shard_move_cost(mesh, &topo, &t, &src,
+		assert_true(isfinite(dt_shard_move_cost(u.mesh, &u.topo, &u.t, &src,
 							&dst, &low)));
 		if (transient != cases[k].transient)
 			fail_msg("%s -> %s: transient %g, want %g", cases[k].src,
 				 cases[k].dst, transient, cases[k].transient);
 	}
-	dt_module_destroy(m);
+	dt_module_destroy(u.m);
 }
 
 int main(void)
