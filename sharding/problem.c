@@ -82,8 +82,8 @@ struct builder {
 	const struct dt_placements *hint;     /* per graph node, or NULL */
 	const uint8_t *widen;                 /* per graph node, or NULL */
 	bool pin_only;                        /* take only strategies giving
-						 the node's pin or reducing
-						 to it */
+						 the node's pin or reaching
+						 it (reaches_pin()) */
 	bool matmul;
 };
 
@@ -151,12 +151,14 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&b->usage, held);
 }
 
-/* Whether result placements pl reach pin by reductions alone: on each
- * mesh dim the pin's placement, or a partial sum (or average) where the
- * pin is R or a shard (an all-reduce, a reduce-scatter: a weight
- * gradient's move to its parameter's placements). */
-static bool reduces_to(const struct dt_placements *pl,
-		       const struct dt_placements *pin)
+/* Whether result placements pl reach pin by reductions and local slices
+ * alone: on each mesh dim the pin's placement, a partial sum (or average)
+ * where the pin is R or a shard (an all-reduce, a reduce-scatter: a
+ * weight gradient's move to its parameter's placements), or R where the
+ * pin is a shard (each rank keeps its slice: a gradient all-reduced on
+ * the data dims, then sliced to its parameter's tensor-parallel shard). */
+static bool reaches_pin(const struct dt_placements *pl,
+			const struct dt_placements *pin)
 {
 	for (int m = 0; m < pl->ndim; m++) {
 		const struct dt_placement *p = &pl->p[m], *q = &pin->p[m];
@@ -168,7 +170,8 @@ static bool reduces_to(const struct dt_placements *pl,
 			       (p->reduce == DT_REDUCE_SUM ||
 				p->reduce == DT_REDUCE_AVG) &&
 			       q->kind != DT_PL_PARTIAL;
-		if (!same && !reduced)
+		bool sliced = p->kind == DT_PL_REPLICATE && q->kind == DT_PL_SHARD;
+		if (!same && !reduced && !sliced)
 			return false;
 	}
 	return true;
@@ -203,7 +206,7 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
 		pin_us = b->node->nout != 1 ||
 				 (b->pin_only &&
-				  !reduces_to(&pl[0], &b->node->pin))
+				  !reaches_pin(&pl[0], &b->node->pin))
 			     ? INFINITY
 			     : move_to_pin(b, b->node->node, 0, &pl[0],
 					   &b->node->pin, &joins);

@@ -462,8 +462,9 @@ struct dt_shard_pnode {
 	bool pinned;         /* a <sharding> on the node: its users read
 				result 0 at the pin; its strategies are
 				those giving the pin or reaching it by
-				reductions alone (P(sum|avg) where the pin
-				has R or S), paying the move, or when none
+				reductions and local slices alone
+				(P(sum|avg) where the pin has R or S, R
+				where it has S), paying the move, or when none
 				does, every one paying the move there */
 	bool carries;        /* a pinned view holding its base's bytes
 				whatever its strategy (problem_usage.c's
