@@ -459,13 +459,18 @@ bool dt_placements_validate(const struct dt_placements *pl, int tensor_rank,
 			return fail(err, errlen,
 				    "bad reduce op %d on mesh dim %d",
 				    p->reduce, m);
-		put_placement(&o, p);
-		if (is_sharding(p) && (p->dim < 0 || p->dim >= tensor_rank))
+		bool bad_dim = is_sharding(p) &&
+			       (p->dim < 0 || p->dim >= tensor_rank);
+		bool bad_split = p->kind == DT_PL_STRIDED_SHARD &&
+				 p->split_factor < 1;
+		if (bad_dim || bad_split) /* named only in the message */
+			put_placement(&o, p);
+		if (bad_dim)
 			return fail(err, errlen,
 				    "%s on mesh dim %d shards tensor dim %d, "
 				    "but the tensor has rank %d",
 				    tok, m, p->dim, tensor_rank);
-		if (p->kind == DT_PL_STRIDED_SHARD && p->split_factor < 1)
+		if (bad_split)
 			return fail(err, errlen,
 				    "%s on mesh dim %d has split factor %d; it "
 				    "must be at least 1",

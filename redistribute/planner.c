@@ -322,25 +322,26 @@ static int check_request(const struct dt_redist_request *req, char *err,
 		return status;
 	for (int m = 0; m < req->mesh->ndim; m++) {
 		const struct dt_placement *a = &req->src.p[m], *b = &req->dst.p[m];
-		if (b->kind != DT_PL_PARTIAL)
+		bool from_shard = dt_redist_is_shard(a);
+		bool new_op = a->kind == DT_PL_PARTIAL && a->reduce != b->reduce;
+		if (b->kind != DT_PL_PARTIAL || !(from_shard || new_op))
 			continue;
-		char sa[32], sb[32];
+		char sa[32], sb[32]; /* named only in the message */
 		struct dt_placements one = {.ndim = 1};
 		one.p[0] = *a;
 		dt_placements_print(&one, sa, sizeof sa);
 		one.p[0] = *b;
 		dt_placements_print(&one, sb, sizeof sb);
-		if (dt_redist_is_shard(a))
+		if (from_shard)
 			return dt_fail_message(err, errlen,
 				    "mesh dim %d: %s -> %s is not a "
 				    "redistribution (a shard cannot become "
 				    "partial)",
 				    m, sa, sb);
-		if (a->kind == DT_PL_PARTIAL && a->reduce != b->reduce)
-			return dt_fail_message(err, errlen,
-				    "mesh dim %d: %s -> %s changes the reduce "
-				    "op of a partial value",
-				    m, sa, sb);
+		return dt_fail_message(err, errlen,
+				       "mesh dim %d: %s -> %s changes the "
+				       "reduce op of a partial value",
+				       m, sa, sb);
 	}
 	return DT_OK;
 }

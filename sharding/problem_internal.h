@@ -39,14 +39,18 @@ struct dt_shard_edges {
 						 input it copies (consumer =
 						 the copy node's reader) */
 	uint32_t first_copy;                 /* the first copy node */
-	DT_VEC(int64_t) keys; /* the cache: open addressing, key words per
-				 slot, word 0 = 0: empty */
-	DT_VEC(int64_t) cost; /* ns, per slot */
-	DT_VEC(uint64_t) joins; /* per slot: the buckets the move joins (bit
-				   j: buckets[j]) */
-	DT_VEC(double) transient; /* per slot: dt_shard_lowering's transient
+	/* The cache: moves in the order first asked for (an entry), found
+	 * through an open-addressing table of slots, each the entry's hash's
+	 * high 32 bits and its index + 1 (0: empty), 8 bytes apiece, so a
+	 * probe reads no key unless the hash matches. */
+	DT_VEC(uint64_t) slots;
+	DT_VEC(uint64_t) hashes; /* per entry */
+	DT_VEC(int64_t) keys;   /* per entry: its key words */
+	DT_VEC(int64_t) cost;   /* ns, per entry */
+	DT_VEC(uint64_t) joins; /* per entry: the buckets the move joins
+				   (bit j: buckets[j]) */
+	DT_VEC(double) transient; /* per entry: dt_shard_lowering's transient
 				     bytes */
-	uint32_t used;
 	DT_VEC(struct dt_shard_bucket) buckets; /* the keys bucketed moves
 						   have joined so far */
 };

@@ -51,6 +51,8 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->to_output);
 	dt_vec_free(&e->inputs);
 	dt_vec_free(&e->copies);
+	dt_vec_free(&e->slots);
+	dt_vec_free(&e->hashes);
 	dt_vec_free(&e->keys);
 	dt_vec_free(&e->cost);
 	dt_vec_free(&e->joins);
@@ -98,40 +100,21 @@ static uint64_t hash_key(const int64_t *key)
 	return h;
 }
 
+/* Double the slot table (1024 slots at first) and place every entry
+ * again. */
 static void cache_grow(struct dt_shard_edges *e)
 {
-	uint32_t old = e->cost.len, cap = old ? 2 * old : 1024;
-	int64_t *keys = e->keys.data, *cost = e->cost.data;
-	uint64_t *joins = e->joins.data;
-	double *transient = e->transient.data;
-	e->keys.data = e->cost.data = NULL;
-	e->joins.data = NULL;
-	e->transient.data = NULL;
-	e->keys.len = e->keys.cap = e->cost.len = e->cost.cap = 0;
-	e->joins.len = e->joins.cap = 0;
-	e->transient.len = e->transient.cap = 0;
-	dt_vec_grow(&e->keys, cap * KEY_WORDS);
-	dt_vec_grow(&e->cost, cap);
-	dt_vec_grow(&e->joins, cap);
-	dt_vec_grow(&e->transient, cap);
-	memset(e->keys.data, 0, (size_t)cap * KEY_WORDS * sizeof *keys);
-	for (uint32_t k = 0; k < old; k++) {
-		const int64_t *key = &keys[(size_t)k * KEY_WORDS];
-		if (!key[0])
-			continue;
-		uint32_t h = (uint32_t)hash_key(key) & (cap - 1);
-		while (e->keys.data[(size_t)h * KEY_WORDS])
+	uint32_t cap = e->slots.len ? 2 * e->slots.len : 1024;
+	dt_vec_free(&e->slots);
+	dt_vec_grow(&e->slots, cap);
+	memset(e->slots.data, 0, (size_t)cap * sizeof *e->slots.data);
+	for (uint32_t k = 0; k < e->hashes.len; k++) {
+		uint64_t hash = e->hashes.data[k];
+		uint32_t h = (uint32_t)hash & (cap - 1);
+		while (e->slots.data[h])
 			h = (h + 1) & (cap - 1);
-		memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key,
-		       KEY_WORDS * sizeof *key);
-		e->cost.data[h] = cost[k];
-		e->joins.data[h] = joins[k];
-		e->transient.data[h] = transient[k];
+		e->slots.data[h] = (hash >> 32 << 32) | (k + 1);
 	}
-	dt_free(keys);
-	dt_free(cost);
-	dt_free(joins);
-	dt_free(transient);
 }
 
 /* The index of bucket key k on mesh `mesh` among e->buckets (added when
@@ -149,24 +132,26 @@ static int bucket_index(struct dt_shard_edges *e, uint16_t mesh,
 	return (int)dt_vec_push(&e->buckets, b);
 }
 
-/* The cache slot of the move (filled when new). */
-static uint32_t move_slot(struct dt_shard_edges *e, uint16_t mesh,
-			  bool bucketed, const struct dt_rule_tensor *t,
-			  const struct dt_placements *src,
-			  const struct dt_placements *dst)
+/* The cache entry of the move (computed when new). */
+static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
+			   bool bucketed, const struct dt_rule_tensor *t,
+			   const struct dt_placements *src,
+			   const struct dt_placements *dst)
 {
-	if (2 * (e->used + 1) > e->cost.len)
+	if (2 * (e->hashes.len + 1) > e->slots.len)
 		cache_grow(e);
 	int64_t key[KEY_WORDS];
 	fill_key(key, mesh, bucketed, t, src, dst);
-	uint32_t mask = e->cost.len - 1;
-	uint32_t h = (uint32_t)hash_key(key) & mask;
-	for (;; h = (h + 1) & mask) {
-		int64_t *slot = &e->keys.data[(size_t)h * KEY_WORDS];
-		if (!slot[0])
-			break;
-		if (memcmp(slot, key, sizeof key) == 0)
-			return h;
+	uint64_t hash = hash_key(key), tag = hash >> 32 << 32;
+	uint32_t mask = e->slots.len - 1;
+	uint32_t h = (uint32_t)hash & mask;
+	for (; e->slots.data[h]; h = (h + 1) & mask) {
+		uint64_t slot = e->slots.data[h];
+		uint32_t k = (uint32_t)slot - 1;
+		if ((slot >> 32 << 32) == tag &&
+		    memcmp(&e->keys.data[(size_t)k * KEY_WORDS], key,
+			   sizeof key) == 0)
+			return k;
 	}
 	struct dt_redist_merge_options merge = {
 	    .module = e->m,
@@ -189,12 +174,14 @@ static uint32_t move_slot(struct dt_shard_edges *e, uint16_t mesh,
 		else
 			joined |= 1ull << j;
 	}
-	memcpy(&e->keys.data[(size_t)h * KEY_WORDS], key, sizeof key);
-	e->cost.data[h] = dt_shard_ns(us);
-	e->joins.data[h] = isfinite(us) ? joined : 0;
-	e->transient.data[h] = isfinite(us) ? transient : 0;
-	e->used++;
-	return h;
+	uint32_t k = dt_vec_push(&e->hashes, hash);
+	uint32_t at = dt_vec_grow(&e->keys, KEY_WORDS);
+	memcpy(&e->keys.data[at], key, sizeof key);
+	dt_vec_push(&e->cost, dt_shard_ns(us));
+	dt_vec_push(&e->joins, isfinite(us) ? joined : 0);
+	dt_vec_push(&e->transient, isfinite(us) ? transient : 0);
+	e->slots.data[h] = tag | (k + 1);
+	return k;
 }
 
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
@@ -204,10 +191,10 @@ int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
-	uint32_t h = move_slot(e, mesh, bucketed, t, src, dst);
+	uint32_t k = move_entry(e, mesh, bucketed, t, src, dst);
 	if (joins)
-		*joins |= e->joins.data[h];
-	return e->cost.data[h];
+		*joins |= e->joins.data[k];
+	return e->cost.data[k];
 }
 
 double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
@@ -217,7 +204,7 @@ double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
-	return e->transient.data[move_slot(e, mesh, false, t, src, dst)];
+	return e->transient.data[move_entry(e, mesh, false, t, src, dst)];
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,

@@ -63,6 +63,23 @@ static int64_t ecost(const struct work *w, int32_t e, int32_t v, int32_t sv, int
 			  : ed->m[(int64_t)so * w->n[ed->b].ns + sv];
 }
 
+/* The costs of e's matrix between v's strategy sv and each strategy of
+ * e's other end: (*n) entries *stride apart. */
+static const int64_t *ecost_row(const struct work *w, int32_t e, int32_t v,
+				int32_t sv, int32_t *stride, int32_t *n)
+{
+	const struct wedge *ed = &w->e.data[e];
+	int32_t nb = w->n[ed->b].ns;
+	if (v == ed->a) {
+		*stride = 1;
+		*n = nb;
+		return &ed->m[(int64_t)sv * nb];
+	}
+	*stride = nb;
+	*n = w->n[ed->a].ns;
+	return &ed->m[sv];
+}
+
 static int32_t other(const struct work *w, int32_t e, int32_t v)
 {
 	return w->e.data[e].a == v ? w->e.data[e].b : w->e.data[e].a;
@@ -169,9 +186,11 @@ static bool dominates(const struct work *w, int32_t v, int32_t b, int32_t a)
 	    (usage_counts(w, v) && nd->usage[b] > nd->usage[a]))
 		return false;
 	for (uint32_t i = 0; i < nd->adj.len; i++) {
-		int32_t e = nd->adj.data[i], u = other(w, e, v);
-		for (int32_t s = 0; s < w->n[u].ns; s++)
-			if (ecost(w, e, v, b, s) > ecost(w, e, v, a, s))
+		int32_t stride, n;
+		const int64_t *rb = ecost_row(w, nd->adj.data[i], v, b, &stride, &n);
+		const int64_t *ra = ecost_row(w, nd->adj.data[i], v, a, &stride, &n);
+		for (int32_t s = 0; s < n; s++)
+			if (rb[(int64_t)s * stride] > ra[(int64_t)s * stride])
 				return false;
 	}
 	return true;
