@@ -193,7 +193,7 @@ static double move_to_pin(struct builder *b, uint32_t id, uint32_t r,
 	if (dt_placements_equal(at, pin))
 		return 0;
 	return dt_shard_edges_move_us(
-	    &b->edges, b->node->mesh, dt_shard_edges_pin_bucketed(&b->edges, id),
+	    &b->edges, b->node->mesh, dt_shard_edges_pin_phase(&b->edges, id),
 	    &b->rules.tensors.data[r], at, pin, joins);
 }
 
@@ -507,7 +507,7 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 	if (from->mesh != to->mesh)
 		return DT_SOLVE_INFINITE;
 	return dt_shard_edges_move_ns(&b->edges, to->mesh,
-				      dt_shard_edges_input_bucketed(&b->edges, from,
+				      dt_shard_edges_input_phase(&b->edges, from,
 								    to, in->result),
 				      &in->tensor, src, dst, NULL);
 }

@@ -21,23 +21,46 @@
 
 #include <string.h>
 
-/* OR into pr->bucket_joins, per strategy of each consumer reading a graph
- * input, the buckets its input's move joins. */
+/* OR into pr->bucket_joins, per strategy of the producer, the buckets
+ * the move of input `in` to where its consumer reads it at its pin
+ * (dt_shard_edges_input_bucketed_at_pin) joins. */
+static void join_at_pin(struct dt_shard_edges *e, struct dt_shard_problem *pr,
+			const struct dt_shard_input *in)
+{
+	const struct dt_placements *at_pin = dt_shard_pin_read(pr, in);
+	const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
+	for (int32_t s = 0; at_pin && s < pr->solve.nodes[in->producer].nstrategies;
+	     s++)
+		dt_shard_edges_move_ns(
+		    e, from->mesh, DT_SHARD_AT_OUTPUT, &in->tensor,
+		    dt_shard_result_pl(pr, in->producer, s, in->result), at_pin,
+		    &pr->bucket_joins.data[from->first + (uint32_t)s]);
+}
+
+/* OR into pr->bucket_joins, per strategy of the node deciding them, the
+ * buckets inputs' moves join: a graph input's or a pinned value's, at
+ * each strategy of its consumer; one a pinned view reads at its pin, at
+ * each strategy of its producer. */
 static void join_inputs(struct dt_shard_edges *e, struct dt_shard_problem *pr)
 {
 	for (uint32_t j = 0; j < e->inputs.len; j++) {
 		const struct dt_shard_input *in = &e->inputs.data[j];
 		const struct dt_shard_pnode *from = &pr->pnodes.data[in->producer];
 		const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
-		if (!dt_shard_edges_input_bucketed(e, from, to, in->result) ||
-		    from->mesh != to->mesh)
+		if (from->mesh != to->mesh)
+			continue;
+		if (dt_shard_edges_input_bucketed_at_pin(e, from, to, in->result))
+			join_at_pin(e, pr, in);
+		enum dt_shard_phase phase =
+		    dt_shard_edges_input_phase(e, from, to, in->result);
+		if (phase == DT_SHARD_UNBUCKETED)
 			continue;
 		const struct dt_placements *src =
 		    dt_shard_result_pl(pr, in->producer, 0, in->result);
 		for (int32_t t = 0; t < pr->solve.nodes[in->consumer].nstrategies;
 		     t++)
 			dt_shard_edges_move_ns(
-			    e, to->mesh, true, &in->tensor, src,
+			    e, to->mesh, phase, &in->tensor, src,
 			    &dt_shard_problem_pl(pr, in->consumer,
 						 t)[to->nout + in->index],
 			    &pr->bucket_joins.data[to->first + (uint32_t)t]);

@@ -21,7 +21,7 @@ struct dt_shard_input {
 
 /* The edge half of a problem being built: the inputs read so far (grouped
  * by consumer, in order) and the moves' costs and the buckets they join,
- * cached by (mesh, bucketed, tensor, source, target): edges between values
+ * cached by (mesh, phase, tensor, source, target): edges between values
  * of one shape ask for the same moves. Set the fields before to_output,
  * then dt_shard_edges_init. */
 struct dt_shard_edges {
@@ -57,21 +57,34 @@ struct dt_shard_edges {
 void dt_shard_edges_init(struct dt_shard_edges *e);
 void dt_shard_edges_fini(struct dt_shard_edges *e);
 
+/* Where a bucketed move's collectives run, for bucket-collectives to
+ * merge them: with the graph inputs' moves (before the nodes reading
+ * them) or with the moves of values only the output reads (after the
+ * nodes making them). The two never share a bucket: a bucket of a key
+ * per phase. */
+enum dt_shard_phase {
+	DT_SHARD_UNBUCKETED,
+	DT_SHARD_AT_INPUTS,
+	DT_SHARD_AT_OUTPUT,
+};
+
 /* The cost in ns of moving t from src to dst on mesh `mesh` (an index of
  * e->m) as lowering emits it: the planner's plan merged onto flattened
- * groups (those declared, and with create_groups any); `bucketed`: its
- * collectives join buckets (bucket-collectives), their latency left to
- * the buckets, which are ORed into *joins (bit j: e->buckets[j], the key
- * added when new; joins may be NULL); a collective past
- * DT_SHARD_MAX_BUCKETS keys keeps its latency. Cached; DT_SOLVE_INFINITE
- * where no redistribution gets there (no buckets). _us: in µs, INFINITY
- * there. */
+ * groups (those declared, and with create_groups any); bucketed (phase
+ * not DT_SHARD_UNBUCKETED): its collectives join the buckets of their
+ * keys in that phase (bucket-collectives), their latency left to the
+ * buckets, which are ORed into *joins (bit j: e->buckets[j], added when
+ * new; joins may be NULL); a collective past DT_SHARD_MAX_BUCKETS buckets
+ * keeps its latency. Cached; DT_SOLVE_INFINITE where no redistribution
+ * gets there (no buckets). _us: in µs, INFINITY there. */
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
-			       bool bucketed, const struct dt_rule_tensor *t,
+			       enum dt_shard_phase phase,
+			       const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
 			       const struct dt_placements *dst, uint64_t *joins);
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
-			      bool bucketed, const struct dt_rule_tensor *t,
+			      enum dt_shard_phase phase,
+			      const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
 			      const struct dt_placements *dst, uint64_t *joins);
 
@@ -93,33 +106,64 @@ static inline bool dt_shard_is_view(const struct dt_node *n)
 		dt_op_has((enum dt_op)n->op, DT_OPF_VIEW));
 }
 
-/* Whether the move of graph node `id`'s value to its pin joins a bucket:
- * only the output node reads the value, directly or through views (a
- * gradient, its transpose, an updated parameter: their moves are
- * independent of each other). */
-static inline bool dt_shard_edges_pin_bucketed(const struct dt_shard_edges *e,
-					       uint32_t id)
+/* Whether the move of graph node `id`'s value to its pin joins a bucket
+ * (at the output): only the output node reads the value, directly or
+ * through views (a gradient, its transpose, an updated parameter: their
+ * moves are independent of each other). */
+static inline enum dt_shard_phase
+dt_shard_edges_pin_phase(const struct dt_shard_edges *e, uint32_t id)
 {
-	return e->to_output.data[id] != 0;
+	return e->to_output.data[id] ? DT_SHARD_AT_OUTPUT : DT_SHARD_UNBUCKETED;
 }
 
 /* Whether the moves of an input from problem node `from` to `to` join
- * buckets: a graph input's (placeholder, constant) moves are independent
- * of everything; so is a pinned value's move into a view only the output
- * reads, through views (a gradient pinned before its transpose: the
- * view's strategy decides the move, from the pin). */
-static inline bool dt_shard_edges_input_bucketed(const struct dt_shard_edges *e,
-						 const struct dt_shard_pnode *from,
-						 const struct dt_shard_pnode *to,
-						 uint32_t result)
+ * buckets decided by the consumer's strategy, and where: a graph input's
+ * (placeholder, constant) moves are independent of everything (at the
+ * inputs); so is a pinned value's move into a view only the output
+ * reads, through views (at the output: a gradient pinned before its
+ * transpose, the view's strategy decides the move, from the pin). */
+static inline enum dt_shard_phase
+dt_shard_edges_input_phase(const struct dt_shard_edges *e,
+			   const struct dt_shard_pnode *from,
+			   const struct dt_shard_pnode *to, uint32_t result)
 {
 	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
 	if (from->kind == DT_PNODE_SOURCE)
-		return kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT;
+		return kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT
+			       ? DT_SHARD_AT_INPUTS
+			       : DT_SHARD_UNBUCKETED;
 	return from->pinned && result == 0 && to->kind == DT_PNODE_RULES &&
+		       dt_shard_is_view(dt_node_get(e->m, to->node)) &&
+		       e->to_output.data[to->node]
+		   ? DT_SHARD_AT_OUTPUT
+		   : DT_SHARD_UNBUCKETED;
+}
+
+/* Whether the moves of an input from problem node `from` to `to` join
+ * buckets (at the output) decided by the producer's strategy, where
+ * dt_shard_edges_input_phase() gives none: `to` is a pinned view
+ * only the output reads, through views (a gradient's view pinned to its
+ * parameter's placements), and its strategies giving the pin read the
+ * input at one placement (dt_shard_pin_read()), so the move there
+ * depends on the producer's strategy alone. Its buckets are paid from
+ * the producer's strategy even where the view reads the input elsewhere
+ * (a latency too many, never one too few). */
+static inline bool dt_shard_edges_input_bucketed_at_pin(
+    const struct dt_shard_edges *e, const struct dt_shard_pnode *from,
+    const struct dt_shard_pnode *to, uint32_t result)
+{
+	return from->kind != DT_PNODE_SOURCE &&
+	       !dt_shard_edges_input_phase(e, from, to, result) &&
+	       to->kind == DT_PNODE_RULES && to->pinned &&
 	       dt_shard_is_view(dt_node_get(e->m, to->node)) &&
 	       e->to_output.data[to->node];
 }
+
+/* The placements at which input `in`'s consumer reads it in its
+ * strategies giving the consumer's pin: NULL when none does or two read
+ * it at different placements. */
+const struct dt_placements *dt_shard_pin_read(const struct dt_shard_problem *pr,
+					      const struct dt_shard_input *in);
 
 /* A publisher (DT_PNODE_PUBLISH) for every value two inputs or more read,
  * unless its producer is pinned (its users read the pin) or it is a

@@ -68,14 +68,14 @@ static int64_t placements_word(const struct dt_placements *pl, int m)
 	       (int64_t)(uint32_t)p->split_factor << 32;
 }
 
-static void fill_key(int64_t *key, uint16_t mesh, bool bucketed,
+static void fill_key(int64_t *key, uint16_t mesh, enum dt_shard_phase phase,
 		     const struct dt_rule_tensor *t,
 		     const struct dt_placements *src,
 		     const struct dt_placements *dst)
 {
 	memset(key, 0, KEY_WORDS * sizeof *key);
 	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
-	key[1] = mesh | (int64_t)bucketed << 16;
+	key[1] = mesh | (int64_t)phase << 16;
 	for (int d = 0; d < t->rank; d++)
 		key[2 + d] = t->shape[d];
 	const struct dt_placements *pl[2] = {src, dst};
@@ -117,31 +117,37 @@ static void cache_grow(struct dt_shard_edges *e)
 	}
 }
 
-/* The index of bucket key k on mesh `mesh` among e->buckets (added when
- * new), or -1 when DT_SHARD_MAX_BUCKETS are known already. */
+/* The index of the bucket of key k on mesh `mesh` in phase `phase` among
+ * e->buckets (added when new), or -1 when DT_SHARD_MAX_BUCKETS are known
+ * already. */
 static int bucket_index(struct dt_shard_edges *e, uint16_t mesh,
+			enum dt_shard_phase phase,
 			const struct dt_shard_bucket_key *k)
 {
 	for (uint32_t j = 0; j < e->buckets.len; j++)
 		if (e->buckets.data[j].mesh == mesh &&
+		    e->buckets.data[j].phase == phase &&
 		    dt_shard_bucket_key_equal(&e->buckets.data[j].key, k))
 			return (int)j;
 	if (e->buckets.len == DT_SHARD_MAX_BUCKETS)
 		return -1;
-	struct dt_shard_bucket b = {.key = *k, .mesh = mesh, .pnode = UINT32_MAX};
+	struct dt_shard_bucket b = {.key = *k, .mesh = mesh,
+				    .phase = (uint8_t)phase,
+				    .pnode = UINT32_MAX};
 	return (int)dt_vec_push(&e->buckets, b);
 }
 
 /* The cache entry of the move (computed when new). */
 static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
-			   bool bucketed, const struct dt_rule_tensor *t,
+			   enum dt_shard_phase phase,
+			   const struct dt_rule_tensor *t,
 			   const struct dt_placements *src,
 			   const struct dt_placements *dst)
 {
 	if (2 * (e->hashes.len + 1) > e->slots.len)
 		cache_grow(e);
 	int64_t key[KEY_WORDS];
-	fill_key(key, mesh, bucketed, t, src, dst);
+	fill_key(key, mesh, phase, t, src, dst);
 	uint64_t hash = hash_key(key), tag = hash >> 32 << 32;
 	uint32_t mask = e->slots.len - 1;
 	uint32_t h = (uint32_t)hash & mask;
@@ -161,14 +167,15 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 	};
 	struct dt_shard_move_keys keys = {0};
 	double transient = 0;
-	struct dt_shard_lowering low = {.merge = &merge, .bucketed = bucketed,
+	struct dt_shard_lowering low = {.merge = &merge,
+					.bucketed = phase != DT_SHARD_UNBUCKETED,
 					.mode = e->redistribute, .keys = &keys,
 					.transient = &transient};
 	double us = dt_shard_move_cost(&e->m->meshes.data[mesh], e->topology,
 				       t, src, dst, &low);
 	uint64_t joined = 0;
 	for (int k = 0; k < keys.n && isfinite(us); k++) {
-		int j = bucket_index(e, mesh, &keys.key[k]);
+		int j = bucket_index(e, mesh, phase, &keys.key[k]);
 		if (j < 0)
 			us += keys.key[k].latency_us;
 		else
@@ -185,13 +192,14 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 }
 
 int64_t dt_shard_edges_move_ns(struct dt_shard_edges *e, uint16_t mesh,
-			       bool bucketed, const struct dt_rule_tensor *t,
+			       enum dt_shard_phase phase,
+			       const struct dt_rule_tensor *t,
 			       const struct dt_placements *src,
 			       const struct dt_placements *dst, uint64_t *joins)
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
-	uint32_t k = move_entry(e, mesh, bucketed, t, src, dst);
+	uint32_t k = move_entry(e, mesh, phase, t, src, dst);
 	if (joins)
 		*joins |= e->joins.data[k];
 	return e->cost.data[k];
@@ -204,15 +212,17 @@ double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
-	return e->transient.data[move_entry(e, mesh, false, t, src, dst)];
+	return e->transient.data[move_entry(e, mesh, DT_SHARD_UNBUCKETED, t,
+					    src, dst)];
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
-			      bool bucketed, const struct dt_rule_tensor *t,
+			      enum dt_shard_phase phase,
+			      const struct dt_rule_tensor *t,
 			      const struct dt_placements *src,
 			      const struct dt_placements *dst, uint64_t *joins)
 {
-	int64_t ns = dt_shard_edges_move_ns(e, mesh, bucketed, t, src, dst,
+	int64_t ns = dt_shard_edges_move_ns(e, mesh, phase, t, src, dst,
 					    joins);
 	return ns == DT_SOLVE_INFINITE ? INFINITY : (double)ns / 1000;
 }
@@ -252,6 +262,23 @@ static bool read_before(const struct dt_shard_problem *pr,
 	return false;
 }
 
+const struct dt_placements *dt_shard_pin_read(const struct dt_shard_problem *pr,
+					      const struct dt_shard_input *in)
+{
+	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
+	const struct dt_placements *read = NULL;
+	for (int32_t t = 0; t < pr->solve.nodes[in->consumer].nstrategies; t++) {
+		const struct dt_placements *pl =
+		    dt_shard_problem_pl(pr, in->consumer, t);
+		if (!to->pinned || !dt_placements_equal(&pl[0], &to->pin))
+			continue;
+		if (read && !dt_placements_equal(read, &pl[to->nout + in->index]))
+			return NULL;
+		read = &pl[to->nout + in->index];
+	}
+	return read;
+}
+
 /* Add input `in`'s moves into its edge's matrix, but where an earlier
  * input of its consumer, of the n before it, reads the value at the same
  * placements. */
@@ -277,16 +304,24 @@ static void cost_input(struct dt_shard_edges *e,
 		    &dst, &nd, &cd,
 		    &dt_shard_problem_pl(pr, in->consumer, s)[to->nout +
 							       in->index]);
-	bool bucketed = dt_shard_edges_input_bucketed(e, from, to, in->result);
+	enum dt_shard_phase phase =
+	    dt_shard_edges_input_phase(e, from, to, in->result);
+	const struct dt_placements *at_pin =
+	    dt_shard_edges_input_bucketed_at_pin(e, from, to, in->result)
+		? dt_shard_pin_read(pr, in)
+		: NULL;
 	int64_t *table = dt_malloc((size_t)ns * nd * sizeof *table);
 	for (uint32_t i = 0; i < ns; i++)
 		for (uint32_t j = 0; j < nd; j++)
 			table[i * nd + j] =
 			    from->mesh != to->mesh
 				? DT_SOLVE_INFINITE
-				: dt_shard_edges_move_ns(e, to->mesh, bucketed,
-							 &in->tensor, &src[i],
-							 &dst[j], NULL);
+				: dt_shard_edges_move_ns(
+				      e, to->mesh,
+				      at_pin && dt_placements_equal(at_pin, &dst[j])
+					  ? DT_SHARD_AT_OUTPUT
+					  : phase,
+				      &in->tensor, &src[i], &dst[j], NULL);
 	for (int32_t t = 0; t < nt; t++) {
 		if (read_before(pr, in, before, n, t))
 			continue;

@@ -293,7 +293,7 @@ static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
 			      pr->pnodes.data[nk].carries)))
 		return; /* the chain goes on: its last view's copy node, or a
 			   carried view's (carried_copy()) */
-	if (dt_shard_edges_pin_bucketed(b->edges, c))
+	if (dt_shard_edges_pin_phase(b->edges, c) != DT_SHARD_UNBUCKETED)
 		return; /* only the output reads it: the move joins a bucket,
 			   at the end, the base held until then */
 	uint32_t base = sole_base(b, u, v);

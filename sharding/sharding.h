@@ -490,6 +490,7 @@ struct dt_shard_pnode {
 struct dt_shard_bucket {
 	struct dt_shard_bucket_key key;
 	uint16_t mesh;
+	uint8_t phase; /* enum dt_shard_phase (problem_internal.h) */
 	uint32_t pnode;
 };
 /* The buckets a problem tells apart (bits of a uint64_t). */
