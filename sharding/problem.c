@@ -496,6 +496,9 @@ static void add_anchor(struct builder *b, uint32_t id)
 	dt_vec_push(&b->prune.anchors, pin->placements);
 }
 
+/* dt_prune_move of the node being pruned: a move into a pinned view at
+ * its pin is priced in full here (the strategies reading there are not
+ * known yet, dt_shard_pin_read), bucketed on the problem's edges. */
 static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 			  const struct dt_placements *dst)
 {
@@ -508,7 +511,7 @@ static int64_t prune_move(void *ud, uint32_t i, const struct dt_placements *src,
 		return DT_SOLVE_INFINITE;
 	return dt_shard_edges_move_ns(&b->edges, to->mesh,
 				      dt_shard_edges_input_phase(&b->edges, from,
-								    to, in->result),
+								 to, in->result),
 				      &in->tensor, src, dst, NULL);
 }
 

@@ -39,13 +39,8 @@ struct dt_shard_edges {
 						 input it copies (consumer =
 						 the copy node's reader) */
 	uint32_t first_copy;                 /* the first copy node */
-	/* The cache: moves in the order first asked for (an entry), found
-	 * through an open-addressing table of slots, each the entry's hash's
-	 * high 32 bits and its index + 1 (0: empty), 8 bytes apiece, so a
-	 * probe reads no key unless the hash matches. */
-	DT_VEC(uint64_t) slots;
-	DT_VEC(uint64_t) hashes; /* per entry */
-	DT_VEC(int64_t) keys;   /* per entry: its key words */
+	struct dt_intern moves; /* the cache: a move's key words -> id; entry
+				   id - 1 of the arrays below */
 	DT_VEC(int64_t) cost;   /* ns, per entry */
 	DT_VEC(uint64_t) joins; /* per entry: the buckets the move joins
 				   (bit j: buckets[j]) */
@@ -153,7 +148,8 @@ static inline bool dt_shard_edges_input_bucketed_at_pin(
     const struct dt_shard_pnode *to, uint32_t result)
 {
 	return from->kind != DT_PNODE_SOURCE &&
-	       !dt_shard_edges_input_phase(e, from, to, result) &&
+	       dt_shard_edges_input_phase(e, from, to, result) ==
+		   DT_SHARD_UNBUCKETED &&
 	       to->kind == DT_PNODE_RULES && to->pinned &&
 	       dt_shard_is_view(dt_node_get(e->m, to->node)) &&
 	       e->to_output.data[to->node];

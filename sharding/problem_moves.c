@@ -44,6 +44,7 @@ void dt_shard_edges_init(struct dt_shard_edges *e)
 		e->to_output.data[id] = only;
 	}
 	dt_uses_fini(&u);
+	dt_intern_init(&e->moves);
 }
 
 void dt_shard_edges_fini(struct dt_shard_edges *e)
@@ -51,9 +52,7 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->to_output);
 	dt_vec_free(&e->inputs);
 	dt_vec_free(&e->copies);
-	dt_vec_free(&e->slots);
-	dt_vec_free(&e->hashes);
-	dt_vec_free(&e->keys);
+	dt_intern_fini(&e->moves);
 	dt_vec_free(&e->cost);
 	dt_vec_free(&e->joins);
 	dt_vec_free(&e->transient);
@@ -74,7 +73,7 @@ static void fill_key(int64_t *key, uint16_t mesh, enum dt_shard_phase phase,
 		     const struct dt_placements *dst)
 {
 	memset(key, 0, KEY_WORDS * sizeof *key);
-	key[0] = 1 + t->dtype + ((int64_t)t->rank << 8);
+	key[0] = t->dtype + ((int64_t)t->rank << 8);
 	key[1] = mesh | (int64_t)phase << 16;
 	for (int d = 0; d < t->rank; d++)
 		key[2 + d] = t->shape[d];
@@ -85,35 +84,6 @@ static void fill_key(int64_t *key, uint16_t mesh, enum dt_shard_phase phase,
 		for (int m = 0; m < pl[k]->ndim; m++)
 			w[0] |= (int64_t)pl[k]->order_pos[m] << (8 + 4 * m),
 			    w[1 + m] = placements_word(pl[k], m);
-	}
-}
-
-static uint64_t hash_key(const int64_t *key)
-{
-	uint64_t h = 0;
-	for (int k = 0; k < KEY_WORDS; k++) { /* splitmix64's finaliser */
-		h = (h ^ (uint64_t)key[k]) + 0x9E3779B97F4A7C15ull;
-		h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-		h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-		h ^= h >> 31;
-	}
-	return h;
-}
-
-/* Double the slot table (1024 slots at first) and place every entry
- * again. */
-static void cache_grow(struct dt_shard_edges *e)
-{
-	uint32_t cap = e->slots.len ? 2 * e->slots.len : 1024;
-	dt_vec_free(&e->slots);
-	dt_vec_grow(&e->slots, cap);
-	memset(e->slots.data, 0, (size_t)cap * sizeof *e->slots.data);
-	for (uint32_t k = 0; k < e->hashes.len; k++) {
-		uint64_t hash = e->hashes.data[k];
-		uint32_t h = (uint32_t)hash & (cap - 1);
-		while (e->slots.data[h])
-			h = (h + 1) & (cap - 1);
-		e->slots.data[h] = (hash >> 32 << 32) | (k + 1);
 	}
 }
 
@@ -144,21 +114,11 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 			   const struct dt_placements *src,
 			   const struct dt_placements *dst)
 {
-	if (2 * (e->hashes.len + 1) > e->slots.len)
-		cache_grow(e);
 	int64_t key[KEY_WORDS];
 	fill_key(key, mesh, phase, t, src, dst);
-	uint64_t hash = hash_key(key), tag = hash >> 32 << 32;
-	uint32_t mask = e->slots.len - 1;
-	uint32_t h = (uint32_t)hash & mask;
-	for (; e->slots.data[h]; h = (h + 1) & mask) {
-		uint64_t slot = e->slots.data[h];
-		uint32_t k = (uint32_t)slot - 1;
-		if ((slot >> 32 << 32) == tag &&
-		    memcmp(&e->keys.data[(size_t)k * KEY_WORDS], key,
-			   sizeof key) == 0)
-			return k;
-	}
+	uint32_t k = dt_intern(&e->moves, key, sizeof key) - 1;
+	if (k < e->cost.len)
+		return k;
 	struct dt_redist_merge_options merge = {
 	    .module = e->m,
 	    .mesh = mesh,
@@ -174,20 +134,16 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 	double us = dt_shard_move_cost(&e->m->meshes.data[mesh], e->topology,
 				       t, src, dst, &low);
 	uint64_t joined = 0;
-	for (int k = 0; k < keys.n && isfinite(us); k++) {
-		int j = bucket_index(e, mesh, phase, &keys.key[k]);
+	for (int i = 0; i < keys.n && isfinite(us); i++) {
+		int j = bucket_index(e, mesh, phase, &keys.key[i]);
 		if (j < 0)
-			us += keys.key[k].latency_us;
+			us += keys.key[i].latency_us;
 		else
 			joined |= 1ull << j;
 	}
-	uint32_t k = dt_vec_push(&e->hashes, hash);
-	uint32_t at = dt_vec_grow(&e->keys, KEY_WORDS);
-	memcpy(&e->keys.data[at], key, sizeof key);
 	dt_vec_push(&e->cost, dt_shard_ns(us));
 	dt_vec_push(&e->joins, isfinite(us) ? joined : 0);
 	dt_vec_push(&e->transient, isfinite(us) ? transient : 0);
-	e->slots.data[h] = tag | (k + 1);
 	return k;
 }
 
@@ -267,10 +223,12 @@ const struct dt_placements *dt_shard_pin_read(const struct dt_shard_problem *pr,
 {
 	const struct dt_shard_pnode *to = &pr->pnodes.data[in->consumer];
 	const struct dt_placements *read = NULL;
-	for (int32_t t = 0; t < pr->solve.nodes[in->consumer].nstrategies; t++) {
+	for (int32_t t = 0; to->pinned &&
+			    t < pr->solve.nodes[in->consumer].nstrategies;
+	     t++) {
 		const struct dt_placements *pl =
 		    dt_shard_problem_pl(pr, in->consumer, t);
-		if (!to->pinned || !dt_placements_equal(&pl[0], &to->pin))
+		if (!dt_placements_equal(&pl[0], &to->pin))
 			continue;
 		if (read && !dt_placements_equal(read, &pl[to->nout + in->index]))
 			return NULL;
