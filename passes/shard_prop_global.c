@@ -202,27 +202,26 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 	dt_free(order);
 }
 
-/* Each node whose strategy its neighbours' choices fix (a copy node, a
- * bucket node: every edge of theirs comes in) takes, given x, the first
- * strategy every edge into it allows: a copy node the one its input's
- * ends imply, a bucket node unused unless a move of the plan joins it. */
+/* Each node whose strategy its neighbours' choices fix
+ * (dt_shard_pnode_follows: every edge of theirs comes in) takes, given
+ * x, the first strategy every edge into it allows: a copy node the one
+ * its input's ends imply, a result node its node's, a bucket node unused
+ * unless a move of the plan joins it. */
 static void settle(const struct dt_shard_problem *pr, int32_t *x)
 {
 	const struct dt_solve_problem *p = &pr->solve;
 	size_t *at = dt_calloc((size_t)p->nnodes + 1, sizeof *at), total = 0;
 	for (int32_t k = 0; k < p->nnodes; k++) {
 		at[k] = total;
-		uint8_t kind = pr->pnodes.data[k].kind;
-		if (kind == DT_PNODE_COPY || kind == DT_PNODE_BUCKET)
+		if (dt_shard_pnode_follows(pr->pnodes.data[k].kind))
 			total += (size_t)p->nodes[k].nstrategies;
 	}
 	uint8_t *open = dt_malloc(total + 1);
 	memset(open, 1, total + 1);
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
-		uint8_t kind = pr->pnodes.data[e->to].kind;
 		int32_t nq = p->nodes[e->to].nstrategies;
-		if (kind != DT_PNODE_COPY && kind != DT_PNODE_BUCKET)
+		if (!dt_shard_pnode_follows(pr->pnodes.data[e->to].kind))
 			continue;
 		for (int32_t t = 0; t < nq; t++)
 			open[at[e->to] + (size_t)t] &=
@@ -230,8 +229,7 @@ static void settle(const struct dt_shard_problem *pr, int32_t *x)
 			    DT_SOLVE_INFINITE;
 	}
 	for (int32_t k = 0; k < p->nnodes; k++) {
-		uint8_t kind = pr->pnodes.data[k].kind;
-		if (kind != DT_PNODE_COPY && kind != DT_PNODE_BUCKET)
+		if (!dt_shard_pnode_follows(pr->pnodes.data[k].kind))
 			continue;
 		for (int32_t t = p->nodes[k].nstrategies - 1; t >= 0; t--)
 			if (open[at[k] + (size_t)t])
@@ -251,7 +249,7 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
 		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 		const struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (n->kind == DT_PNODE_COPY || n->kind == DT_PNODE_BUCKET)
+		if (dt_shard_pnode_follows(n->kind))
 			continue;
 		for (int32_t s = 0; s < sn->nstrategies; s++) {
 			const struct dt_placements *pl =

@@ -92,6 +92,18 @@ bool dt_shard_view_holder(const struct dt_shard_problem *pr,
 	       dt_shard_aliases(pr, m, id);
 }
 
+/* Whether some strategy of pinned problem node k gives its pin (the
+ * strategies reaching it by reductions or slices come in any order). */
+static bool gives_pin(const struct dt_shard_problem *pr, uint32_t k)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	for (int32_t s = 0; s < pr->solve.nodes[k].nstrategies; s++)
+		if (dt_placements_equal(&dt_shard_problem_pl(pr, k, s)[0],
+					&n->pin))
+			return true;
+	return false;
+}
+
 bool dt_shard_aliases(const struct dt_shard_problem *pr,
 		      const struct dt_module *m, uint32_t id)
 {
@@ -107,31 +119,34 @@ bool dt_shard_aliases(const struct dt_shard_problem *pr,
 		return false;
 	/* A pinned view none of whose strategies gives the pin: its users
 	 * read the copy after it. */
-	return !(n && n->node == id && n->pinned &&
-		 pr->placements.len > n->pl &&
-		 !dt_placements_equal(&dt_shard_problem_pl(pr, k, 0)[0],
-				      &n->pin));
+	return !(n && n->node == id && n->pinned && !gives_pin(pr, k));
+}
+
+/* Per-rank bytes node k holds of its result r under strategy s (see
+ * dt_shard_held_bytes). */
+static double held_result_bytes(const struct dt_shard_problem *pr,
+				const struct dt_module *m,
+				const uint32_t *published, uint32_t k,
+				int32_t s, uint32_t r)
+{
+	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
+	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
+	if (published && r < 32 && (published[k] >> r & 1))
+		return 0;
+	bool moved = n->pinned && r == 0 && !dt_placements_equal(&pl[0], &n->pin);
+	if (dt_shard_aliases(pr, m, n->node) && !moved)
+		return 0;
+	return value_bytes(m, n->mesh, dt_node_get(m, n->node), r,
+			   n->pinned && r == 0 ? &n->pin : &pl[r]);
 }
 
 int64_t dt_shard_held_bytes(const struct dt_shard_problem *pr,
 			    const struct dt_module *m, const uint32_t *published,
 			    uint32_t k, int32_t s)
 {
-	const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-	const struct dt_node *g = dt_node_get(m, n->node);
-	const struct dt_placements *pl = dt_shard_problem_pl(pr, k, s);
-	bool view = dt_shard_aliases(pr, m, n->node);
 	double bytes = 0;
-	for (uint32_t r = 0; r < n->nout; r++) {
-		if (published && r < 32 && (published[k] >> r & 1))
-			continue;
-		bool moved = n->pinned && r == 0 &&
-			     !dt_placements_equal(&pl[0], &n->pin);
-		if (view && !moved)
-			continue;
-		bytes += value_bytes(m, n->mesh, g, r,
-				     n->pinned && r == 0 ? &n->pin : &pl[r]);
-	}
+	for (uint32_t r = 0; r < pr->pnodes.data[k].nout; r++)
+		bytes += held_result_bytes(pr, m, published, k, s, r);
 	return (int64_t)bytes;
 }
 
@@ -307,22 +322,68 @@ static void sole_view(const struct usage_builder *b, const struct dt_uses *u,
 	pr->solve.nodes[base].end = b->pos[c] + 1;
 }
 
-/* A node of several results holds the buffers of those it does not
- * publish over one interval, though each lives to its own getitems'
- * last reader (a layer norm's output read soon, its mean and rstd kept
- * for the backward): the interval ends at the end among theirs that
- * misses the fewest byte-positions (per-rank bytes under strategy 0 ×
- * positions counted wrongly), the later ties winning. */
+/* Result node for the results of problem node k (strategies `ns`)
+ * whose bit is set in `which`, held over [from, to): per strategy of k
+ * their bytes, and the edge tying its strategy to k's. */
+static void add_result_node(const struct usage_builder *b,
+			    const uint32_t *published, uint32_t k,
+			    uint32_t which, int64_t from, int64_t to)
+{
+	struct dt_shard_problem *pr = b->pr;
+	int32_t ns = pr->solve.nodes[k].nstrategies;
+	struct dt_shard_pnode v = {
+	    .node = pr->pnodes.data[k].node,
+	    .mesh = pr->pnodes.data[k].mesh,
+	    .kind = DT_PNODE_RESULT,
+	    .first = pr->compute_us.len,
+	    .pl = pr->placements.len,
+	};
+	uint32_t q = dt_vec_push(&pr->pnodes, v);
+	struct dt_solve_node sn = {.nstrategies = ns, .start = from, .end = to};
+	sn.cost = dt_calloc((size_t)ns, sizeof *sn.cost);
+	sn.usage = dt_calloc((size_t)ns, sizeof *sn.usage);
+	for (int32_t s = 0; s < ns; s++) {
+		double bytes = 0;
+		for (uint32_t r = 0; r < 32; r++)
+			if (which >> r & 1)
+				bytes += held_result_bytes(pr, b->m, published,
+							   k, s, r);
+		sn.usage[s] = (int64_t)bytes;
+		dt_vec_push(&pr->compute_us, 0.0);
+		dt_vec_push(&pr->pin_us, 0.0);
+		dt_vec_push(&pr->bucket_joins, 0);
+	}
+	pr->solve.nodes = dt_realloc(pr->solve.nodes,
+				     ((size_t)q + 2) * sizeof *pr->solve.nodes);
+	pr->solve.nodes[q] = sn;
+	pr->solve.edges = dt_realloc(pr->solve.edges,
+				     ((size_t)pr->solve.nedges + 2) *
+					 sizeof *pr->solve.edges);
+	struct dt_solve_edge *e = &pr->solve.edges[pr->solve.nedges++];
+	e->from = (int32_t)k;
+	e->to = (int32_t)q;
+	e->cost = dt_malloc((size_t)ns * (size_t)ns * sizeof *e->cost);
+	for (int32_t s = 0; s < ns; s++)
+		for (int32_t t = 0; t < ns; t++)
+			e->cost[(size_t)s * (size_t)ns + (size_t)t] =
+			    s == t ? 0 : DT_SOLVE_INFINITE;
+}
+
+/* A node of several results holds them all from its position, each to
+ * its own getitems' last reader (a layer norm's output read soon, its
+ * mean and rstd kept for the backward; a result nothing reads, one
+ * position): the node's interval ends at the earliest end, and the
+ * results living on go to a result node per later end. */
 static void several_results(const struct usage_builder *b,
 			    const uint32_t *published, const uint32_t *ends)
 {
 	struct dt_shard_problem *pr = b->pr;
 	struct dt_module *m = b->m;
-	uint32_t *first = dt_calloc((size_t)pr->pnodes.len + 1, sizeof *first);
-	for (uint32_t k = 0; k < pr->pnodes.len; k++)
+	uint32_t nodes = pr->pnodes.len;
+	uint32_t *first = dt_calloc((size_t)nodes + 1, sizeof *first);
+	for (uint32_t k = 0; k < nodes; k++)
 		first[k + 1] = first[k] + pr->pnodes.data[k].nout;
-	uint32_t *rend = dt_calloc((size_t)first[pr->pnodes.len] + 1,
-				   sizeof *rend);
+	uint32_t *rend = dt_calloc((size_t)first[nodes] + 1, sizeof *rend);
 	dt_foreach_node(m, id)
 	{
 		const struct dt_node *g = dt_node_get(m, id);
@@ -333,35 +394,34 @@ static void several_results(const struct usage_builder *b,
 		if (ends[id] > rend[first[k] + r])
 			rend[first[k] + r] = ends[id];
 	}
-	for (uint32_t k = 0; k < pr->pnodes.len; k++) {
+	for (uint32_t k = 0; k < nodes; k++) {
 		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
 		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (n->nout < 2 || n->kind == DT_PNODE_PUBLISH ||
-		    n->kind == DT_PNODE_COPY || n->kind == DT_PNODE_BUCKET)
+		if (n->nout < 2 || n->nout > 32 || n->kind == DT_PNODE_PUBLISH ||
+		    n->kind == DT_PNODE_COPY)
 			continue;
-		const struct dt_node *g = dt_node_get(m, n->node);
-		const struct dt_placements *pl = dt_shard_problem_pl(pr, k, 0);
-		int64_t best = -1;
-		for (uint32_t c = 0; c < n->nout; c++) {
-			int64_t e = rend[first[k] + c] ? rend[first[k] + c]
-						       : sn->start + 1;
-			double miss = 0;
-			for (uint32_t r = 0; r < n->nout && r < 32; r++) {
-				if (published[k] >> r & 1)
-					continue;
-				int64_t f = rend[first[k] + r]
-						? rend[first[k] + r]
-						: sn->start + 1;
-				miss += value_bytes(m, n->mesh, g, r,
-						    n->pinned && r == 0 ? &n->pin
-									: &pl[r]) *
-					(double)(f > e ? f - e : e - f);
-			}
-			if (best < 0 || miss < (double)best ||
-			    (miss == (double)best && e > sn->end)) {
-				best = (int64_t)miss;
-				sn->end = e;
-			}
+		int64_t end[32], earliest = INT64_MAX;
+		for (uint32_t r = 0; r < n->nout; r++) {
+			end[r] = rend[first[k] + r] ? rend[first[k] + r]
+						    : sn->start + 1;
+			if (!(published[k] >> r & 1) && end[r] < earliest)
+				earliest = end[r];
+		}
+		if (earliest == INT64_MAX)
+			continue;
+		sn->end = earliest;
+		uint32_t done = 0;
+		for (uint32_t r = 0; r < n->nout; r++) {
+			if ((published[k] >> r & 1) || end[r] == earliest ||
+			    (done >> r & 1))
+				continue;
+			uint32_t which = 0;
+			for (uint32_t q = r; q < n->nout; q++)
+				if (!(published[k] >> q & 1) && end[q] == end[r])
+					which |= 1u << q;
+			done |= which;
+			add_result_node(b, published, k, which, earliest,
+					end[r]);
 		}
 	}
 	dt_free(rend);

@@ -448,12 +448,27 @@ enum dt_shard_pnode_kind {
 				read the value where it is (no copy), the
 				others hold a copy; its node is the
 				consumer's */
+	DT_PNODE_RESULT,     /* the results of a node of several results
+				(its node) living past the node's own
+				interval (memory only, no cost): its
+				strategy is the node's (an edge ∞ off the
+				diagonal), width 0 */
 	DT_PNODE_BUCKET      /* a bucket bucketed moves join
 				(pr->buckets[bucket]): strategy 0 unused
 				(cost 0), 1 used (its latency, paid once for
 				all its moves); width 0, no usage; its node
 				is its first joiner's */
 };
+
+/* Whether a problem node of this kind follows its neighbours: its
+ * strategy is the one the edges into it allow given their ends' (a copy
+ * node, a result node, a bucket node), modelling memory or a latency,
+ * not placements of a graph node of its own. */
+static inline bool dt_shard_pnode_follows(uint8_t kind)
+{
+	return kind == DT_PNODE_COPY || kind == DT_PNODE_RESULT ||
+	       kind == DT_PNODE_BUCKET;
+}
 
 struct dt_shard_pnode {
 	uint32_t node;       /* the graph node */

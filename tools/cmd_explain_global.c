@@ -80,7 +80,7 @@ static void weigh(const struct dt_shard_problem *pr, const int32_t *plan,
 	for (int32_t j = 0; j < p->nedges; j++) {
 		const struct dt_solve_edge *e = &p->edges[j];
 		uint8_t kind = pr->pnodes.data[e->to].kind;
-		if (kind == DT_PNODE_COPY)
+		if (kind == DT_PNODE_COPY || kind == DT_PNODE_RESULT)
 			continue; /* memory only: follows the ends' choices */
 		int32_t nt = p->nodes[e->to].nstrategies;
 		if (kind == DT_PNODE_BUCKET) {
@@ -122,7 +122,7 @@ static void print_edges(const struct dt_shard_problem *pr,
 		const struct dt_solve_edge *e = &p->edges[j];
 		uint32_t other = in ? (uint32_t)e->to : (uint32_t)e->from;
 		uint8_t kind = pr->pnodes.data[e->to].kind;
-		if (other != k || kind == DT_PNODE_COPY || kind == DT_PNODE_BUCKET)
+		if (other != k || dt_shard_pnode_follows(kind))
 			continue;
 		uint32_t end = in ? (uint32_t)e->from : (uint32_t)e->to;
 		int32_t nt = p->nodes[e->to].nstrategies;
