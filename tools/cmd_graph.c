@@ -248,13 +248,80 @@ static size_t run_peak(struct dt_module *m)
 								   : SIZE_MAX;
 }
 
+/* The modelled communication time (µs) of the collectives of `m`. */
+static double modelled_us(const struct dt_module *m,
+			  const struct dt_topology *topology)
+{
+	struct dt_comm_table t = {0};
+	dt_comm_table_fill(&t, m, topology);
+	double us = 0;
+	for (uint32_t i = 0; i < t.rows.len; i++)
+		us += t.rows.data[i].time_us;
+	dt_comm_table_fini(&t);
+	return us;
+}
+
+/* A program planned again with the search's limit `limit`: the module
+ * (NULL when the pipeline failed), its peak as run, its modelled
+ * communication time and the diagnostics its passes gave. */
+struct trial {
+	int64_t limit;
+	struct dt_module *m;
+	size_t peak;
+	double us;
+	struct kept_diags diags;
+};
+
+/* Bisection steps between the first limit whose program fits and the
+ * least one above it whose program does not. */
+#define REPLAN_BISECTIONS 3
+
+static void try_limit(const struct opt_job *job,
+		      const struct dt_pipeline *pipeline,
+		      const struct dt_module *input, int64_t limit,
+		      struct trial *t)
+{
+	struct dt_pipeline_options po = {.registry = job->popt->registry,
+					 .verify_each = job->popt->verify_each,
+					 .pass = job->popt->pass};
+	po.pass.search_budget = limit;
+	po.pass.problem_out = NULL;
+	po.pass.bisect = NULL;
+	memset(t, 0, sizeof *t);
+	t->limit = limit;
+	struct dt_diag d;
+	dt_diag_init(&d);
+	d.emit = keep_diag;
+	d.ud = &t->diags;
+	d.remarks = job->diag->remarks;
+	t->m = dt_module_clone(input);
+	if (dt_pipeline_run(t->m, pipeline, &po, &d) != DT_OK) {
+		dt_module_destroy(t->m);
+		t->m = NULL;
+		return;
+	}
+	t->peak = run_peak(t->m);
+	t->us = modelled_us(t->m, job->popt->pass.topology);
+}
+
+static void trial_drop(struct trial *t)
+{
+	kept_diags_fini(&t->diags, NULL);
+	dt_module_destroy(t->m);
+	t->m = NULL;
+}
+
 /* Where the program lowered from global-view `input` does not fit
  * --memory-budget B as run (the search plans with an estimate of what
  * lowering holds, semantics §6.6, and the passes after it keep a plan
  * only within max(B, its peak), §4.7), plan again with the search's limit
  * B - excess·2^i (i = 0..3, excess = the peak over B) while the passes
- * keep B, and keep the first program that fits (remark opt:replan; its
- * diagnostics follow, those before it were the first plan's). */
+ * keep B, up to the first program that fits; then bisect between that
+ * limit and the least one above it whose program does not fit
+ * (REPLAN_BISECTIONS steps: a limit cut by the whole excess is often
+ * more than the estimate's error needs) and keep, of the programs that
+ * fit, the one of least modelled communication time (remark opt:replan;
+ * its diagnostics follow, those before it were the first plan's). */
 static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
 		   struct dt_module *m, const struct dt_module *input)
 {
@@ -262,40 +329,52 @@ static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline
 	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
 	if (peak == SIZE_MAX || peak <= (size_t)budget)
 		return;
-	int64_t excess = (int64_t)peak - budget;
-	for (int i = 0; i < 4 && budget - (excess << i) > 0; i++) {
-		struct dt_pipeline_options po = {
-		    .registry = job->popt->registry,
-		    .verify_each = job->popt->verify_each,
-		    .pass = job->popt->pass};
-		po.pass.search_budget = budget - (excess << i);
-		po.pass.problem_out = NULL;
-		po.pass.bisect = NULL;
-		struct kept_diags kept = {0};
-		struct dt_diag d;
-		dt_diag_init(&d);
-		d.emit = keep_diag;
-		d.ud = &kept;
-		d.remarks = job->diag->remarks;
-		struct dt_module *t = dt_module_clone(input);
-		int rc = dt_pipeline_run(t, pipeline, &po, &d);
-		size_t got = rc == DT_OK ? run_peak(t) : SIZE_MAX;
-		if (got <= (size_t)budget) {
-			dt_diag_report(job->diag, DT_REMARK, m->file, 0,
-				       "opt:replan",
-				       "the program held %zu bytes per rank at its peak, over --memory-budget %lld: planned again within %lld, it holds %zu (the diagnostics after this one are that plan's)",
-				       peak, (long long)budget,
-				       (long long)po.pass.search_budget, got);
-			kept_diags_fini(&kept, job->diag);
-			dt_module_swap(m, t);
-			dt_module_destroy(t);
+	int64_t excess = (int64_t)peak - budget, over = budget;
+	struct trial best = {0}, t;
+	int tried = 0;
+	for (int i = 0; i < 4 && budget - (excess << i) > 0 && !best.m; i++) {
+		try_limit(job, pipeline, input, budget - (excess << i), &t);
+		tried++;
+		if (!t.m) {
+			trial_drop(&t);
 			return;
 		}
-		kept_diags_fini(&kept, NULL);
-		dt_module_destroy(t);
-		if (rc != DT_OK)
-			return;
+		if (t.peak <= (size_t)budget) {
+			best = t;
+			continue;
+		}
+		over = t.limit;
+		trial_drop(&t);
 	}
+	if (!best.m)
+		return;
+	int64_t fits = best.limit;
+	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
+		try_limit(job, pipeline, input, fits + (over - fits) / 2, &t);
+		tried++;
+		if (!t.m) {
+			trial_drop(&t);
+			break;
+		}
+		if (t.peak > (size_t)budget) {
+			over = t.limit;
+		} else {
+			fits = t.limit;
+			if (t.us < best.us) {
+				trial_drop(&best);
+				best = t;
+				continue;
+			}
+		}
+		trial_drop(&t);
+	}
+	dt_diag_report(job->diag, DT_REMARK, m->file, 0, "opt:replan",
+		       "the program held %zu bytes per rank at its peak, over --memory-budget %lld: planned again within %lld (of %d limits tried, the program of least modelled time that fits), it holds %zu (the diagnostics after this one are that plan's)",
+		       peak, (long long)budget, (long long)best.limit, tried,
+		       best.peak);
+	kept_diags_fini(&best.diags, job->diag);
+	dt_module_swap(m, best.m);
+	dt_module_destroy(best.m);
 }
 
 static const char *peak_kind(enum dt_view v)
