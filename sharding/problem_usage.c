@@ -395,28 +395,30 @@ static void several_results(const struct usage_builder *b,
 			rend[first[k] + r] = ends[id];
 	}
 	for (uint32_t k = 0; k < nodes; k++) {
-		const struct dt_shard_pnode *n = &pr->pnodes.data[k];
-		struct dt_solve_node *sn = &pr->solve.nodes[k];
-		if (n->nout < 2 || n->nout > 32 || n->kind == DT_PNODE_PUBLISH ||
-		    n->kind == DT_PNODE_COPY)
+		/* add_result_node() grows pr->pnodes and pr->solve.nodes: no
+		 * pointer into them is held across it. */
+		uint32_t nout = pr->pnodes.data[k].nout;
+		uint8_t kind = pr->pnodes.data[k].kind;
+		if (nout < 2 || nout > 32 || kind == DT_PNODE_PUBLISH ||
+		    kind == DT_PNODE_COPY)
 			continue;
 		int64_t end[32], earliest = INT64_MAX;
-		for (uint32_t r = 0; r < n->nout; r++) {
+		for (uint32_t r = 0; r < nout; r++) {
 			end[r] = rend[first[k] + r] ? rend[first[k] + r]
-						    : sn->start + 1;
+						    : pr->solve.nodes[k].start + 1;
 			if (!(published[k] >> r & 1) && end[r] < earliest)
 				earliest = end[r];
 		}
 		if (earliest == INT64_MAX)
 			continue;
-		sn->end = earliest;
+		pr->solve.nodes[k].end = earliest;
 		uint32_t done = 0;
-		for (uint32_t r = 0; r < n->nout; r++) {
+		for (uint32_t r = 0; r < nout; r++) {
 			if ((published[k] >> r & 1) || end[r] == earliest ||
 			    (done >> r & 1))
 				continue;
 			uint32_t which = 0;
-			for (uint32_t q = r; q < n->nout; q++)
+			for (uint32_t q = r; q < nout; q++)
 				if (!(published[k] >> q & 1) && end[q] == end[r])
 					which |= 1u << q;
 			done |= which;
