@@ -168,8 +168,9 @@ double dt_shard_edges_move_transient(struct dt_shard_edges *e, uint16_t mesh,
 {
 	if (dt_placements_equal(src, dst))
 		return 0;
-	return e->transient.data[move_entry(e, mesh, DT_SHARD_UNBUCKETED, t,
-					    src, dst)];
+	/* move_entry() may grow e->transient: index it after the call. */
+	uint32_t k = move_entry(e, mesh, DT_SHARD_UNBUCKETED, t, src, dst);
+	return e->transient.data[k];
 }
 
 double dt_shard_edges_move_us(struct dt_shard_edges *e, uint16_t mesh,
