@@ -399,15 +399,23 @@ static void several_results(const struct usage_builder *b,
 		 * pointer into them is held across it. */
 		uint32_t nout = pr->pnodes.data[k].nout;
 		uint8_t kind = pr->pnodes.data[k].kind;
-		if (nout < 2 || nout > 32 || kind == DT_PNODE_PUBLISH ||
-		    kind == DT_PNODE_COPY)
+		if (nout < 2 || kind == DT_PNODE_PUBLISH || kind == DT_PNODE_COPY)
 			continue;
-		int64_t end[32], earliest = INT64_MAX;
+		int64_t start = pr->solve.nodes[k].start, end[32];
+		int64_t earliest = INT64_MAX, latest = start + 1;
 		for (uint32_t r = 0; r < nout; r++) {
-			end[r] = rend[first[k] + r] ? rend[first[k] + r]
-						    : pr->solve.nodes[k].start + 1;
-			if (!(published[k] >> r & 1) && end[r] < earliest)
-				earliest = end[r];
+			int64_t e = rend[first[k] + r] ? rend[first[k] + r]
+						       : start + 1;
+			latest = e > latest ? e : latest;
+			if (r < 32 && !(published[k] >> r & 1) && e < earliest)
+				earliest = e;
+			if (r < 32)
+				end[r] = e;
+		}
+		if (nout > 32) { /* past the bit masks (no such op but a view
+				    or an unknown one): all to the latest end */
+			pr->solve.nodes[k].end = latest;
+			continue;
 		}
 		if (earliest == INT64_MAX)
 			continue;
