@@ -23,6 +23,12 @@
  *                          global shape), which narrows at run time
  *   partition R->P(op)     div by `divisor` (sum), else nothing
  *
+ * Where d != 0, the shards are even, and x viewed with dim d first is
+ * contiguous (a transposed gradient or shard: dense_dim_first), the
+ * all_gather or reduce_scatter runs on that view, permute(x, [d, 0, …]),
+ * and its result is permuted back: no chunk + cat copies the tensor
+ * (DTensor copies it; semantics §3).
+ *
  * In an SPMD program (no --rank) a collective works on pieces padded to
  * the largest (semantics §7): all_gather, then a static narrow, or
  * dt.pack_blocks where padding lies between the members' valid rows on
@@ -212,11 +218,58 @@ struct step_ctx {
 	int64_t in[DT_MAX_RANK];        /* local shape before */
 	int64_t out[DT_MAX_RANK];       /* local shape after */
 	int64_t logical[DT_MAX_RANK];   /* DTensor's logical shape */
+	/* Every rank's pieces before and after are whole chunks of the same
+	 * length: the layout a collective's members lay their buffers out in
+	 * may then depend on x's layout, which is the same on every rank. */
+	bool even;
 };
 
 static struct dt_arg arg_group(const struct step_ctx *k)
 {
 	return (struct dt_arg){.kind = DT_ARG_STR, .v.s = k->group};
+}
+
+/* permute(x, [d, 0, …, d-1, d+1, …]), tensor dim d first, or (`back`)
+ * its inverse. */
+static uint32_t emit_dim_first(struct dt_lower *l, uint32_t x, int d, bool back)
+{
+	int64_t shape[DT_MAX_RANK], perm[DT_MAX_RANK];
+	int rank = dt_lower_shape_of(l->m, x, shape);
+	for (int i = 0; i < rank; i++)
+		perm[i] = back ? (i < d ? i + 1 : i == d ? 0 : i)
+			       : (i == 0 ? d : i <= d ? i - 1 : i);
+	struct dt_arg a[2] = {arg_node(x), arg_ints(l->m, perm, rank)};
+	return emit(l, DT_OP_PERMUTE, back ? "dim_back" : "dim_first", a, 2);
+}
+
+/* Whether x with tensor dim d (!= 0) moved first is contiguous from
+ * offset 0, on every rank alike (k->even):
+ * then a collective on tensor dim d runs on dim 0 of that view, copying
+ * nothing (a transposed gradient reduce-scattered on its dim 1: each
+ * rank's rows lie whole and in rank order in memory), and its result is
+ * viewed back, strided, instead of chunk + cat copying the whole tensor.
+ * Size-1 dims' strides do not matter. */
+static bool dense_dim_first(const struct dt_module *m, const struct step_ctx *k,
+			    uint32_t x, int d)
+{
+	if (d == 0 || !k->even)
+		return false;
+	const struct dt_tensor *t = dt_node_tensor(m, dt_node_get(m, x), 0);
+	int rank, n;
+	const int64_t *shape = dt_ints_get(m, t->shape, &rank);
+	const int64_t *stride = dt_ints_get(m, t->stride, &n);
+	if (t->offset != 0 || n != rank || d >= rank)
+		return false;
+	int64_t want = 1;
+	for (int i = rank - 1; i >= -1; i--) {
+		int dim = i < 0 ? d : i;
+		if (i == d)
+			continue;
+		if (shape[dim] != 1 && stride[dim] != want)
+			return false;
+		want *= shape[dim];
+	}
+	return true;
 }
 
 static uint32_t step_all_gather(struct dt_lower *l, const struct step_ctx *k,
@@ -227,11 +280,17 @@ static uint32_t step_all_gather(struct dt_lower *l, const struct step_ctx *k,
 	uint32_t v = x;
 	if (k->in[d] < c && !(v = emit_pad(l, v, d, c - k->in[d])))
 		return 0;
+	bool dim_first = dense_dim_first(l->m, k, v, d);
+	if (dim_first && !(v = emit_dim_first(l, v, d, false)))
+		return 0;
 	struct dt_arg a[3] = {arg_node(v), arg_int(k->n),
 			      arg_group(k)};
 	if (!(v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3))))
 		return 0;
-	if (d != 0 && !(v = emit_move(l, v, k->n, 0, d)))
+	v = dim_first ? emit_dim_first(l, v, d, true)
+	    : d != 0  ? emit_move(l, v, k->n, 0, d)
+		      : v;
+	if (!v)
 		return 0;
 	if (k->n * c != len)
 		v = emit_narrow(l, v, d, 0, len);
@@ -258,12 +317,18 @@ static uint32_t step_reduce_scatter(struct dt_lower *l,
 	uint32_t v = x;
 	if (k->n * c != len && !(v = emit_pad(l, v, d, k->n * c - len)))
 		return 0;
-	if (d != 0 && !(v = emit_move(l, v, k->n, d, 0)))
+	bool dim_first = dense_dim_first(l->m, k, v, d);
+	v = dim_first ? emit_dim_first(l, v, d, false)
+	    : d != 0  ? emit_move(l, v, k->n, d, 0)
+		      : v;
+	if (!v)
 		return 0;
 	struct dt_arg a[4] = {arg_node(v),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_int(k->n), arg_group(k)};
 	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	if (v && dim_first)
+		v = emit_dim_first(l, v, d, true);
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	if (v && k->out[d] != c)
@@ -387,10 +452,14 @@ static uint32_t spmd_all_gather(struct dt_lower *l, const struct step_ctx *k,
 	int d = k->s->src_dim;
 	int64_t pb[DT_MAX_RANK], pa[DT_MAX_RANK];
 	padded(l, k, pb, pa);
-	struct dt_arg a[3] = {arg_node(x), arg_int(k->n), arg_group(k)};
-	uint32_t v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
+	bool dim_first = dense_dim_first(l->m, k, x, d);
+	uint32_t v = dim_first ? emit_dim_first(l, x, d, false) : x;
+	struct dt_arg a[3] = {arg_node(v), arg_int(k->n), arg_group(k)};
+	if (v)
+		v = emit_wait(l, emit(l, DT_OP_ALL_GATHER, "all_gather", a, 3));
 	if (v && d != 0)
-		v = emit_move(l, v, k->n, 0, d);
+		v = dim_first ? emit_dim_first(l, v, d, true)
+			      : emit_move(l, v, k->n, 0, d);
 	return v ? pack(l, k, v, &k->s->after, &k->s->before, d, pb[d], pa[d])
 		 : 0;
 }
@@ -403,14 +472,18 @@ static uint32_t spmd_reduce_scatter(struct dt_lower *l,
 	padded(l, k, pb, pa);
 	uint32_t v = unpack(l, k, x, &k->s->before, &k->s->after, d, pa[d],
 			    pb[d]);
+	bool dim_first = v && dense_dim_first(l->m, k, v, d);
 	if (v && d != 0)
-		v = emit_move(l, v, k->n, d, 0);
+		v = dim_first ? emit_dim_first(l, v, d, false)
+			      : emit_move(l, v, k->n, d, 0);
 	if (!v)
 		return 0;
 	struct dt_arg a[4] = {arg_node(v),
 			      arg_str(l->m, dt_reduce_name(k->s->reduce)),
 			      arg_int(k->n), arg_group(k)};
 	v = emit_wait(l, emit(l, DT_OP_REDUCE_SCATTER, "reduce_scatter", a, 4));
+	if (v && dim_first)
+		v = emit_dim_first(l, v, d, true);
 	if (v && k->s->divisor > 1)
 		v = emit_div(l, v, k->s->divisor);
 	return v;
@@ -504,6 +577,9 @@ uint32_t dt_lower_emit_step(struct dt_lower *l,
 	dt_redist_local_shape(plan, &s->before, coord, k.in);
 	dt_redist_local_shape(plan, &s->after, coord, k.out);
 	dt_redist_step_logical_shape(plan, s, coord, k.logical);
+	const struct dt_mesh *me = &l->m->meshes.data[mesh];
+	k.even = dt_shard_even(me, &s->before, plan->shape, plan->rank) &&
+		 dt_shard_even(me, &s->after, plan->shape, plan->rank);
 	/* The collectives of an SPMD program work on pieces padded to the
 	 * largest; `even` (every instance splits evenly) does not make the
 	 * pieces of different instances the same length. */
@@ -516,12 +592,10 @@ uint32_t dt_lower_emit_step(struct dt_lower *l,
 		default: break;
 		}
 	}
-	const struct dt_mesh *me = &l->m->meshes.data[mesh];
 	/* all_reduce sums padding into padding; merged gathers and scatters
 	 * need every piece full */
 	if (l->rank < 0 && s->ndims > 1 && s->kind != DT_REDIST_ALL_REDUCE &&
-	    (!dt_shard_even(me, &s->before, plan->shape, plan->rank) ||
-	     !dt_shard_even(me, &s->after, plan->shape, plan->rank))) {
+	    !k.even) {
 		dt_diag_report(l->ctx->diag, DT_ERROR, l->m->file, l->line, NULL,
 			       "cannot lower for every rank at once (SPMD): "
 			       "redistribute '%s' merges %s steps over %d mesh "

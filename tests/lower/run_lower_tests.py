@@ -30,7 +30,8 @@ graphs and checks them the same two ways, counting their collectives, and
 as one SPMD graph (step 4).
 
 Cases: one-dim zero-size table-2d table-3d merge-4x2 merge-2x2x2 uneven-2x3
-uneven-3x2 uneven-5x3 order partial mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2
+uneven-3x2 uneven-5x3 order partial transposed-4 transposed-2x2
+transposed-2x2x2 (sources that are permuted views) mlp-2x2 mlp-2x4 fsdp-2x2 fsdp-2x4 mlp-uneven-2x2
 compare-padding (run --compare of SPMD programs that differ only in padding)
 random (ten seeded tables of random placements, shard orders and uneven
 shapes on 1-D to 3-D meshes, each lowered to one SPMD program and checked).
@@ -222,11 +223,60 @@ def partial():
     ]}
 
 
+def transposed():
+    """Sources that are permuted views of a placeholder ("perm": the view is
+    aten.permute.default(x, perm)) on 4, 2x2 and 2x2x2: where the view with
+    the collective's tensor dim moved first is contiguous (a transposed
+    gradient reduce-scattered on its dim 1, a transposed shard gathered on
+    its dim 1), the collective runs on that view and its result is viewed
+    back ("dim_first": the permutes expected, none of chunk + cat); where
+    it is not, or padding made a fresh tensor, chunk + cat as before. The
+    2x2x2 rows merge over the group "A B" declared."""
+    t = {"perm": [1, 0]}
+    def dim_first(n, extra=t):
+        return dict(extra, dim_first=n)
+    one = [
+        ("t_psum_s1", (8, 12), "P(sum)", "S(1)", {RS: 1}, dim_first(2)),
+        ("t_psum_s0", (8, 12), "P(sum)", "S(0)", {RS: 1}, dim_first(0)),
+        ("t_s1_r", (8, 12), "S(1)", "R", {AG: 1}, dim_first(2)),
+        ("t_s0_r", (8, 12), "S(0)", "R", {AG: 1}, dim_first(0)),
+        ("t_psum_s1_13", (8, 13), "P(sum)", "S(1)", {RS: 1}, dim_first(0)),
+        ("t_s1_r_13", (8, 13), "S(1)", "R", {AG: 1}, t),
+        ("p3_psum_s1", (4, 8, 6), "P(sum)", "S(1)", {RS: 1},
+         dim_first(2, {"perm": [1, 0, 2]})),
+        ("p3_psum_s2", (4, 8, 8), "P(sum)", "S(2)", {RS: 1},
+         dim_first(0, {"perm": [1, 0, 2]})),
+        ("p3_last_psum_s2", (4, 8, 8), "P(sum)", "S(2)", {RS: 1},
+         dim_first(2, {"perm": [1, 2, 0]})),
+        ("p3_last_s2_r", (4, 8, 8), "S(2)", "R", {AG: 1},
+         dim_first(2, {"perm": [1, 2, 0]})),
+    ]
+    two = [
+        ("t2_pp_s1s1", (8, 8), "P(sum) P(sum)", "S(1) S(1)", {RS: 2}, t),
+        ("t2_s1s1_rr", (8, 8), "S(1) S(1)", "R R", {AG: 2}, t),
+        ("t2_ps1_s1r", (8, 8), "P(sum) S(1)", "S(1) R", None, t),
+    ]
+    three = [
+        ("t3_ppr", (8, 8), "P(sum) P(sum) R", "S(1) S(1) R", {RS: 1}, dim_first(2)),
+        ("t3_ssr", (8, 8), "S(1) S(1) R", "R R R", {AG: 1}, dim_first(2)),
+        ("t3_ppp", (8, 8), "P(sum) P(sum) P(sum)", "S(1) S(1) S(1)", None, t),
+    ]
+    return {"4": {"mesh": [4], "dims": ["w"], "reds": one},
+            "2x2": {"mesh": [2, 2], "dims": ["A", "B"],
+                    "warn": ["redistribute:no_group"], "reds": two},
+            "2x2x2": {"mesh": [2, 2, 2], "dims": ["A", "B", "C"],
+                      "groups": [["A", "B"]],
+                      "warn": ["redistribute:no_group"], "reds": three}}
+
+
 TABLES = {"one-dim": one_dim, "zero-size": zero_size, "table-2d": table_2d,
           "table-3d": table_3d, "merge-4x2": merge_4x2,
           "merge-2x2x2": merge_2x2x2, "uneven-2x3": uneven_2x3,
           "uneven-3x2": uneven_3x2,
-          "uneven-5x3": uneven_5x3, "order": order, "partial": partial}
+          "uneven-5x3": uneven_5x3, "order": order, "partial": partial,
+          "transposed-4": lambda: transposed()["4"],
+          "transposed-2x2": lambda: transposed()["2x2"],
+          "transposed-2x2x2": lambda: transposed()["2x2x2"]}
 
 # End-to-end graphs beside this script: (file, ranks, collectives of rank 0
 # after lower-redistribute,fuse-collectives,cancel-views,dce, outputs, the
@@ -266,13 +316,28 @@ def write_table(name, spec, path):
         so = ' order="%s"' % extra["src_order"] if "src_order" in extra else ""
         do = ' order="%s"' % extra["dst_order"] if "dst_order" in extra else ""
         dtype = extra.get("dtype", "float32")
+        perm = extra.get("perm")
+        base, base_src = shape, src
+        if perm:  # x holds the view's dims in the order perm names them
+            base = [0] * len(shape)
+            for i, p in enumerate(perm):
+                base[p] = shape[i]
+            base_src = re.sub(r"S\((\d+)\)", lambda m: "S(%d)" % perm[int(m.group(1))], src)
         lines += ['  <node name="x_%s" op="placeholder">' % label,
                   '    <tensor dtype="%s" shape="%s" stride="%s"/>'
-                  % (dtype, " ".join(map(str, shape)), " ".join(map(str, strides(shape)))),
-                  '    <sharding mesh="world" placements="%s"%s/>' % (src, so),
-                  '  </node>',
-                  '  <node name="%s" op="call_function" target="dtensor.redistribute">' % label,
-                  '    <arg node="x_%s"/>' % label,
+                  % (dtype, " ".join(map(str, base)), " ".join(map(str, strides(base)))),
+                  '    <sharding mesh="world" placements="%s"%s/>' % (base_src, so),
+                  '  </node>']
+        source = "x_" + label
+        if perm:
+            source = "v_" + label
+            lines += ['  <node name="%s" op="call_function" target="aten.permute.default">' % source,
+                      '    <arg node="x_%s"/>' % label,
+                      '    <arg ints="%s"/>' % " ".join(map(str, perm)),
+                      '    <sharding mesh="world" placements="%s"/>' % src,
+                      '  </node>']
+        lines += ['  <node name="%s" op="call_function" target="dtensor.redistribute">' % label,
+                  '    <arg node="%s"/>' % source,
                   '    <sharding mesh="world" placements="%s"%s/>' % (dst, do),
                   '  </node>']
         outs.append(label)
@@ -370,6 +435,25 @@ def check_counts(got, want, what):
         raise Failure("%s: collectives %s, expected %s" % (what, got, want))
 
 
+def check_dim_first(path, reds):
+    """The permutes each redistribution with "dim_first" in its extras was
+    expected to lower to (its collectives run on a view, no chunk + cat
+    copies)."""
+    nodes = [(n.get("name"), n.get("target"))
+             for n in ET.parse(path).getroot().iter("node")]
+    for red in reds:
+        want = red[5].get("dim_first") if len(red) > 5 else None
+        if want is None:
+            continue
+        mine = [t for n, t in nodes if n == red[0] or n.startswith(red[0] + ".")]
+        got = mine.count("aten.permute.default")
+        cats = mine.count("aten.cat.default")
+        if got != want or (want and cats):
+            raise Failure("%s: %d dim_first/dim_back permutes and %d cats, "
+                          "expected %d permutes%s"
+                          % (red[0], got, cats, want, " and no cat" if want else ""))
+
+
 def mesh_size(spec):
     n = 1
     for s in spec["mesh"]:
@@ -391,6 +475,7 @@ def case_table(r, name, spec):
     counts = collectives(os.path.join(r.workdir, "low0.xml"), labels)
     for red in spec["reds"]:
         check_counts(counts.get(red[0], {}), red[4], red[0])
+    check_dim_first(os.path.join(r.workdir, "low0.xml"), spec["reds"])
     r.run([r.dtopt, "opt", "-p", "lower-redistribute", "g.xml", "-o", "low.{rank}.xml"])
     for k in range(np):
         r.run([r.dtopt, "verify", "low.%d.xml" % k])
