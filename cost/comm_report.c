@@ -55,9 +55,11 @@ static void add_to_total(struct report_line *total, const struct report_line *l)
 {
 	total->before.count += l->before.count;
 	total->before.bytes += l->before.bytes;
+	total->before.sent += l->before.sent;
 	total->before.time_us += l->before.time_us;
 	total->after.count += l->after.count;
 	total->after.bytes += l->after.bytes;
+	total->after.sent += l->after.sent;
 	total->after.time_us += l->after.time_us;
 }
 
@@ -77,7 +79,7 @@ void dt_format_bytes(double bytes, char *buf, size_t size)
 	snprintf(buf, size, "%.1f %s", bytes, units[u]);
 }
 
-enum { COL_KIND, COL_GROUP, COL_COUNT, COL_BYTES, COL_TIME, NCOLS };
+enum { COL_KIND, COL_GROUP, COL_COUNT, COL_BYTES, COL_SENT, COL_TIME, NCOLS };
 #define CELL_SIZE 320
 
 /* The cells of one line of the text report. */
@@ -92,6 +94,9 @@ static void text_cells(const struct report_line *l, const char *kind,
 	dt_format_bytes(l->before.bytes, b0, sizeof b0);
 	dt_format_bytes(l->after.bytes, b1, sizeof b1);
 	snprintf(cells[COL_BYTES], CELL_SIZE, "%s -> %s", b0, b1);
+	dt_format_bytes(l->before.sent, b0, sizeof b0);
+	dt_format_bytes(l->after.sent, b1, sizeof b1);
+	snprintf(cells[COL_SENT], CELL_SIZE, "%s -> %s", b0, b1);
 	snprintf(cells[COL_TIME], CELL_SIZE, "%.2f -> %.2f", l->before.time_us,
 		 l->after.time_us);
 }
@@ -124,6 +129,7 @@ void dt_comm_report_print(const struct dt_comm_table *before,
 	text_cells(&total, "total", "", cells[n]);
 	static const char *const header[NCOLS] = {"kind", "group (mesh: dims)",
 						  "count", "bytes",
+						  "sent per rank",
 						  "modelled time (µs)"};
 	for (int c = 0; c < NCOLS; c++)
 		snprintf(cells[n + 1][c], CELL_SIZE, "%s", header[c]);
@@ -163,9 +169,11 @@ static void json_figures(const struct report_line *l, FILE *out)
 	fprintf(out,
 		"\"count_before\":%lld,\"count_after\":%lld,"
 		"\"bytes_before\":%.0f,\"bytes_after\":%.0f,"
+		"\"sent_before\":%.0f,\"sent_after\":%.0f,"
 		"\"time_us_before\":%s,\"time_us_after\":%s}",
 		(long long)l->before.count, (long long)l->after.count,
-		l->before.bytes, l->after.bytes, t0, t1);
+		l->before.bytes, l->after.bytes, l->before.sent,
+		l->after.sent, t0, t1);
 }
 
 void dt_comm_report_print_json(const struct dt_comm_table *before,

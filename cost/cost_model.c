@@ -85,6 +85,18 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 	return cost;
 }
 
+double dt_comm_sent(const struct dt_mesh *mesh, const uint8_t *dims,
+		    int ndims, enum dt_comm_kind kind, double bytes)
+{
+	int64_t n = 1;
+	for (int i = 0; i < ndims; i++)
+		n *= mesh->shape[dims[i]];
+	double hops = (double)(n - 1);
+	if (kind == DT_COMM_ALL_REDUCE)
+		hops *= 2;
+	return bytes * hops / (double)n;
+}
+
 double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		       double bytes)
 {
@@ -261,6 +273,10 @@ void dt_comm_table_fill(struct dt_comm_table *t, const struct dt_module *m,
 		double bytes = dt_comm_bytes(m, n);
 		r->count++;
 		r->bytes += bytes;
+		r->sent += n->op == DT_OP_ALL_PERMUTE
+			? bytes
+			: dt_comm_sent(mesh, grp->dims, grp->ndims,
+				       (enum dt_comm_kind)kind, bytes);
 		r->time_us += n->op == DT_OP_ALL_PERMUTE
 			? dt_permute_cost(topo, mesh, bytes)
 			: dt_comm_cost(topo, mesh, grp->dims, grp->ndims,

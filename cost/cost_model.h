@@ -45,6 +45,16 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		    const uint8_t *dims, int ndims, enum dt_comm_kind kind,
 		    double bytes);
 
+/* The bytes each rank sends in one such collective as the model charges
+ * them (the bandwidth term of dt_comm_cost): bytes·(n-1)/n, twice that
+ * for all_reduce (a ring's reduce-scatter, then its all-gather), n the
+ * product of the group's dims of size > 1; 0 for a group of one rank.
+ * NCCL's bus bandwidth counts the same bytes. An all_reduce of B bytes
+ * sends twice what an all_gather of B does, so this, not `bytes`, is what
+ * two plans' traffic compares by. */
+double dt_comm_sent(const struct dt_mesh *mesh, const uint8_t *dims,
+		    int ndims, enum dt_comm_kind kind, double bytes);
+
 /* Modelled time, µs, of an all_permute (dt.all_permute) over the whole
  * mesh: every rank sends `bytes` to one other rank, one hop on the
  * slowest link of the mesh: base latency + its hop latency + bytes over
@@ -87,6 +97,7 @@ struct dt_comm_row {
 	char group[64];     /* the first group name seen with this layout */
 	int64_t count;
 	double bytes;       /* sum of dt_comm_bytes */
+	double sent;        /* sum of dt_comm_sent (an all_permute: bytes) */
 	double time_us;     /* sum of dt_comm_cost */
 };
 struct dt_comm_table {

@@ -33,7 +33,8 @@ and, where experts.py has a plan for the placement (all but naive):
                    problem has a plan keeping them all
 
 --table ends with the markdown table of dtopt's plan against the expert's
-(collectives per kind and group, bytes, modelled µs from `--report=json`),
+(collectives per kind and group, bytes, bytes sent per rank, modelled µs
+from `--report=json`),
 the greedy search's plan (`--search=greedy`, lowered only for its report)
 beside dtopt's default unless --search picks greedy;
 --assert-not-worse-than-expert fails where dtopt's is worse on any of them
@@ -188,8 +189,8 @@ def measured_peak(mpirun, low):
 
 
 def report(out):
-    """({'ag:tp': count, ...}, total bytes, total modelled µs) from the
-    first `--report=json` line of `out`."""
+    """({'ag:tp': count, ...}, total bytes, total modelled µs, total bytes
+    sent per rank) from the first `--report=json` line of `out`."""
     for ln in out.splitlines():
         if ln.startswith('{"rows"'):
             rep = json.loads(ln)
@@ -197,8 +198,9 @@ def report(out):
                      r["count_after"] for r in rep["rows"]
                      if r["count_after"]},
                     rep["total"]["bytes_after"],
-                    rep["total"]["time_us_after"])
-    return {}, 0, 0.0
+                    rep["total"]["time_us_after"],
+                    rep["total"]["sent_after"])
+    return {}, 0, 0.0, 0
 
 
 # ---------------------------------------------------------------------------
@@ -272,6 +274,7 @@ class Result:
         self.passed = set()
         self.collectives = {}
         self.bytes, self.time_us = 0, 0.0
+        self.sent = 0  # bytes each rank sends (opt --report's sent per rank)
         self.expert = None  # Result of the expert plan, when there is one
         self.peak = None  # per-rank peak of the plan (liveness estimate)
         self.budget = None  # the --memory-budget dtopt's plan was given
@@ -356,7 +359,7 @@ def run_config(a, model, placement, gm, inputs, expected):
             res.done("expert-space", not res.lost and res.space[3] is not None,
                      "expert pins lost: " + "; ".join(res.lost) if res.lost
                      else "no plan keeps every expert pin")
-        res.collectives, res.bytes, res.time_us = report(out)
+        res.collectives, res.bytes, res.time_us, res.sent = report(out)
         res.peak = peak_after(out)
         if res.budget is not None:
             res.done("budget", res.peak is not None and
@@ -415,7 +418,7 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
         rc, out = run(cmd[:3] + [low] + cmd[4:])
     if not res.done("expert-lower", rc == 0, first_error(out)):
         return ex
-    ex.collectives, ex.bytes, ex.time_us = report(out)
+    ex.collectives, ex.bytes, ex.time_us, ex.sent = report(out)
     ex.peak = peak_after(out)
     if a.memory:
         ex.estimate = global_estimate(run(
@@ -610,23 +613,24 @@ def compare_rows(results):
 
 def print_comparison(results, search):
     """The markdown table: per configuration, dtopt's collectives, bytes,
-    modelled time and per-rank peak (with the budget it was given, if
+    bytes sent per rank, modelled time and per-rank peak (with the budget it was given, if
     any) against the expert plan's."""
-    print("| config | dtopt (%s): collectives | bytes | µs | peak (budget) "
-          "| greedy: collectives / bytes / µs "
-          "| expert: collectives | bytes | µs | peak | expert checked |"
-          % (search or "default search"))
-    print("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: "
-          "| --- |")
+    print("| config | dtopt (%s): collectives | bytes | sent | µs "
+          "| peak (budget) | greedy: collectives / bytes / µs "
+          "| expert: collectives | bytes | sent | µs | peak "
+          "| expert checked |" % (search or "default search"))
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: "
+          "| ---: | ---: | --- |")
     for config, d, e, checked in compare_rows(results):
         greedy = "-" if d.greedy is None else "%d / %d / %.1f" % (
             sum(d.greedy[0].values()), d.greedy[1], d.greedy[2])
-        print("| %s | %s | %d | %.1f | %s%s | %s | %s | %d | %.1f | %s | %s |"
-              % (config, format_collectives(d.collectives), d.bytes,
+        print("| %s | %s | %d | %d | %.1f | %s%s | %s | %s | %d | %d | %.1f "
+              "| %s | %s |"
+              % (config, format_collectives(d.collectives), d.bytes, d.sent,
                  d.time_us, d.peak,
                  "" if d.budget is None else " (%d)" % d.budget, greedy,
-                 format_collectives(e.collectives), e.bytes, e.time_us,
-                 e.peak, "yes" if checked else "NO"))
+                 format_collectives(e.collectives), e.bytes, e.sent,
+                 e.time_us, e.peak, "yes" if checked else "NO"))
 
 
 def _ratio(r):
@@ -656,13 +660,15 @@ def worse_than_expert(results):
         dn, en = sum(d.collectives.values()), sum(e.collectives.values())
         worse = [w for w, x, y in (("collectives", dn, en),
                                    ("bytes", d.bytes, e.bytes),
+                                   ("bytes sent", d.sent, e.sent),
                                    ("µs", d.time_us, e.time_us * 1.0001))
                  if x > y]
         if worse:
             msgs.append("%s: dtopt is worse than the expert in %s (%d "
-                        "collectives, %d bytes, %.1f µs against %d, %d, "
-                        "%.1f)" % (config, ", ".join(worse), dn, d.bytes,
-                                   d.time_us, en, e.bytes, e.time_us))
+                        "collectives, %d bytes, %d sent per rank, %.1f µs "
+                        "against %d, %d, %d, %.1f)"
+                        % (config, ", ".join(worse), dn, d.bytes, d.sent,
+                           d.time_us, en, e.bytes, e.sent, e.time_us))
     return msgs
 
 

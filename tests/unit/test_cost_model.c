@@ -296,6 +296,33 @@ static void test_comm_bytes_after_fill(void **state)
 	dt_module_destroy(m);
 }
 
+/* What each rank sends: an all_gather or reduce_scatter of B bytes on n
+ * ranks B·(n-1)/n, an all_reduce twice that (the ring's two halves: as
+ * much as an all_gather of 2B); a group of one sends nothing. The
+ * bandwidth term of dt_comm_cost is these bytes over the bandwidth. */
+static void test_sent_per_rank(void **state)
+{
+	(void)state;
+	struct dt_topology t;
+	dt_topology_default(&t);
+	struct dt_mesh mesh = make_mesh((int64_t[]){4, 1}, 2);
+	uint8_t dim0[] = {0}, dim1[] = {1};
+	assert_true(dt_comm_sent(&mesh, dim0, 1, DT_COMM_ALL_GATHER, 4 * MIB) ==
+		    3 * MIB);
+	assert_true(dt_comm_sent(&mesh, dim0, 1, DT_COMM_REDUCE_SCATTER,
+				 4 * MIB) == 3 * MIB);
+	assert_true(dt_comm_sent(&mesh, dim0, 1, DT_COMM_ALL_REDUCE, 4 * MIB) ==
+		    6 * MIB);
+	assert_true(dt_comm_sent(&mesh, dim0, 1, DT_COMM_ALL_REDUCE, 4 * MIB) ==
+		    dt_comm_sent(&mesh, dim0, 1, DT_COMM_ALL_GATHER, 8 * MIB));
+	assert_true(dt_comm_sent(&mesh, dim1, 1, DT_COMM_ALL_REDUCE, 4 * MIB) ==
+		    0);
+	double gib = 1024.0 * MIB, bw = t.bandwidth;
+	assert_close(dt_comm_cost(&t, &mesh, dim0, 1, DT_COMM_ALL_REDUCE, 4 * MIB),
+		     t.base_latency + 6 * t.latency + 6 * MIB / gib / bw * 1e6,
+		     1e-9);
+}
+
 static void test_comm_table(void **state)
 {
 	(void)state;
@@ -314,6 +341,9 @@ static void test_comm_table(void **state)
 	assert_string_equal(r[0].group, "tp");
 	assert_int_equal(r[0].count, 2);
 	assert_true(r[0].bytes == 8 * MIB);
+	assert_true(r[0].sent == 2 * dt_comm_sent(mesh, (uint8_t[]){1}, 1,
+						  DT_COMM_ALL_GATHER, 4 * MIB));
+	assert_true(r[0].sent > 0 && r[0].sent < r[0].bytes);
 	assert_close(r[0].time_us,
 		     2 * dt_comm_cost(&topo, mesh, (uint8_t[]){1}, 1,
 				      DT_COMM_ALL_GATHER, 4 * MIB),
@@ -380,7 +410,8 @@ static void test_report(void **state)
 				     "\"mesh\":\"world\",\"group\":\"tp\","
 				     "\"dims\":\"tp\",\"count_before\":0,"
 				     "\"count_after\":2,\"bytes_before\":0,"
-				     "\"bytes_after\":8388608,"));
+				     "\"bytes_after\":8388608,\"sent_before\":0,"
+				     "\"sent_after\":"));
 	assert_non_null(strstr(json, "\"total\":{\"count_before\":0,"
 				     "\"count_after\":6,\"bytes_before\":0,"
 				     "\"bytes_after\":10485760,"));
@@ -400,6 +431,7 @@ int main(void)
 	    cmocka_unit_test(test_group_of_one_pays_the_launch),
 	    cmocka_unit_test(test_all_to_all_penalty),
 	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_sent_per_rank),
 	    cmocka_unit_test(test_comm_bytes),
 	    cmocka_unit_test(test_comm_bytes_after_fill),
 	    cmocka_unit_test(test_comm_table),
