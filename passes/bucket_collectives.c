@@ -891,6 +891,9 @@ static int run_bucket_collectives(struct dt_pass_ctx *ctx)
 	if (m->view == DT_VIEW_LOCAL)
 		choose_copies(&b, runs.data, runs.len);
 	fit_budget(&b, &runs);
+	for (uint32_t i = 0; ctx->options->bucket_room && i < runs.len; i++)
+		if (runs.data[i].peak > b.memory_bound + *ctx->options->bucket_room)
+			*ctx->options->bucket_room = runs.data[i].peak - b.memory_bound;
 	bool changed = rewrite_runs(&b, ctx, runs.data, runs.len, true);
 	if (changed && m->rank >= 0 && !ctx->options->force_fusion)
 		dt_diag_report(ctx->diag, DT_REMARK, m->file, 0, "bucket-collectives",

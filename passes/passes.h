@@ -68,6 +68,11 @@ struct dt_pass_options {
 	 * 0 = 64 MiB. */
 	int64_t overlap_bytes;
 	struct dt_bisect *bisect; /* NULL: every rewrite runs, unprinted */
+	/* When set, bucket-collectives stores there the most bytes a merge it
+	 * left undone to keep --memory-budget would have held beyond the
+	 * bound (0: none was left undone): the room the buckets lacked, which
+	 * opt's replan gives them (tools/cmd_graph.c). */
+	double *bucket_room;
 };
 
 struct dt_pass_ctx {
