@@ -447,6 +447,27 @@ static int add_call(struct builder *b, uint32_t id)
 		take_strategy(b, &all);
 		dt_shard_choice_fini(&all);
 	}
+	if (b->cost.len == 0 && !n->pinned) {
+		/* Only getitems of its results are pinned (pin_results). */
+		char text[512] = "";
+		size_t used = 0;
+		for (uint32_t g = b->pinned_getitem.data[id];
+		     g && used + 1 < sizeof text; g = b->pinned_getitem.data[g]) {
+			used += (size_t)snprintf(text + used, sizeof text - used,
+						 "%s'%s' at ", used ? ", " : "",
+						 dt_str_get(m, gnode(b, g)->name));
+			if (used < sizeof text)
+				used += (size_t)dt_placements_print(
+				    &dt_node_sharding(m, gnode(b, g))->placements,
+				    text + used, sizeof text - used);
+		}
+		dt_node_error(b->diag, m, gnode(b, id),
+			      "no strategy of node '%s' gives, or reaches by "
+			      "redistribution, the placements the getitems of "
+			      "its results are pinned to: %s",
+			      dt_str_get(m, gnode(b, id)->name), text);
+		return DT_EINPUT;
+	}
 	if (b->cost.len == 0) {
 		char text[128];
 		dt_placements_print(&n->pin, text, sizeof text);
