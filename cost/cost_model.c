@@ -77,9 +77,11 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 	double hops = (double)(n - 1);
 	if (kind == DT_COMM_ALL_REDUCE)
 		hops *= 2;
-	double gib = bytes / (double)(1 << 30);
+	/* (dividing by 2^30 is exact: the same bits as scaling the bytes
+	 * first) */
 	double cost = t->base_latency + hops * latency +
-		      gib * hops / (double)n / bandwidth * 1e6;
+		      dt_comm_sent(mesh, dims, ndims, kind, bytes) /
+			      (double)(1 << 30) / bandwidth * 1e6;
 	if (kind == DT_COMM_ALL_TO_ALL)
 		cost += t->all_to_all_penalty;
 	return cost;

@@ -390,19 +390,18 @@ static void give_room(const struct opt_job *job,
 		      int *tried)
 {
 	int64_t budget = job->popt->pass.memory_budget, limit = best->limit;
-	double room = best->room;
-	for (int k = 0; k < REPLAN_ROOM_STEPS && room >= 1 &&
-			limit - (int64_t)ceil(room) > 0;
+	int64_t room = (int64_t)ceil(best->room);
+	for (int k = 0; k < REPLAN_ROOM_STEPS && room > 0 && limit - room > 0;
 	     k++) {
 		struct trial t;
-		try_limit(job, pipeline, input, limit - (int64_t)ceil(room), &t);
+		try_limit(job, pipeline, input, limit - room, &t);
 		(*tried)++;
 		if (!t.m) {
 			trial_drop(&t);
 			return;
 		}
 		limit = t.limit;
-		room = t.room;
+		room = (int64_t)ceil(t.room);
 		if (t.peak > (size_t)budget || t.us >= best->us) {
 			trial_drop(&t);
 			return;
