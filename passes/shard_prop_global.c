@@ -202,43 +202,6 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 	dt_free(order);
 }
 
-/* Each node whose strategy its neighbours' choices fix
- * (dt_shard_pnode_follows: every edge of theirs comes in) takes, given
- * x, the first strategy every edge into it allows: a copy node the one
- * its input's ends imply, a result node its node's, a bucket node unused
- * unless a move of the plan joins it. */
-static void settle(const struct dt_shard_problem *pr, int32_t *x)
-{
-	const struct dt_solve_problem *p = &pr->solve;
-	size_t *at = dt_calloc((size_t)p->nnodes + 1, sizeof *at), total = 0;
-	for (int32_t k = 0; k < p->nnodes; k++) {
-		at[k] = total;
-		if (dt_shard_pnode_follows(pr->pnodes.data[k].kind))
-			total += (size_t)p->nodes[k].nstrategies;
-	}
-	uint8_t *open = dt_malloc(total + 1);
-	memset(open, 1, total + 1);
-	for (int32_t j = 0; j < p->nedges; j++) {
-		const struct dt_solve_edge *e = &p->edges[j];
-		int32_t nq = p->nodes[e->to].nstrategies;
-		if (!dt_shard_pnode_follows(pr->pnodes.data[e->to].kind))
-			continue;
-		for (int32_t t = 0; t < nq; t++)
-			open[at[e->to] + (size_t)t] &=
-			    e->cost[(size_t)x[e->from] * (size_t)nq + (size_t)t] !=
-			    DT_SOLVE_INFINITE;
-	}
-	for (int32_t k = 0; k < p->nnodes; k++) {
-		if (!dt_shard_pnode_follows(pr->pnodes.data[k].kind))
-			continue;
-		for (int32_t t = p->nodes[k].nstrategies - 1; t >= 0; t--)
-			if (open[at[k] + (size_t)t])
-				x[k] = t;
-	}
-	dt_free(open);
-	dt_free(at);
-}
-
 /* The replicated plan, the second floor: every node that has a strategy
  * with all its placements replicated takes it (graph inputs are moved to
  * R once, their moves joining buckets), the others their choice in `x`.
@@ -264,7 +227,7 @@ static void replicated_plan(const struct dt_shard_problem *pr, int32_t *x)
 			}
 		}
 	}
-	settle(pr, x);
+	dt_shard_problem_settle(pr, x);
 }
 
 /* Take plan `x` into `strategy` (*cost, *peak) when it fits the limit and

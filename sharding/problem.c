@@ -819,6 +819,41 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	memset(pr, 0, sizeof *pr);
 }
 
+/* A copy node takes the one strategy its input's ends imply, a result
+ * node its node's, a bucket node "unused" unless a move of the plan joins
+ * it. */
+void dt_shard_problem_settle(const struct dt_shard_problem *pr, int32_t *x)
+{
+	const struct dt_solve_problem *p = &pr->solve;
+	size_t *at = dt_calloc((size_t)p->nnodes + 1, sizeof *at), total = 0;
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		at[k] = total;
+		if (dt_shard_pnode_follows(pr->pnodes.data[k].kind))
+			total += (size_t)p->nodes[k].nstrategies;
+	}
+	uint8_t *open = dt_malloc(total + 1);
+	memset(open, 1, total + 1);
+	for (int32_t j = 0; j < p->nedges; j++) {
+		const struct dt_solve_edge *e = &p->edges[j];
+		int32_t nq = p->nodes[e->to].nstrategies;
+		if (!dt_shard_pnode_follows(pr->pnodes.data[e->to].kind))
+			continue;
+		for (int32_t t = 0; t < nq; t++)
+			open[at[e->to] + (size_t)t] &=
+			    e->cost[(size_t)x[e->from] * (size_t)nq + (size_t)t] !=
+			    DT_SOLVE_INFINITE;
+	}
+	for (int32_t k = 0; k < p->nnodes; k++) {
+		if (!dt_shard_pnode_follows(pr->pnodes.data[k].kind))
+			continue;
+		for (int32_t t = p->nodes[k].nstrategies - 1; t >= 0; t--)
+			if (open[at[k] + (size_t)t])
+				x[k] = t;
+	}
+	dt_free(open);
+	dt_free(at);
+}
+
 int64_t dt_shard_problem_compute_ns(const struct dt_shard_problem *pr,
 				    const int32_t *x)
 {

@@ -599,6 +599,11 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr);
  * node, node pairs and row-major cost matrices per edge, the usage limit
  * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
+/* Settle plan x's followers (dt_shard_pnode_follows: copy, result and
+ * bucket nodes, whose every edge comes in): each takes the first
+ * strategy every edge into it allows given x, as its ends' choices
+ * imply. */
+void dt_shard_problem_settle(const struct dt_shard_problem *pr, int32_t *x);
 /* The modelled compute (ns) of plan x (a strategy per problem node): its
  * nodes' compute, the rest of its cost being communication (moves, moves
  * to pins). */

@@ -84,7 +84,10 @@ static void *work(void *arg)
 		if (better && (!sh->found || total < sh->best_cost)) {
 			sh->found = true;
 			sh->best_cost = total;
-			if (sh->opt->verbose)
+			/* A plan within the limit at an infinite cost (a
+			 * choice or edge it takes is infinite) is no
+			 * progress to print. */
+			if (sh->opt->verbose && total < DT_SOLVE_INFINITE)
 				printf("# %.2f s: cost %" PRId64 " (thread %" PRIu64
 				       ", round %" PRId64 ")\n", now_s() - sh->start,
 				       dt_wide_clamp(total), wk->seed - sh->opt->seed,

@@ -114,16 +114,25 @@ int dt_cli_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Report that `path` cannot be written (errno); returns DT_EXIT_INPUT. */
 int dt_io_error(const char *cmd, const char *path);
+/* What `explain --search=global` weighs and prints. */
+struct dt_explain_global_options {
+	const struct dt_topology *topology;
+	bool create_groups; /* moves merged onto any flattened group */
+	bool json;          /* one JSON object, else text */
+	int top;            /* runners-up listed */
+	int64_t budget;     /* the search's memory limit (bytes per rank, as
+			       opt --memory-budget plans first); <= 0: none */
+};
+
 /* `explain --search=global`: verify and shape-infer `m`, solve its
- * whole-graph problem on `topology` (moves merged onto any flattened group
- * with create_groups) and print to stdout why call node `node` gets its
- * strategy, as text or one JSON object. Where shard-prop would fall back
- * to the node-by-node search (a problem too large, no plan found) it
- * prints nothing, warns why and sets *explained to false: the caller
- * explains the greedy search. Returns a dt_status (errors to diag). */
+ * whole-graph problem and print to stdout why call node `node` gets its
+ * strategy. Where shard-prop would fall back to the node-by-node search
+ * (a problem too large, no plan found) it prints nothing, warns why and
+ * sets *explained to false: the caller explains the greedy search.
+ * Returns a dt_status (errors to diag). */
 int dt_explain_global(struct dt_module *m, uint32_t node,
-		      const struct dt_topology *topology, bool create_groups,
-		      bool json, struct dt_diag *diag, bool *explained);
+		      const struct dt_explain_global_options *o,
+		      struct dt_diag *diag, bool *explained);
 
 /* Exit code for a library status. */
 int dt_exit_code(int status);

@@ -44,6 +44,11 @@ static const char explain_help[] =
     "      --create-groups    (global) price moves merged onto flattened\n"
     "                         groups the graph lacks, as opt --create-groups\n"
     "                         lowers them\n"
+    "      --memory-budget=BYTES  (global) plan within BYTES per rank, as\n"
+    "                         opt --memory-budget plans first, and give each\n"
+    "                         strategy's plan peak: which ones the budget\n"
+    "                         rules out (where opt plans again, its remark\n"
+    "                         opt:replan names the limit to explain at)\n"
     "      --top N            runners-up to list (default 5, at most 64)\n"
     "  -h, --help             this text\n";
 
@@ -53,6 +58,7 @@ struct explain_args {
 	bool json, create_groups;
 	enum dt_shard_search mode;
 	int top;
+	int64_t memory_budget;
 	struct dt_cli_topology topology;
 };
 
@@ -552,6 +558,7 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 	    {"search", required_argument, NULL, 'S'},
 	    {"top", required_argument, NULL, 't'},
 	    {"create-groups", no_argument, NULL, 'G'},
+	    {"memory-budget", required_argument, NULL, 'M'},
 	    DT_CLI_TOPOLOGY_LONGOPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -565,6 +572,15 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 		switch (c) {
 		case 'o': a->output = optarg; break;
 		case 'G': a->create_groups = true; break;
+		case 'M':
+			a->memory_budget = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || a->memory_budget <= 0)
+				return dt_usage_error(
+				    EXPLAIN_CMD,
+				    "--memory-budget needs a positive byte "
+				    "count, not '%s'",
+				    optarg);
+			break;
 		case 'f':
 			if (strcmp(optarg, "text") != 0 &&
 			    strcmp(optarg, "json") != 0)
@@ -615,6 +631,10 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 			    argv[optind - 1]);
 		}
 	}
+	if (a->memory_budget > 0 && a->mode != DT_SEARCH_GLOBAL)
+		return dt_usage_error(EXPLAIN_CMD,
+				      "--memory-budget is the whole-graph "
+				      "search's (--search=global)");
 	if (argc - optind != 2)
 		return dt_usage_error(
 		    EXPLAIN_CMD,
@@ -759,9 +779,15 @@ int dt_cmd_explain(int argc, char **argv)
 	if (a.mode == DT_SEARCH_GLOBAL) {
 		struct dt_topology topology = e.m->topology;
 		dt_cli_topology_apply(&a.topology, &topology);
+		struct dt_explain_global_options go = {
+		    .topology = &topology,
+		    .create_groups = a.create_groups,
+		    .json = a.json,
+		    .top = a.top,
+		    .budget = a.memory_budget,
+		};
 		bool explained;
-		rc = dt_explain_global(e.m, e.node, &topology, a.create_groups,
-				       a.json, &diag, &explained);
+		rc = dt_explain_global(e.m, e.node, &go, &diag, &explained);
 		if (rc != DT_OK || explained) {
 			dt_module_destroy(e.m);
 			return rc == DT_OK ? dt_cli_output_commit()

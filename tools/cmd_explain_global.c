@@ -5,7 +5,8 @@
  * bucketed moves join: each one's latency and how many other nodes of the
  * plan share it) and, with the rest of the plan fixed, each strategy's
  * cost here against what it costs its users (with the latency of a bucket
- * it would join alone): why a locally cheaper strategy lost. */
+ * it would join alone) and the plan's peak with it: why a locally cheaper
+ * strategy lost, to time or, under --memory-budget, to memory. */
 #include "cli.h"
 #include "cost_model.h"
 #include "frontend.h"
@@ -16,11 +17,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOP 5
-
 static double us(int64_t ns)
 {
-	return ns == DT_SOLVE_INFINITE ? 1e300 : (double)ns / 1000;
+	return (double)ns / 1000;
+}
+
+/* ns as text: "1.25 us", or "impossible" where no redistribution exists
+ * (an infinite cost). */
+static const char *text_us(int64_t ns, char buf[32])
+{
+	if (ns == DT_SOLVE_INFINITE)
+		return "impossible";
+	snprintf(buf, 32, "%.2f us", us(ns));
+	return buf;
+}
+
+/* ns as a JSON number of µs, null where infinite. */
+static void json_us(FILE *out, int64_t ns)
+{
+	if (ns == DT_SOLVE_INFINITE)
+		fputs("null", out);
+	else
+		fprintf(out, "%.6g", us(ns));
 }
 
 static int64_t add(int64_t a, int64_t b)
@@ -135,11 +153,15 @@ static void print_edges(const struct dt_shard_problem *pr,
 		if (json) {
 			fputs("{\"value\": ", out);
 			dt_json_string(out, name);
-			fprintf(out, ", \"published\": %s, \"cost_us\": %.6g}",
-				published ? "true" : "false", us(c));
+			fprintf(out, ", \"published\": %s, \"cost_us\": ",
+				published ? "true" : "false");
+			json_us(out, c);
+			fputc('}', out);
 		} else {
-			fprintf(out, "'%s'%s %.2f us", name,
-				published ? " (published)" : "", us(c));
+			char buf[32];
+			fprintf(out, "'%s'%s %s", name,
+				published ? " (published)" : "",
+				text_us(c, buf));
 		}
 	}
 	end_list(n, json, out);
@@ -211,6 +233,7 @@ static void print_buckets(const struct dt_shard_problem *pr,
 struct ranked {
 	int32_t s;
 	int64_t here, users, total;
+	int64_t peak; /* the plan's, with s at the node */
 };
 
 static int by_total(const void *a, const void *b)
@@ -222,27 +245,45 @@ static int by_total(const void *a, const void *b)
 }
 
 /* Every strategy of node k weighed with the rest of the plan fixed (in
- * strategy order; dt_free it), the locally cheapest in *local. */
+ * strategy order; dt_free it): its costs, and the plan's peak with it
+ * (the nodes following k's choice settled); the locally cheapest in
+ * *local. */
 static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
 				      const int32_t *plan, uint32_t k,
 				      int32_t *local)
 {
-	const struct dt_solve_node *sn = &pr->solve.nodes[k];
+	const struct dt_solve_problem *p = &pr->solve;
+	const struct dt_solve_node *sn = &p->nodes[k];
 	struct ranked *r = dt_calloc((size_t)sn->nstrategies, sizeof *r);
+	int32_t *x = dt_malloc(((size_t)p->nnodes + 1) * sizeof *x);
 	*local = plan[k];
 	for (int32_t t = 0; t < sn->nstrategies; t++) {
 		r[t].s = t;
 		weigh(pr, plan, k, t, &r[t].here, &r[t].users);
 		r[t].total = add(r[t].here, r[t].users);
+		memcpy(x, plan, (size_t)p->nnodes * sizeof *x);
+		x[k] = t;
+		dt_shard_problem_settle(pr, x);
+		dt_solve_plan_cost(p, x, &r[t].peak);
 		if (r[t].here < r[*local].here)
 			*local = t;
 	}
+	dt_free(x);
 	return r;
+}
+
+/* ", peak N bytes" and, under a budget it passes, " (over the budget)". */
+static void print_peak(const struct ranked *r, int64_t budget, FILE *out)
+{
+	fprintf(out, ", peak %" PRId64 " bytes%s", r->peak,
+		r->peak > budget ? " (over the budget)" : "");
 }
 
 static void print_explanation(const struct dt_shard_problem *pr,
 			      const struct dt_module *m, const int32_t *plan,
-			      uint32_t node, FILE *out)
+			      uint32_t node,
+			      const struct dt_explain_global_options *o,
+			      FILE *out)
 {
 	uint32_t k = pr->of_node.data[node];
 	const struct dt_solve_node *sn = &pr->solve.nodes[k];
@@ -268,6 +309,10 @@ static void print_explanation(const struct dt_shard_problem *pr,
 	print_buckets(pr, m, plan, k, s, false, out);
 	fprintf(out, "\n  here %.2f us + for its users %.2f us = %.2f us\n",
 		us(here), us(users), us(add(here, users)));
+	if (o->budget > 0)
+		fprintf(out, "  the plan's peak: %" PRId64 " bytes per rank, "
+			     "within --memory-budget %" PRId64 "\n",
+			r[s].peak, o->budget);
 	if (local != s) {
 		fputs("locally cheapest: ", out);
 		print_strategy(pr, k, local, false, out);
@@ -277,17 +322,28 @@ static void print_explanation(const struct dt_shard_problem *pr,
 			us(r[local].users), us(r[local].users) - us(users));
 		print_edges(pr, m, plan, k, local, false, false, out);
 		fputc('\n', out);
+		if (o->budget > 0 && r[local].peak > o->budget)
+			fprintf(out, "  and with it the plan would hold %" PRId64
+				     " bytes per rank at its peak, over "
+				     "--memory-budget %" PRId64 "\n",
+				r[local].peak, o->budget);
 	} else {
 		fputs("locally cheapest: the chosen one\n", out);
 	}
 	qsort(r, (size_t)sn->nstrategies, sizeof *r, by_total);
 	fputs("runners-up, the rest of the plan fixed:\n", out);
 	int shown = 0;
-	for (int32_t t = 0; t < sn->nstrategies && shown < TOP; t++) {
+	for (int32_t t = 0; t < sn->nstrategies && shown < o->top; t++) {
 		if (r[t].s == s)
 			continue;
-		fprintf(out, "  %d. here %.2f us + users %.2f us = %.2f us: ",
-			++shown + 1, us(r[t].here), us(r[t].users), us(r[t].total));
+		char here_buf[32], users_buf[32], total_buf[32];
+		fprintf(out, "  %d. here %s + users %s = %s", ++shown + 1,
+			text_us(r[t].here, here_buf),
+			text_us(r[t].users, users_buf),
+			text_us(r[t].total, total_buf));
+		if (o->budget > 0)
+			print_peak(&r[t], o->budget, out);
+		fputs(": ", out);
 		print_strategy(pr, k, r[t].s, false, out);
 		fputc('\n', out);
 	}
@@ -305,9 +361,13 @@ static void json_strategy(const struct dt_shard_problem *pr,
 	uint32_t at = pr->pnodes.data[k].first + (uint32_t)r->s;
 	fputs("{\"strategy\": ", out);
 	print_strategy(pr, k, r->s, true, out);
-	fprintf(out, ", \"here_us\": %.6g, \"users_us\": %.6g, "
-		     "\"total_us\": %.6g",
-		us(r->here), us(r->users), us(r->total));
+	fputs(", \"here_us\": ", out);
+	json_us(out, r->here);
+	fputs(", \"users_us\": ", out);
+	json_us(out, r->users);
+	fputs(", \"total_us\": ", out);
+	json_us(out, r->total);
+	fprintf(out, ", \"peak_bytes\": %" PRId64, r->peak);
 	if (detail) {
 		fprintf(out, ", \"compute_us\": %.6g, \"pin_us\": %.6g, "
 			     "\"memory_bytes\": %" PRId64 ", \"inputs\": ",
@@ -323,11 +383,14 @@ static void json_strategy(const struct dt_shard_problem *pr,
 }
 
 /* The explanation as one JSON object: node, target, line, nodes,
- * strategies, chosen, locally_cheapest (null when the chosen one),
- * runners_up (the next TOP by total). */
+ * strategies, budget_bytes (null without one), chosen, locally_cheapest
+ * (null when the chosen one), runners_up (the next o->top by total); each
+ * strategy with the plan's peak_bytes. */
 static void print_explanation_json(const struct dt_shard_problem *pr,
 				   const struct dt_module *m,
-				   const int32_t *plan, uint32_t node, FILE *out)
+				   const int32_t *plan, uint32_t node,
+				   const struct dt_explain_global_options *o,
+				   FILE *out)
 {
 	uint32_t k = pr->of_node.data[node];
 	const struct dt_solve_node *sn = &pr->solve.nodes[k];
@@ -339,8 +402,13 @@ static void print_explanation_json(const struct dt_shard_problem *pr,
 	fputs(", \"target\": ", out);
 	dt_json_string(out, dt_str_get(m, g->target));
 	fprintf(out, ", \"line\": %u, \"search\": \"global\", \"nodes\": %d, "
-		     "\"strategies\": %d, \"chosen\": ",
+		     "\"strategies\": %d, \"budget_bytes\": ",
 		g->line, pr->solve.nnodes, sn->nstrategies);
+	if (o->budget > 0)
+		fprintf(out, "%" PRId64, o->budget);
+	else
+		fputs("null", out);
+	fputs(", \"chosen\": ", out);
 	json_strategy(pr, m, plan, k, &r[s], true, out);
 	fputs(", \"locally_cheapest\": ", out);
 	if (local != s)
@@ -350,7 +418,7 @@ static void print_explanation_json(const struct dt_shard_problem *pr,
 	qsort(r, (size_t)sn->nstrategies, sizeof *r, by_total);
 	fputs(", \"runners_up\": [", out);
 	int shown = 0;
-	for (int32_t t = 0; t < sn->nstrategies && shown < TOP; t++) {
+	for (int32_t t = 0; t < sn->nstrategies && shown < o->top; t++) {
 		if (r[t].s == s)
 			continue;
 		fputs(shown++ ? ", " : "", out);
@@ -361,8 +429,8 @@ static void print_explanation_json(const struct dt_shard_problem *pr,
 }
 
 int dt_explain_global(struct dt_module *m, uint32_t node,
-		      const struct dt_topology *topology, bool create_groups,
-		      bool json, struct dt_diag *diag, bool *explained)
+		      const struct dt_explain_global_options *o,
+		      struct dt_diag *diag, bool *explained)
 {
 	*explained = false;
 	struct dt_pipeline pipeline;
@@ -374,11 +442,14 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 		return rc;
 	struct dt_shard_problem pr = {0};
 	struct dt_shard_problem_options po = {
-	    .topology = topology, .budget = -1, .create_groups = create_groups};
+	    .topology = o->topology,
+	    .budget = o->budget > 0 ? o->budget : -1,
+	    .create_groups = o->create_groups};
 	rc = dt_shard_problem_build(&pr, m, &po, diag);
 	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
-	struct dt_pass_options options = {.topology = topology,
-					  .create_groups = create_groups};
+	struct dt_pass_options options = {.topology = o->topology,
+					  .create_groups = o->create_groups,
+					  .memory_budget = o->budget};
 	struct dt_arena scratch;
 	dt_arena_init(&scratch);
 	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
@@ -390,10 +461,10 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 		rc = dt_shard_global_solve(&ctx, &pr, plan, &solved);
 	dt_arena_fini(&scratch);
 	*explained = rc == DT_OK && solved; /* else the warning says why */
-	if (*explained && json)
-		print_explanation_json(&pr, m, plan, node, stdout);
+	if (*explained && o->json)
+		print_explanation_json(&pr, m, plan, node, o, stdout);
 	else if (*explained)
-		print_explanation(&pr, m, plan, node, stdout);
+		print_explanation(&pr, m, plan, node, o, stdout);
 	dt_free(plan);
 	dt_shard_problem_fini(&pr);
 	return rc;
