@@ -193,6 +193,7 @@ void dt_shard_watch_fini(struct dt_shard_watch *w);
 int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch);
 
 struct dt_shard_problem;
+struct dt_shard_problem_options;
 /* Whether `pr` was built whole; if not (too many edge matrix entries, or a
  * node with too many strategies to enumerate), reports why at severity
  * `sev` (tag shard-prop:too-large), the message ending with `then` (what
@@ -200,6 +201,12 @@ struct dt_shard_problem;
 bool dt_shard_global_built(struct dt_pass_ctx *ctx,
 			   const struct dt_shard_problem *pr,
 			   enum dt_severity sev, const char *then);
+/* Build the whole-graph problem of ctx->m into `pr` (zeroed) with options
+ * `po`: where an edge is closed at a pinned node (dt_shard_global_closed_pin),
+ * widen that node and build again (remark shard-prop:widen), as often as
+ * that opens one. po->widen is this function's. Returns a dt_status. */
+int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
+			  struct dt_shard_problem_options *po);
 /* A pinned graph node to widen (dt_shard_problem_options.widen) where an
  * edge of `pr` has no finite move between its ends' strategies: the
  * edge's consumer when pinned and not widened yet, else its producer when

@@ -682,27 +682,7 @@ static int plan_graph(struct prop *p)
 			return rc;
 		}
 	}
-	/* A closed edge at a pinned node: that node also computes its result
-	 * elsewhere and moves it to the pin, as the node search would. */
-	uint8_t *widen = dt_calloc(p->m->nodes.len + 1, 1);
-	po.widen = widen;
-	int rc;
-	uint32_t again;
-	do {
-		rc = dt_shard_problem_build(&p->problem, p->m, &po, p->ctx->diag);
-		again = rc == DT_OK && p->problem.entries <= DT_SHARD_PROBLEM_MAX_ENTRIES
-				? dt_shard_global_closed_pin(&p->problem, p->m, widen)
-				: 0;
-		if (again) {
-			remark(p, again, "shard-prop:widen",
-			       "no strategy of '%s' giving its pin reads what its inputs' producers make in the whole-graph problem: it also takes those computing elsewhere, moving the result to its pin (problem rebuilt)",
-			       dt_node_name(p->m, again));
-			widen[again] = 1;
-			dt_shard_problem_fini(&p->problem);
-			memset(&p->problem, 0, sizeof p->problem);
-		}
-	} while (again);
-	dt_free(widen);
+	int rc = dt_shard_global_build(p->ctx, &p->problem, &po);
 	if (rc != DT_OK) {
 		dt_free(hint);
 		return rc;

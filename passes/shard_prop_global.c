@@ -244,6 +244,34 @@ static void take_if_cheaper(const struct dt_solve_problem *p, const int32_t *x,
 	}
 }
 
+int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
+			  struct dt_shard_problem_options *po)
+{
+	/* A closed edge at a pinned node: that node also computes its result
+	 * elsewhere and moves it to the pin, as the node search would. */
+	uint8_t *widen = dt_calloc(ctx->m->nodes.len + 1, 1);
+	po->widen = widen;
+	int rc;
+	uint32_t again;
+	do {
+		rc = dt_shard_problem_build(pr, ctx->m, po, ctx->diag);
+		again = rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES
+				? dt_shard_global_closed_pin(pr, ctx->m, widen)
+				: 0;
+		if (again) {
+			node_diag(ctx, DT_REMARK, again, "shard-prop:widen",
+				  "no strategy of '%s' giving its pin reads what its inputs' producers make in the whole-graph problem: it also takes those computing elsewhere, moving the result to its pin (problem rebuilt)",
+				  node_name(ctx->m, again));
+			widen[again] = 1;
+			dt_shard_problem_fini(pr);
+			memset(pr, 0, sizeof *pr);
+		}
+	} while (again);
+	po->widen = NULL;
+	dt_free(widen);
+	return rc;
+}
+
 void dt_shard_global_options(const struct dt_pass_ctx *ctx,
 			     struct dt_solve_options *so)
 {

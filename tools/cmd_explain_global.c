@@ -445,14 +445,14 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 	    .topology = o->topology,
 	    .budget = o->budget > 0 ? o->budget : -1,
 	    .create_groups = o->create_groups};
-	rc = dt_shard_problem_build(&pr, m, &po, diag);
-	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
 	struct dt_pass_options options = {.topology = o->topology,
 					  .create_groups = o->create_groups,
 					  .memory_budget = o->budget};
 	struct dt_arena scratch;
 	dt_arena_init(&scratch);
 	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
+	rc = dt_shard_global_build(&ctx, &pr, &po);
+	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
 	bool solved = false;
 	if (rc == DT_OK &&
 	    dt_shard_global_built(&ctx, &pr, DT_WARNING,
