@@ -8,9 +8,14 @@ fsdp_tp, naive and 3d = dp x fsdp x tp on 2x2x2). For every configuration:
            strategies and edge matrix entries (counted from P)
   global   dtopt opt G -o OUT --create-groups --search=global --report=json,
            REPEATS times: median CPU time (user + system, dtopt's whole run:
-           load, build, solve, lowering), and the plan's collectives, bytes
-           and modelled µs
+           load, build, solve, lowering; the search runs on two threads) and
+           median wall time, and the plan's collectives, bytes and modelled
+           µs
   greedy   the same with --search=greedy, once (its plan, its CPU time)
+
+--budget FILE ('model/placement BYTES' lines, as run_models.py
+--write-budgets writes the expert plans' peaks) gives the configurations
+it lists --memory-budget=BYTES (both searches; column `budget`).
 
 and prints a markdown table. Graphs are exported from the models with torch
 (Debian's /usr/bin/python3 with python3-torch) into WORKDIR, or read from
@@ -18,7 +23,7 @@ and prints a markdown table. Graphs are exported from the models with torch
 them). Use a release build on a quiet machine; CPU times, medians.
 
 usage: bench_global.py DTOPT [--config PATTERN]... [--repeats N]
-                       [--workdir W] [--graphs DIR]
+                       [--workdir W] [--graphs DIR] [--budget FILE]
 PATTERN: a model (gpt2), a placement (3d) or model_placement (gpt2_3d);
 with --graphs, a name's start or end."""
 import argparse
@@ -30,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "tests", "models")
@@ -66,13 +72,26 @@ def export_all(workdir, patterns):
 
 
 def timed(cmd):
-    """(CPU seconds of the child, returncode, output)."""
+    """(CPU seconds of the child, returncode, output, wall seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime -
                                                  before.ru_stime)
-    return cpu, p.returncode, p.stdout + p.stderr
+    return cpu, p.returncode, p.stdout + p.stderr, wall
+
+
+def read_budgets(path):
+    """{model_placement: bytes} of 'model/placement BYTES' lines."""
+    budgets = {}
+    with open(path) as f:
+        for ln in f:
+            if ln.strip() and not ln.startswith("#"):
+                cfg, b = ln.split()
+                budgets[cfg.replace("/", "_")] = int(b)
+    return budgets
 
 
 def plan(out):
@@ -89,8 +108,8 @@ def plan(out):
 def problem_size(dtopt, g, work):
     """(nodes, strategies, edge matrix entries) of g's global problem."""
     path = os.path.join(work, "problem.json")
-    _, rc, out = timed([dtopt, "opt", g, "-o", os.devnull,
-                        "--search=greedy", "--dump-problem=" + path])
+    _, rc, out, _ = timed([dtopt, "opt", g, "-o", os.devnull,
+                           "--search=greedy", "--dump-problem=" + path])
     if rc != 0:
         return None
     with open(path) as f:
@@ -109,7 +128,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workdir")
     ap.add_argument("--graphs", metavar="DIR")
+    ap.add_argument("--budget", metavar="FILE")
     a = ap.parse_args()
+    budgets = read_budgets(a.budget) if a.budget else {}
     tmp = None
     if not a.workdir:
         tmp = tempfile.TemporaryDirectory(prefix="dtopt-bench-global.")
@@ -124,26 +145,31 @@ def main():
     else:
         names = export_all(a.workdir, a.config)
         gdir = a.workdir
-    print("| config | nodes | strategies | edge entries | global CPU s "
-          "(median of %d) | global: coll, bytes, µs | greedy CPU s | "
-          "greedy: coll, bytes, µs | fell back |" % a.repeats)
-    print("| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |")
+    print("| config | budget | nodes | strategies | edge entries | global CPU "
+          "s (median of %d) | global wall s | global: coll, bytes, µs | "
+          "greedy CPU s | greedy: coll, bytes, µs | fell back |" % a.repeats)
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- "
+          "| --- |")
     for name in names:
         g = os.path.join(gdir, name + ".xml")
         out_xml = os.path.join(a.workdir, "out.xml")
         size = problem_size(a.dtopt, g, a.workdir)
         base = [a.dtopt, "opt", g, "-o", out_xml, "--create-groups",
                 "--report=json"]
+        if name in budgets:
+            base.append("--memory-budget=%d" % budgets[name])
         runs = [timed(base + ["--search=global"]) for _ in range(a.repeats)]
         cpu = statistics.median(r[0] for r in runs)
+        wall = statistics.median(r[3] for r in runs)
         rc, out = runs[0][1], runs[0][2]
-        gcpu, grc, gout = timed(base + ["--search=greedy"])
+        gcpu, grc, gout, _ = timed(base + ["--search=greedy"])
         fell = "yes" if re.search(r"too-large|no-plan", out) else "no"
         cell = (lambda p: "%d, %d, %.1f" % p if p else "error")
         sizes = ["%d" % x for x in size] if size else ["-"] * 3
-        print("| %s | %s | %s | %s | %.2f | %s | %.2f | %s | %s |" % (
-            name, *sizes, cpu, cell(plan(out) if rc == 0 else None), gcpu,
-            cell(plan(gout) if grc == 0 else None), fell), flush=True)
+        print("| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %.2f | %s | %s |"
+              % (name, budgets.get(name, "-"), *sizes, cpu, wall,
+                 cell(plan(out) if rc == 0 else None), gcpu,
+                 cell(plan(gout) if grc == 0 else None), fell), flush=True)
     return 0
 
 

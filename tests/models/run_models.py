@@ -50,6 +50,10 @@ any rank holds). --memory adds a table of the whole-graph search's usage
 estimate of each plan (dtopt's and the expert's, the peak of the
 `shard-prop:global` remark) against the peak measured by running it (rank
 0's `N bytes in all` of `run --summary`), and the ratio.
+--write-budgets FILE writes each expert plan's per-rank peak, a line
+`model/placement BYTES` per configuration that has one: the budgets
+--budget-from-expert gives, for tools/bench_global.py --budget and
+tools/usage_fidelity.py --budget.
 
 A stage fails with a one-line reason; stages after a failed one that need
 its result are not reached. With --expected FILE the run passes only when
@@ -61,7 +65,7 @@ usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--table] [--expected FILE] [--update-expected FILE]
                      [--search S] [--no-expert] [--budget-from-expert]
                      [--assert-not-worse-than-expert] [--memory]
-                     [--report-expert] [--no-check]
+                     [--report-expert] [--no-check] [--write-budgets FILE]
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
@@ -718,6 +722,9 @@ def main():
     ap.add_argument("--no-check", action="store_true",
                     help="skip the execution checks (check-reference, "
                     "check, eager and the expert's): tables only")
+    ap.add_argument("--write-budgets", metavar="FILE",
+                    help="write each expert plan's per-rank peak as "
+                    "'model/placement BYTES' lines")
     ap.add_argument("--expected", metavar="FILE")
     ap.add_argument("--update-expected", metavar="FILE")
     a = ap.parse_args()
@@ -772,6 +779,11 @@ def main():
     print("%d configurations in %.1f s" % (len(results), time.time() - start))
     if a.update_expected:
         write_expected(a.update_expected, results)
+    if a.write_budgets:
+        with open(a.write_budgets, "w") as f:
+            for r in results:
+                if r.expert is not None and r.expert.peak is not None:
+                    f.write("%s %d\n" % (r.config, r.expert.peak))
     worse = worse_than_expert(results) if \
         a.assert_not_worse_than_expert else []
     for m in worse:
