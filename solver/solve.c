@@ -195,6 +195,7 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 	}
 	bool exact = found >= 0;
 	res->rounds = 0;
+	res->infinite = 0;
 	if (!exact) {
 		sh.lower_bound = lower;
 		pthread_mutex_init(&sh.lock, NULL);
@@ -213,8 +214,8 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 		res->cost = dt_solve_plan_cost(p, res->strategy, &res->peak_usage);
 		DT_REQUIRE(res->cost == DT_SOLVE_INFINITE ||
 			   dt_plan_cost(p, res->strategy) == red.offset + cost);
-		if (res->cost == DT_SOLVE_INFINITE) /* every plan in the limit
-						       has an infinite cost */
+		res->infinite = res->cost == DT_SOLVE_INFINITE;
+		if (res->infinite)
 			status = DT_EINPUT;
 	}
 	if (res->lower_bound != INT64_MIN && res->lower_bound >= res->cost)

@@ -70,6 +70,9 @@ struct dt_solve_result {
                              (budget, max_rounds or stall_rounds) */
   int64_t rounds;         /* search rounds run, summed over threads (0
                              when the problem was solved exactly first) */
+  int infinite;           /* 1 when plans within the limit were found but
+                             each costs infinitely (a strategy or an edge
+                             no finite choice avoids) */
 };
 
 /* Solve `problem` within `options->timeout_s`; fills `result` (its

@@ -158,7 +158,12 @@ int dt_cmd_solve(int argc, char **argv)
 	struct dt_solve_result res = {0};
 	res.strategy = dt_calloc((size_t)p.nnodes + 1, sizeof(int32_t));
 	status = dt_solve(&p, &a.opt, &res);
-	if (status != DT_OK) {
+	if (status != DT_OK && res.infinite) {
+		fprintf(stderr, "%s: error: every plan found within usage_limit %"
+			PRId64 " in %.1f s costs infinitely (a strategy or an edge "
+			"no finite choice avoids)\n", a.path, p.usage_limit,
+			res.seconds);
+	} else if (status != DT_OK) {
 		fprintf(stderr, "%s: error: no plan within usage_limit %" PRId64
 			" found in %.1f s\n", a.path, p.usage_limit, res.seconds);
 	} else {
