@@ -39,7 +39,8 @@ static const char solve_help[] =
 	"  -h, --help             this text\n"
 	"\n"
 	"Exit codes: 0 a plan within the limit, 1 bad problem (the message\n"
-	"names the node or edge) or no plan found, 2 usage.\n";
+	"names the node or edge), no plan found or only plans of infinite\n"
+	"cost, 2 usage.\n";
 
 struct solve_args {
 	const char *path;
