@@ -272,7 +272,7 @@ static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
 	return r;
 }
 
-/* ", peak N bytes" and, under a budget it passes, " (over the budget)". */
+/* ", peak N bytes", with " (over the budget)" where N passes `budget`. */
 static void print_peak(const struct ranked *r, int64_t budget, FILE *out)
 {
 	fprintf(out, ", peak %" PRId64 " bytes%s", r->peak,
