@@ -819,6 +819,17 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr)
 	memset(pr, 0, sizeof *pr);
 }
 
+uint32_t dt_shard_problem_node_at(const struct dt_module *m, int64_t t)
+{
+	int64_t pos = 0;
+	dt_foreach_node(m, id)
+	{
+		if (pos++ == t)
+			return id;
+	}
+	return 0;
+}
+
 /* A copy node takes the one strategy its input's ends imply, a result
  * node its node's, a bucket node "unused" unless a move of the plan joins
  * it. */

@@ -599,6 +599,9 @@ void dt_shard_problem_fini(struct dt_shard_problem *pr);
  * node, node pairs and row-major cost matrices per edge, the usage limit
  * when there is one. */
 void dt_shard_problem_write(const struct dt_shard_problem *pr, FILE *out);
+/* The graph node at time `t` of the problem's timeline (its intervals
+ * count positions in graph order, every node included), 0 when none. */
+uint32_t dt_shard_problem_node_at(const struct dt_module *m, int64_t t);
 /* Settle plan x's followers (dt_shard_pnode_follows: copy, result and
  * bucket nodes, whose every edge comes in): each takes the first
  * strategy every edge into it allows given x, as its ends' choices

@@ -92,26 +92,36 @@ dt_wide dt_plan_cost(const struct dt_solve_problem *p, const int32_t *s)
 	return cost;
 }
 
+int64_t dt_solve_plan_peak(const struct dt_solve_problem *p, const int32_t *s,
+			   int64_t *at)
+{
+	struct dt_timeline t;
+	dt_timeline_init(&t, p);
+	int64_t *use = dt_malloc(sizeof(*use) * ((size_t)p->nnodes + 1));
+	int64_t *prof = dt_malloc(sizeof(*prof) * ((size_t)t.nseg + 1));
+	for (int32_t v = 0; v < p->nnodes; v++)
+		use[v] = p->nodes[v].usage[s[v]];
+	fill_usage(&t, p->nnodes, use, prof);
+	int64_t peak = 0;
+	*at = -1;
+	for (int32_t k = 0; k < t.nseg; k++)
+		if (prof[k] > peak) {
+			peak = prof[k];
+			*at = t.point[k];
+		}
+	dt_free(use);
+	dt_free(prof);
+	dt_timeline_fini(&t);
+	return peak;
+}
+
 int64_t dt_solve_plan_cost(const struct dt_solve_problem *p,
 			   const int32_t *s, int64_t *peak)
 {
-	int64_t cost = dt_wide_clamp(dt_plan_cost(p, s));
-	if (peak) {
-		struct dt_timeline t;
-		dt_timeline_init(&t, p);
-		int64_t *use = dt_malloc(sizeof(*use) * ((size_t)p->nnodes + 1));
-		int64_t *prof = dt_malloc(sizeof(*prof) * ((size_t)t.nseg + 1));
-		for (int32_t v = 0; v < p->nnodes; v++)
-			use[v] = p->nodes[v].usage[s[v]];
-		fill_usage(&t, p->nnodes, use, prof);
-		*peak = 0;
-		for (int32_t k = 0; k < t.nseg; k++)
-			*peak = prof[k] > *peak ? prof[k] : *peak;
-		dt_free(use);
-		dt_free(prof);
-		dt_timeline_fini(&t);
-	}
-	return cost;
+	int64_t at;
+	if (peak)
+		*peak = dt_solve_plan_peak(p, s, &at);
+	return dt_wide_clamp(dt_plan_cost(p, s));
 }
 
 bool dt_solve_edge_open(const struct dt_solve_problem *p, int32_t k)

@@ -108,6 +108,11 @@ int dt_solve_problem_check(const struct dt_solve_problem *problem,
  * hand may use it when they allocate the same way. Leaves `problem` zeroed. */
 void dt_solve_problem_fini(struct dt_solve_problem *problem);
 
+/* The peak usage of plan `strategy` (the most the nodes live at one time
+ * use; 0 when none is), and in *at the earliest time it is reached, -1
+ * when none. Strategies must be in range. */
+int64_t dt_solve_plan_peak(const struct dt_solve_problem *problem,
+                           const int32_t *strategy, int64_t *at);
 /* The cost of plan `strategy` (saturating at DT_SOLVE_INFINITE) and, when
  * `peak` is not NULL, its peak usage. Strategies must be in range. */
 int64_t dt_solve_plan_cost(const struct dt_solve_problem *problem,

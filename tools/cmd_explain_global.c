@@ -233,7 +233,8 @@ static void print_buckets(const struct dt_shard_problem *pr,
 struct ranked {
 	int32_t s;
 	int64_t here, users, total;
-	int64_t peak; /* the plan's, with s at the node */
+	int64_t peak;    /* the plan's, with s at the node */
+	uint32_t peak_at; /* the graph node where it is first reached, 0 */
 };
 
 static int by_total(const void *a, const void *b)
@@ -249,6 +250,7 @@ static int by_total(const void *a, const void *b)
  * (the nodes following k's choice settled); the locally cheapest in
  * *local. */
 static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
+				      const struct dt_module *m,
 				      const int32_t *plan, uint32_t k,
 				      int32_t *local)
 {
@@ -264,7 +266,9 @@ static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
 		memcpy(x, plan, (size_t)p->nnodes * sizeof *x);
 		x[k] = t;
 		dt_shard_problem_settle(pr, x);
-		dt_solve_plan_cost(p, x, &r[t].peak);
+		int64_t at;
+		r[t].peak = dt_solve_plan_peak(p, x, &at);
+		r[t].peak_at = dt_shard_problem_node_at(m, at);
 		if (r[t].here < r[*local].here)
 			*local = t;
 	}
@@ -272,11 +276,24 @@ static struct ranked *rank_strategies(const struct dt_shard_problem *pr,
 	return r;
 }
 
-/* ", peak N bytes", with " (over the budget)" where N passes `budget`. */
-static void print_peak(const struct ranked *r, int64_t budget, FILE *out)
+/* " at 'NODE'", where the plan's peak with r is first reached. */
+static void print_peak_at(const struct dt_module *m, const struct ranked *r,
+			  FILE *out)
 {
-	fprintf(out, ", peak %" PRId64 " bytes%s", r->peak,
-		r->peak > budget ? " (over the budget)" : "");
+	if (r->peak_at)
+		fprintf(out, " at '%s'",
+			dt_str_get(m, dt_node_get(m, r->peak_at)->name));
+}
+
+/* ", peak N bytes at 'NODE'", with " (over the budget)" where N passes
+ * `budget`. */
+static void print_peak(const struct dt_module *m, const struct ranked *r,
+		       int64_t budget, FILE *out)
+{
+	fprintf(out, ", peak %" PRId64 " bytes", r->peak);
+	print_peak_at(m, r, out);
+	if (r->peak > budget)
+		fputs(" (over the budget)", out);
 }
 
 static void print_explanation(const struct dt_shard_problem *pr,
@@ -294,7 +311,7 @@ static void print_explanation(const struct dt_shard_problem *pr,
 		     "nodes, %d strategies here\n",
 		dt_str_get(m, g->name), dt_str_get(m, g->target), m->file,
 		g->line, pr->solve.nnodes, sn->nstrategies);
-	struct ranked *r = rank_strategies(pr, plan, k, &local);
+	struct ranked *r = rank_strategies(pr, m, plan, k, &local);
 	int64_t here = r[s].here, users = r[s].users;
 	fputs("chosen: ", out);
 	print_strategy(pr, k, s, false, out);
@@ -309,10 +326,13 @@ static void print_explanation(const struct dt_shard_problem *pr,
 	print_buckets(pr, m, plan, k, s, false, out);
 	fprintf(out, "\n  here %.2f us + for its users %.2f us = %.2f us\n",
 		us(here), us(users), us(add(here, users)));
-	if (o->budget > 0)
-		fprintf(out, "  the plan's peak: %" PRId64 " bytes per rank, "
-			     "within --memory-budget %" PRId64 "\n",
-			r[s].peak, o->budget);
+	if (o->budget > 0) {
+		fprintf(out, "  the plan's peak: %" PRId64 " bytes per rank",
+			r[s].peak);
+		print_peak_at(m, &r[s], out);
+		fprintf(out, ", within --memory-budget %" PRId64 "\n",
+			o->budget);
+	}
 	if (local != s) {
 		fputs("locally cheapest: ", out);
 		print_strategy(pr, k, local, false, out);
@@ -322,11 +342,14 @@ static void print_explanation(const struct dt_shard_problem *pr,
 			us(r[local].users), us(r[local].users) - us(users));
 		print_edges(pr, m, plan, k, local, false, false, out);
 		fputc('\n', out);
-		if (o->budget > 0 && r[local].peak > o->budget)
+		if (o->budget > 0 && r[local].peak > o->budget) {
 			fprintf(out, "  and with it the plan would hold %" PRId64
-				     " bytes per rank at its peak, over "
-				     "--memory-budget %" PRId64 "\n",
-				r[local].peak, o->budget);
+				     " bytes per rank at its peak",
+				r[local].peak);
+			print_peak_at(m, &r[local], out);
+			fprintf(out, ", over --memory-budget %" PRId64 "\n",
+				o->budget);
+		}
 	} else {
 		fputs("locally cheapest: the chosen one\n", out);
 	}
@@ -342,7 +365,7 @@ static void print_explanation(const struct dt_shard_problem *pr,
 			text_us(r[t].users, users_buf),
 			text_us(r[t].total, total_buf));
 		if (o->budget > 0)
-			print_peak(&r[t], o->budget, out);
+			print_peak(m, &r[t], o->budget, out);
 		fputs(": ", out);
 		print_strategy(pr, k, r[t].s, false, out);
 		fputc('\n', out);
@@ -367,7 +390,11 @@ static void json_strategy(const struct dt_shard_problem *pr,
 	json_us(out, r->users);
 	fputs(", \"total_us\": ", out);
 	json_us(out, r->total);
-	fprintf(out, ", \"peak_bytes\": %" PRId64, r->peak);
+	fprintf(out, ", \"peak_bytes\": %" PRId64 ", \"peak_at\": ", r->peak);
+	if (r->peak_at)
+		dt_json_string(out, dt_str_get(m, dt_node_get(m, r->peak_at)->name));
+	else
+		fputs("null", out);
 	if (detail) {
 		fprintf(out, ", \"compute_us\": %.6g, \"pin_us\": %.6g, "
 			     "\"memory_bytes\": %" PRId64 ", \"inputs\": ",
@@ -396,7 +423,7 @@ static void print_explanation_json(const struct dt_shard_problem *pr,
 	const struct dt_solve_node *sn = &pr->solve.nodes[k];
 	const struct dt_node *g = dt_node_get(m, node);
 	int32_t s = plan[k], local;
-	struct ranked *r = rank_strategies(pr, plan, k, &local);
+	struct ranked *r = rank_strategies(pr, m, plan, k, &local);
 	fputs("{\"node\": ", out);
 	dt_json_string(out, dt_str_get(m, g->name));
 	fputs(", \"target\": ", out);
