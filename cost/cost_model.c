@@ -53,6 +53,14 @@ void dt_mesh_links(const struct dt_topology *t, const struct dt_mesh *mesh,
 	}
 }
 
+/* The hops of a ring collective over n ranks: n - 1, twice that for an
+ * all_reduce (a reduce-scatter, then an all-gather). */
+static double ring_hops(int64_t n, enum dt_comm_kind kind)
+{
+	double hops = (double)(n - 1);
+	return kind == DT_COMM_ALL_REDUCE ? 2 * hops : hops;
+}
+
 double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 		    const uint8_t *dims, int ndims, enum dt_comm_kind kind,
 		    double bytes)
@@ -74,12 +82,9 @@ double dt_comm_cost(const struct dt_topology *t, const struct dt_mesh *mesh,
 			latency = links.latency[d];
 		n *= mesh->shape[d];
 	}
-	double hops = (double)(n - 1);
-	if (kind == DT_COMM_ALL_REDUCE)
-		hops *= 2;
 	/* (dividing by 2^30 is exact: the same bits as scaling the bytes
 	 * first) */
-	double cost = t->base_latency + hops * latency +
+	double cost = t->base_latency + ring_hops(n, kind) * latency +
 		      dt_comm_sent(mesh, dims, ndims, kind, bytes) /
 			      (double)(1 << 30) / bandwidth * 1e6;
 	if (kind == DT_COMM_ALL_TO_ALL)
@@ -93,10 +98,7 @@ double dt_comm_sent(const struct dt_mesh *mesh, const uint8_t *dims,
 	int64_t n = 1;
 	for (int i = 0; i < ndims; i++)
 		n *= mesh->shape[dims[i]];
-	double hops = (double)(n - 1);
-	if (kind == DT_COMM_ALL_REDUCE)
-		hops *= 2;
-	return bytes * hops / (double)n;
+	return bytes * ring_hops(n, kind) / (double)n;
 }
 
 double dt_permute_cost(const struct dt_topology *t, const struct dt_mesh *mesh,

@@ -67,6 +67,10 @@ struct dt_cli_topology {
  * DT_EXIT_OK or DT_EXIT_USAGE. */
 int dt_cli_topology_parse(struct dt_cli_topology *o, int opt,
 			  const char *value, const char *cmd);
+/* --memory-budget's value: a positive byte count into *budget, else a
+ * usage error of command `cmd`; returns DT_EXIT_OK or DT_EXIT_USAGE. */
+int dt_cli_memory_budget_parse(const char *value, const char *cmd,
+				int64_t *budget);
 /* Overwrite the fields of `t` that were given on the command line. */
 void dt_cli_topology_apply(const struct dt_cli_topology *o,
 			   struct dt_topology *t);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* cli_topology.c: the cost-model override flags shared by `opt` and `diff`. */
+/* cli_topology.c: the cost-model override flags shared by `opt` and `diff`,
+ * and the --memory-budget `opt` and `explain` share. */
 #include "cli.h"
 
 #include <errno.h>
@@ -22,6 +23,17 @@ const char dt_cli_topology_help[] =
 	"      --device-tflops=T      a device's compute, TFLOP/s, for the\n"
 	"                             whole-graph search's compute costs (400)\n"
 	"      --device-bandwidth=GBPS  a device's memory bandwidth, GB/s (2000)\n";
+
+int dt_cli_memory_budget_parse(const char *value, const char *cmd,
+				int64_t *budget)
+{
+	char *end;
+	*budget = strtoll(value, &end, 10);
+	if (!*value || *end || *budget <= 0)
+		return dt_usage_error(cmd, "--memory-budget needs a positive "
+				      "byte count, not '%s'", value);
+	return DT_EXIT_OK;
+}
 
 static const char *const flag_names[] = {
 	"devices-per-host", "bandwidth", "latency", "inter-host-bandwidth-factor",

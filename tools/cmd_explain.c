@@ -573,13 +573,10 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 		case 'o': a->output = optarg; break;
 		case 'G': a->create_groups = true; break;
 		case 'M':
-			a->memory_budget = strtoll(optarg, &end, 10);
-			if (!*optarg || *end || a->memory_budget <= 0)
-				return dt_usage_error(
-				    EXPLAIN_CMD,
-				    "--memory-budget needs a positive byte "
-				    "count, not '%s'",
-				    optarg);
+			if (dt_cli_memory_budget_parse(optarg, EXPLAIN_CMD,
+						       &a->memory_budget) !=
+			    DT_EXIT_OK)
+				return DT_EXIT_USAGE;
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") != 0 &&

@@ -706,11 +706,10 @@ int dt_cmd_opt(int argc, char **argv)
 						      optarg);
 			break;
 		case 'M':
-			popt.pass.memory_budget = strtoll(optarg, &end, 10);
-			if (!*optarg || *end || popt.pass.memory_budget <= 0)
-				return dt_usage_error("opt", "--memory-budget needs a "
-						      "positive byte count, not '%s'",
-						      optarg);
+			if (dt_cli_memory_budget_parse(
+				optarg, "opt", &popt.pass.memory_budget) !=
+			    DT_EXIT_OK)
+				return DT_EXIT_USAGE;
 			break;
 		case 'Z':
 			popt.pass.solve_timeout = strtod(optarg, &end);
