@@ -587,16 +587,20 @@ int64_t dt_shard_length(const struct dt_placements *pl,
 {
 	int seq[DT_MAX_MESH_DIMS];
 	int k = shard_sequence(pl, tdim, seq);
-	for (int i = 0; i < k; i++) {
+	for (int i = 0; i < k && len > 0; i++) {
 		const struct dt_placement *p = &pl->p[seq[i]];
 		int64_t n = mesh_shape[seq[i]], c = coord[seq[i]];
 		int64_t sf = p->kind == DT_PL_STRIDED_SHARD ? p->split_factor : 1;
-		int64_t kept = 0;
 		DT_REQUIRE(sf >= 1);
-		for (int64_t piece = 0; piece < sf; piece++) {
-			int64_t ps, pn, s, l;
-			dt_chunk(len, sf, piece, &ps, &pn);
-			dt_chunk(pn, n, c, &s, &l);
+		/* The rank keeps chunk c of each of the sf pieces: `full`
+		 * pieces of length ps, then one of length `rest` (the pieces
+		 * after it are empty). */
+		int64_t ps = (len + sf - 1) / sf, full = len / ps;
+		int64_t rest = len - full * ps, s, l, kept;
+		dt_chunk(ps, n, c, &s, &l);
+		kept = full * l;
+		if (rest > 0) {
+			dt_chunk(rest, n, c, &s, &l);
 			kept += l;
 		}
 		len = kept;

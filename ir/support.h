@@ -62,7 +62,7 @@ int dt_temp_beside(const char *path, unsigned mode, char **tmp);
  * Leaves data non-NULL even for n = 0, so copying a grown vector's zero
  * bytes (memcpy, memset) is defined. */
 #define dt_vec_grow(v, n)                                                  \
-	dt_vec_grow_((void **)&(v)->data, &(v)->len, &(v)->cap,            \
+	dt_vec_room_((v)->data, (void **)&(v)->data, &(v)->len, &(v)->cap, \
 		     sizeof(*(v)->data), (n))
 /* Append x; evaluates to its index. */
 #define dt_vec_push(v, x)                                                  \
@@ -72,6 +72,19 @@ static inline uint32_t dt_vec_last_(uint32_t len) { return len - 1; }
 #define dt_vec_free(v) (dt_free((v)->data), (v)->data = NULL, (v)->len = (v)->cap = 0)
 uint32_t dt_vec_grow_(void **data, uint32_t *len, uint32_t *cap, size_t elem,
 		      uint32_t n);
+/* dt_vec_grow's common case, room already there, without a call (data:
+ * the vector's data, *pdata read only by the call). */
+static inline uint32_t dt_vec_room_(const void *data, void **pdata,
+				    uint32_t *len, uint32_t *cap, size_t elem,
+				    uint32_t n)
+{
+	uint32_t at = *len;
+	if (data && n <= *cap - at) {
+		*len = at + n;
+		return at;
+	}
+	return dt_vec_grow_(pdata, len, cap, elem, n);
+}
 
 /* Bump allocator: many small allocations freed together. */
 struct dt_arena {

@@ -41,11 +41,13 @@ uint64_t dt_redist_state_key(const struct dt_placements *pl);
 bool dt_redist_min_memory(struct dt_redist_plan *plan);
 
 /* Plan->src to plan->dst (both normalized: no _S) by DTensor's min-cost
- * search; appends the steps to plan->steps. DT_OK, or DT_EINPUT with a
- * message when the search grows past its state limit. */
+ * search, continuing one of `cache`'s when it has one from src (NULL: a
+ * search of its own); appends the steps to plan->steps. DT_OK, or
+ * DT_EINPUT with a message when the search grows past its state limit. */
 int dt_redist_search(struct dt_redist_plan *plan,
 		     const struct dt_placements *src,
-		     const struct dt_placements *dst, char *err,
+		     const struct dt_placements *dst,
+		     struct dt_redist_searches *cache, char *err,
 		     size_t errlen);
 
 #endif

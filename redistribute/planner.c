@@ -240,7 +240,7 @@ static int check_placements(const struct dt_redist_request *req,
 			    "%s has %d placements but the mesh has %d dims",
 			    which, pl->ndim, req->mesh->ndim);
 	char why[200];
-	if (!dt_placements_validate(pl, req->rank, why, sizeof why))
+	if (!dt_placements_validate(pl, req->rank, why, errlen ? sizeof why : 0))
 		return dt_fail_message(err, errlen, "%s: %s", which, why);
 	return DT_OK;
 }
@@ -474,7 +474,8 @@ int dt_redist_plan_init(struct dt_redist_plan *plan,
 	if (status == DT_OK && has_strided(&dst))
 		status = strided_to_order(&dst, req->mesh, "dst", err, errlen);
 	if (status == DT_OK)
-		status = dt_redist_search(plan, &src, &dst, err, errlen);
+		status = dt_redist_search(plan, &src, &dst, req->searches, err,
+					  errlen);
 	if (status != DT_OK)
 		dt_redist_plan_fini(plan);
 	return status;

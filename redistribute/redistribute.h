@@ -128,6 +128,14 @@ bool dt_redist_mode_parse(const char *text, enum dt_redist_mode *mode);
 
 /* What to plan. `src` and `dst` carry their shard orders (default order if
  * built by dt_placements_parse without one). */
+/* Min-cost searches kept between plans: a caller planning many moves of
+ * one tensor from one source (the whole-graph problem's edges) continues
+ * one Dijkstra search towards each target instead of starting over; the
+ * plans are the same. */
+struct dt_redist_searches;
+struct dt_redist_searches *dt_redist_searches_new(void);
+void dt_redist_searches_free(struct dt_redist_searches *cache);
+
 struct dt_redist_request {
 	const struct dt_mesh *mesh;
 	const struct dt_topology *topology; /* NULL = DTensor's defaults */
@@ -136,6 +144,7 @@ struct dt_redist_request {
 	int64_t shape[DT_MAX_RANK];         /* global shape */
 	struct dt_placements src, dst;
 	enum dt_redist_mode mode;           /* zero: dtensor */
+	struct dt_redist_searches *searches; /* NULL: none kept */
 };
 
 struct dt_redist_plan {
@@ -156,7 +165,8 @@ struct dt_redist_plan {
  * request (placements of the wrong length, shard dims out of range, mixed
  * partial ops other than {sum, avg}, S->P or P(x)->P(y) on a mesh dim, a
  * `_S` that no shard order expresses, a search too large) returns
- * DT_EINPUT with a one-line message in `err`, and `plan` needs no fini.
+ * DT_EINPUT with a one-line message in `err` (none when errlen is 0: a
+ * caller asking only whether a plan exists), and `plan` needs no fini.
  * Time: greedy O(mesh dims^2); min-cost O(S log S) in the states S
  * reachable at less than the plan's cost. */
 int dt_redist_plan_init(struct dt_redist_plan *plan,

@@ -48,6 +48,7 @@ struct dt_shard_edges {
 				     bytes */
 	DT_VEC(struct dt_shard_bucket) buckets; /* the keys bucketed moves
 						   have joined so far */
+	struct dt_redist_searches *searches; /* the planner's, for misses */
 };
 void dt_shard_edges_init(struct dt_shard_edges *e);
 void dt_shard_edges_fini(struct dt_shard_edges *e);

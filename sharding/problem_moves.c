@@ -45,6 +45,7 @@ void dt_shard_edges_init(struct dt_shard_edges *e)
 	}
 	dt_uses_fini(&u);
 	dt_intern_init(&e->moves);
+	e->searches = dt_redist_searches_new();
 }
 
 void dt_shard_edges_fini(struct dt_shard_edges *e)
@@ -53,6 +54,8 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->inputs);
 	dt_vec_free(&e->copies);
 	dt_intern_fini(&e->moves);
+	dt_redist_searches_free(e->searches);
+	e->searches = NULL;
 	dt_vec_free(&e->cost);
 	dt_vec_free(&e->joins);
 	dt_vec_free(&e->transient);
@@ -130,7 +133,8 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 	struct dt_shard_lowering low = {.merge = &merge,
 					.bucketed = phase != DT_SHARD_UNBUCKETED,
 					.mode = e->redistribute, .keys = &keys,
-					.transient = &transient};
+					.transient = &transient,
+					.searches = e->searches};
 	double us = dt_shard_move_cost(&e->m->meshes.data[mesh], e->topology,
 				       t, src, dst, &low);
 	uint64_t joined = 0;

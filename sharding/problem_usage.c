@@ -31,19 +31,30 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *pl)
 {
+	/* Where no strided shard splits a dim, the device at coordinate 0
+	 * holds a largest shard of it (as in dt_redist_local_bytes): a
+	 * chunk's length never grows with its index, and chunk 0's never
+	 * shrinks with the length chunked. A strided shard's pieces break
+	 * the second: there every coordinate is walked. */
+	static const int64_t origin[DT_MAX_MESH_DIMS] = {0};
 	double n = dt_dtype_size((enum dt_dtype)t->dtype);
 	for (int d = 0; d < t->rank; d++) {
-		int64_t len = t->shape[d];
+		bool sharded = false, strided = false;
 		for (int k = 0; k < pl->ndim; k++)
 			if ((pl->p[k].kind == DT_PL_SHARD ||
 			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
 			    pl->p[k].dim == d) {
-				struct dt_shard_lengths l;
-				dt_shard_lengths(pl, mesh->shape, d, t->shape[d],
-						 &l);
-				len = l.max;
-				break;
+				sharded = true;
+				strided |= pl->p[k].kind == DT_PL_STRIDED_SHARD;
 			}
+		int64_t len = t->shape[d];
+		if (strided) {
+			struct dt_shard_lengths l;
+			dt_shard_lengths(pl, mesh->shape, d, len, &l);
+			len = l.max;
+		} else if (sharded) {
+			len = dt_shard_length(pl, mesh->shape, origin, d, len);
+		}
 		n *= (double)len;
 	}
 	return n;

@@ -195,11 +195,12 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	    .src = *src,
 	    .dst = *dst,
 	    .mode = low ? (enum dt_redist_mode)low->mode : DT_REDIST_MODE_DTENSOR,
+	    .searches = low ? low->searches : NULL,
 	};
 	memcpy(req.shape, t->shape, sizeof req.shape);
+	/* Only whether a plan exists counts here: no message is written. */
 	struct dt_redist_plan plan;
-	char err[256];
-	if (dt_redist_plan_init(&plan, &req, err, sizeof err) != DT_OK)
+	if (dt_redist_plan_init(&plan, &req, NULL, 0) != DT_OK)
 		return INFINITY;
 	if (low && low->merge)
 		dt_redist_plan_merge(&plan, low->merge);
@@ -213,7 +214,7 @@ double dt_shard_move_cost(const struct dt_mesh *mesh,
 	 * lowering refuses: such a plan gets nowhere. */
 	for (uint32_t k = 0; k < plan.steps.len && cost < INFINITY; k++)
 		if (!dt_placements_validate(&plan.steps.data[k].after, t->rank,
-					    err, sizeof err))
+					    NULL, 0))
 			cost = INFINITY;
 	dt_redist_plan_fini(&plan);
 	return cost;

@@ -409,6 +409,8 @@ struct dt_shard_lowering {
 			      values, the gathered buffer an all_gather on
 			      a dim past 0 cats from, the cat a
 			      reduce_scatter or all_to_all on one sends) */
+	struct dt_redist_searches *searches; /* the planner's searches kept
+						between moves (NULL: none) */
 };
 
 /* What moving a tensor of shape t->shape (rank, dtype) from `src` to `dst`

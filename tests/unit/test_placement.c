@@ -419,8 +419,11 @@ static void test_shards_partition(void **state)
 	struct dt_mesh m = make_mesh(&f->strings, "m", "a b c",
 				     (int64_t[]){2, 3, 2}, 3);
 	const char *orders[] = {NULL, "0:c,a,b", "0:b,c,a"};
-	const char *texts[] = {"S(0) S(0) S(0)", "_S(0,3) S(0) _S(0,2)"};
-	for (int t = 0; t < 2; t++)
+	/* Split factors above the length leave pieces empty, and below it
+	 * leave one short piece (dt_shard_length's closed form). */
+	const char *texts[] = {"S(0) S(0) S(0)", "_S(0,3) S(0) _S(0,2)",
+			       "_S(0,5) _S(0,4) S(0)"};
+	for (int t = 0; t < 3; t++)
 		for (int o = 0; o < 3; o++) {
 			struct dt_placements pl = parse(f, &m, texts[t], orders[o]);
 			for (int64_t len = 0; len <= 30; len++) {

@@ -401,6 +401,82 @@ static void test_invalid(void **state)
 	dt_module_destroy(m);
 }
 
+/* Placement k (base 4 per mesh dim: R, S(0), S(1), P(sum)) of a rank-2
+ * tensor on 3 mesh dims; `reversed` reverses the order of the mesh dims
+ * sharding a tensor dim. */
+static struct dt_placements numbered_placements(int k, bool reversed)
+{
+	struct dt_placements pl = {.ndim = 3};
+	for (int m = 0; m < 3; m++, k /= 4) {
+		int c = k % 4;
+		pl.p[m].kind = c == 0 ? DT_PL_REPLICATE
+			       : c == 3 ? DT_PL_PARTIAL : DT_PL_SHARD;
+		pl.p[m].dim = (int16_t)(c == 2);
+	}
+	dt_placements_default_order(&pl);
+	for (int m = 0; reversed && m < 3; m++)
+		if (pl.p[m].kind == DT_PL_SHARD) {
+			int n = 0;
+			for (int o = 0; o < 3; o++)
+				n += pl.p[o].kind == DT_PL_SHARD &&
+				     pl.p[o].dim == pl.p[m].dim;
+			pl.order_pos[m] = (uint8_t)(n - 1 - pl.order_pos[m]);
+		}
+	return pl;
+}
+
+/* Plans whose searches go on from kept ones (dt_redist_searches) are the
+ * plans of fresh searches: steps, states expanded and errors, for sources
+ * met in turn and interleaved (more than the cache keeps, so kept ones
+ * are dropped and started over). */
+static void test_kept_searches(void **state)
+{
+	(void)state;
+	struct dt_module *m = module_with_mesh((int64_t[]){2, 3, 2}, 3);
+	struct dt_redist_searches *cache = dt_redist_searches_new();
+	struct dt_redist_request req = {.mesh = &m->meshes.data[0],
+					.dtype = DT_FLOAT32, .rank = 2,
+					.shape = {12, 7}};
+	int searched = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < 64 * 64; i++) {
+			/* pass 0: one source at a time; pass 1: a new
+			 * source every call */
+			int a = pass == 0 ? i / 64 : i % 64;
+			int b = pass == 0 ? i % 64 : i / 64;
+			req.src = numbered_placements(a, true);
+			req.dst = numbered_placements(b, b % 2 == 0);
+			struct dt_redist_plan fresh, kept;
+			char err[256], kerr[256];
+			req.searches = NULL;
+			int want = dt_redist_plan_init(&fresh, &req, err, sizeof err);
+			req.searches = cache;
+			int got = dt_redist_plan_init(&kept, &req, kerr, sizeof kerr);
+			assert_int_equal(got, want);
+			if (want != DT_OK) {
+				assert_string_equal(kerr, err);
+				continue;
+			}
+			char fs[512], ks[512];
+			steps_text(&fresh, fs, sizeof fs);
+			steps_text(&kept, ks, sizeof ks);
+			assert_string_equal(ks, fs);
+			assert_int_equal(kept.states, fresh.states);
+			assert_true(dt_redist_plan_cost(&kept) ==
+				    dt_redist_plan_cost(&fresh));
+			for (uint32_t k = 0; k < fresh.steps.len; k++)
+				assert_true(dt_placements_equal(
+				    &kept.steps.data[k].after,
+				    &fresh.steps.data[k].after));
+			searched += fresh.method == DT_REDIST_MIN_COST;
+			dt_redist_plan_fini(&fresh);
+			dt_redist_plan_fini(&kept);
+		}
+	assert_true(searched > 1000);
+	dt_redist_searches_free(cache);
+	dt_module_destroy(m);
+}
+
 /* ---- merging (semantics §4.4) ---- */
 
 struct warnings {
@@ -640,6 +716,7 @@ int main(void)
 	    cmocka_unit_test(test_logical_shape),
 	    cmocka_unit_test(test_shard_order),
 	    cmocka_unit_test(test_strided),
+	    cmocka_unit_test(test_kept_searches),
 	    cmocka_unit_test(test_invalid),
 	    cmocka_unit_test(test_merge_tables),
 	    cmocka_unit_test(test_merge_group_choice),
