@@ -188,6 +188,14 @@ void dt_shard_interval(const struct dt_placements *pl,
 int64_t dt_shard_length(const struct dt_placements *pl,
 			const int64_t *mesh_shape, const int64_t *coord,
 			int tdim, int64_t len);
+/* The local lengths of tensor dim d (global length len) over every rank
+ * of a mesh of shape `mesh_shape` under `pl`. */
+struct dt_shard_lengths {
+	int64_t min, max;
+	bool unit; /* some rank holds exactly one */
+};
+void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
+		      int d, int64_t len, struct dt_shard_lengths *out);
 /* Chunk i of n of a length-L range: start and length (torch.chunk). */
 void dt_chunk(int64_t len, int64_t n, int64_t i, int64_t *start,
 	      int64_t *length);

@@ -581,12 +581,12 @@ void dt_shard_interval(const struct dt_placements *pl,
 	*length = len;
 }
 
-int64_t dt_shard_length(const struct dt_placements *pl,
-			const int64_t *mesh_shape, const int64_t *coord,
-			int tdim, int64_t len)
+/* Local length of a dim of length len at `coord`, sharded by the k mesh
+ * dims seq[] in shard order. */
+static int64_t sequence_length(const struct dt_placements *pl, const int *seq,
+			       int k, const int64_t *mesh_shape,
+			       const int64_t *coord, int64_t len)
 {
-	int seq[DT_MAX_MESH_DIMS];
-	int k = shard_sequence(pl, tdim, seq);
 	for (int i = 0; i < k && len > 0; i++) {
 		const struct dt_placement *p = &pl->p[seq[i]];
 		int64_t n = mesh_shape[seq[i]], c = coord[seq[i]];
@@ -606,6 +606,36 @@ int64_t dt_shard_length(const struct dt_placements *pl,
 		len = kept;
 	}
 	return len;
+}
+
+int64_t dt_shard_length(const struct dt_placements *pl,
+			const int64_t *mesh_shape, const int64_t *coord,
+			int tdim, int64_t len)
+{
+	int seq[DT_MAX_MESH_DIMS];
+	int k = shard_sequence(pl, tdim, seq);
+	return sequence_length(pl, seq, k, mesh_shape, coord, len);
+}
+
+void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
+		      int d, int64_t len, struct dt_shard_lengths *out)
+{
+	/* Only the mesh dims sharding d matter: walk their coordinates. */
+	int seq[DT_MAX_MESH_DIMS];
+	int k = shard_sequence(pl, d, seq);
+	int64_t coord[DT_MAX_MESH_DIMS] = {0};
+	*out = (struct dt_shard_lengths){.min = len, .max = 0};
+	for (;;) {
+		int64_t l = sequence_length(pl, seq, k, mesh_shape, coord, len);
+		out->min = l < out->min ? l : out->min;
+		out->max = l > out->max ? l : out->max;
+		out->unit |= l == 1;
+		int i = k - 1;
+		while (i >= 0 && ++coord[seq[i]] == mesh_shape[seq[i]])
+			coord[seq[i--]] = 0;
+		if (i < 0)
+			break;
+	}
 }
 
 void dt_shard_shape(const struct dt_mesh *mesh, const struct dt_placements *pl,

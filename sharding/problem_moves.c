@@ -23,7 +23,8 @@
 
 #include <string.h>
 
-#define KEY_WORDS (2 + DT_MAX_RANK + 2 * (1 + DT_MAX_MESH_DIMS))
+/* The most words of a move's cache key (fill_key). */
+#define KEY_WORDS (1 + DT_MAX_RANK + 2 * (2 + DT_MAX_MESH_DIMS))
 
 void dt_shard_edges_init(struct dt_shard_edges *e)
 {
@@ -62,32 +63,48 @@ void dt_shard_edges_fini(struct dt_shard_edges *e)
 	dt_vec_free(&e->buckets);
 }
 
-static int64_t placements_word(const struct dt_placements *pl, int m)
+/* Append pl to key at *n, as dt_placements_equal tells placements apart:
+ * 16 bits per mesh dim (kind; a P's reduce op; a shard's tensor dim and
+ * order position), four to a word, then each _S's split factor. */
+static void put_placements(uint64_t *key, int *n, const struct dt_placements *pl)
 {
-	const struct dt_placement *p = &pl->p[m];
-	return (int64_t)p->kind | (int64_t)p->reduce << 8 |
-	       (int64_t)(uint16_t)p->dim << 16 |
-	       (int64_t)(uint32_t)p->split_factor << 32;
+	for (int m = 0; m < pl->ndim; m += 4) {
+		uint64_t w = 0;
+		for (int j = m; j < m + 4 && j < pl->ndim; j++) {
+			const struct dt_placement *p = &pl->p[j];
+			uint64_t f = p->kind;
+			if (p->kind == DT_PL_PARTIAL)
+				f |= (uint64_t)p->reduce << 2;
+			if (p->kind == DT_PL_SHARD ||
+			    p->kind == DT_PL_STRIDED_SHARD) {
+				DT_REQUIRE(p->dim >= 0 && p->dim < DT_MAX_RANK &&
+					   pl->order_pos[j] < DT_MAX_MESH_DIMS);
+				f |= (uint64_t)p->dim << 6 |
+				     (uint64_t)pl->order_pos[j] << 10;
+			}
+			w |= f << (16 * (j - m));
+		}
+		key[(*n)++] = w;
+	}
+	for (int m = 0; m < pl->ndim; m++)
+		if (pl->p[m].kind == DT_PL_STRIDED_SHARD)
+			key[(*n)++] = (uint32_t)pl->p[m].split_factor;
 }
 
-static void fill_key(int64_t *key, uint16_t mesh, enum dt_shard_phase phase,
-		     const struct dt_rule_tensor *t,
-		     const struct dt_placements *src,
-		     const struct dt_placements *dst)
+/* The cache key of a move into key[]; returns its words. */
+static int fill_key(uint64_t *key, uint16_t mesh, enum dt_shard_phase phase,
+		    const struct dt_rule_tensor *t,
+		    const struct dt_placements *src,
+		    const struct dt_placements *dst)
 {
-	memset(key, 0, KEY_WORDS * sizeof *key);
-	key[0] = t->dtype + ((int64_t)t->rank << 8);
-	key[1] = mesh | (int64_t)phase << 16;
+	int n = 0;
+	key[n++] = t->dtype | (uint64_t)t->rank << 8 | (uint64_t)mesh << 16 |
+		   (uint64_t)phase << 32 | (uint64_t)src->ndim << 40;
 	for (int d = 0; d < t->rank; d++)
-		key[2 + d] = t->shape[d];
-	const struct dt_placements *pl[2] = {src, dst};
-	for (int k = 0; k < 2; k++) {
-		int64_t *w = &key[2 + DT_MAX_RANK + k * (1 + DT_MAX_MESH_DIMS)];
-		w[0] = pl[k]->ndim;
-		for (int m = 0; m < pl[k]->ndim; m++)
-			w[0] |= (int64_t)pl[k]->order_pos[m] << (8 + 4 * m),
-			    w[1 + m] = placements_word(pl[k], m);
-	}
+		key[n++] = (uint64_t)t->shape[d];
+	put_placements(key, &n, src);
+	put_placements(key, &n, dst);
+	return n;
 }
 
 /* The index of the bucket of key k on mesh `mesh` in phase `phase` among
@@ -117,9 +134,9 @@ static uint32_t move_entry(struct dt_shard_edges *e, uint16_t mesh,
 			   const struct dt_placements *src,
 			   const struct dt_placements *dst)
 {
-	int64_t key[KEY_WORDS];
-	fill_key(key, mesh, phase, t, src, dst);
-	uint32_t k = dt_intern(&e->moves, key, sizeof key) - 1;
+	uint64_t key[KEY_WORDS];
+	int n = fill_key(key, mesh, phase, t, src, dst);
+	uint32_t k = dt_intern(&e->moves, key, (size_t)n * sizeof *key) - 1;
 	if (k < e->cost.len)
 		return k;
 	struct dt_redist_merge_options merge = {

@@ -504,29 +504,6 @@ bool dt_shard_build_strategy(struct dt_shard_space *s, const uint32_t *rows)
 	return !s->has_pin || dt_placements_equal(&pl[0], &s->pin);
 }
 
-void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
-		      int d, int64_t len, struct dt_shard_lengths *out)
-{
-	/* Only the mesh dims sharding d matter: walk their coordinates. */
-	int dims[DT_MAX_MESH_DIMS], n = 0;
-	int64_t coord[DT_MAX_MESH_DIMS] = {0};
-	for (int m = 0; m < pl->ndim; m++)
-		if (dt_shard_is_sharding(&pl->p[m]) && pl->p[m].dim == d)
-			dims[n++] = m;
-	*out = (struct dt_shard_lengths){.min = len, .max = 0};
-	for (;;) {
-		int64_t l = dt_shard_length(pl, mesh_shape, coord, d, len);
-		out->min = l < out->min ? l : out->min;
-		out->max = l > out->max ? l : out->max;
-		out->unit |= l == 1;
-		int k = n - 1;
-		while (k >= 0 && ++coord[dims[k]] == mesh_shape[dims[k]])
-			coord[dims[k--]] = 0;
-		if (k < 0)
-			break;
-	}
-}
-
 /* The inputs' state of strategy `rows` into st (state_bytes). */
 static void strategy_state(const struct dt_shard_space *s, const uint32_t *rows,
 			   uint8_t *st)

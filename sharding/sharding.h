@@ -133,15 +133,6 @@ int dt_rules_fill(struct dt_rules *r, const struct dt_module *m, uint32_t node,
 		  char *err, size_t errlen);
 void dt_rules_fini(struct dt_rules *r);
 
-/* The local lengths of tensor dim d (global length len) over every rank
- * of a mesh of shape `mesh_shape` under `pl`. */
-struct dt_shard_lengths {
-	int64_t min, max;
-	bool unit; /* some rank holds exactly one */
-};
-void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
-		      int d, int64_t len, struct dt_shard_lengths *out);
-
 /* "R", "P(sum)", "S*(1)" (snprintf semantics). */
 int dt_rule_entry_print(const struct dt_rule_entry *e, char *buf, size_t n);
 /* A row as "OUT, OUT <- IN, IN" (ignored inputs as "-"). */
