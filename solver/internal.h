@@ -10,6 +10,14 @@
 
 #include <stdbool.h>
 
+/* A hot loop's function cloned for AVX2 (chosen at load time by the CPU)
+ * where the compiler does it (GCC on x86-64). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DT_SOLVE_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DT_SOLVE_VECTOR_CLONES
+#endif
+
 /* Costs are >= 0 (dt_solve_problem_check); sums saturate at infinity. */
 static inline int64_t dt_solve_add(int64_t a, int64_t b)
 {

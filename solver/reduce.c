@@ -35,6 +35,10 @@ struct wnode {
 struct wedge {
 	int32_t a, b;
 	int64_t *m;            /* [ns_a x ns_b] */
+	uint64_t *zero[2];     /* per strategy of a (zero[0]) or b (zero[1]):
+				  bit o set where its entry towards the
+				  other end's strategy o < 64 is 0; NULL
+				  until dominance needs it (stale_zeros) */
 	bool alive;
 };
 
@@ -63,23 +67,6 @@ static int64_t ecost(const struct work *w, int32_t e, int32_t v, int32_t sv, int
 			  : ed->m[(int64_t)so * w->n[ed->b].ns + sv];
 }
 
-/* The costs of e's matrix between v's strategy sv and each strategy of
- * e's other end: (*n) entries *stride apart. */
-static const int64_t *ecost_row(const struct work *w, int32_t e, int32_t v,
-				int32_t sv, int32_t *stride, int32_t *n)
-{
-	const struct wedge *ed = &w->e.data[e];
-	int32_t nb = w->n[ed->b].ns;
-	if (v == ed->a) {
-		*stride = 1;
-		*n = nb;
-		return &ed->m[(int64_t)sv * nb];
-	}
-	*stride = nb;
-	*n = w->n[ed->a].ns;
-	return &ed->m[sv];
-}
-
 static int32_t other(const struct work *w, int32_t e, int32_t v)
 {
 	return w->e.data[e].a == v ? w->e.data[e].b : w->e.data[e].a;
@@ -97,16 +84,28 @@ static int32_t compact(struct work *w, int32_t v)
 	return (int32_t)k;
 }
 
+/* Forget e's zero masks (its matrix changed). */
+static void stale_zeros(struct wedge *ed)
+{
+	for (int k = 0; k < 2; k++) {
+		dt_free(ed->zero[k]);
+		ed->zero[k] = NULL;
+	}
+}
+
 static void kill_edge(struct work *w, int32_t e)
 {
 	w->e.data[e].alive = false;
 	dt_free(w->e.data[e].m);
 	w->e.data[e].m = NULL;
+	stale_zeros(&w->e.data[e]);
 }
 
 static int32_t add_edge(struct work *w, int32_t a, int32_t b, int64_t *m)
 {
-	int32_t id = (int32_t)dt_vec_push(&w->e, ((struct wedge){a, b, m, true}));
+	int32_t id = (int32_t)dt_vec_push(&w->e, ((struct wedge){
+						    .a = a, .b = b, .m = m,
+						    .alive = true}));
 	dt_vec_push(&w->n[a].adj, id);
 	dt_vec_push(&w->n[b].adj, id);
 	return id;
@@ -131,6 +130,7 @@ static void merge_parallel(struct work *w, int32_t v)
 				int32_t sv = k->a == v ? a : b, su = k->a == v ? b : a;
 				*x = dt_solve_add(*x, ecost(w, e, v, sv, su));
 			}
+		stale_zeros(k);
 		kill_edge(w, e);
 		w->merged++;
 	}
@@ -160,6 +160,7 @@ static void keep_strategies(struct work *w, int32_t v, const bool *keep)
 					      (ed->b == v ? idx[b] : b)];
 		dt_free(ed->m);
 		ed->m = m;
+		stale_zeros(ed);
 	}
 	for (int32_t s = 0; s < k; s++) {
 		nd->map[s] = nd->map[idx[s]];
@@ -178,19 +179,35 @@ static bool usage_counts(const struct work *w, int32_t v)
 	return w->p->usage_limit >= 0 && o->start < o->end;
 }
 
-/* Does strategy b of v dominate a (b no worse in every respect)? */
-static bool dominates(const struct work *w, int32_t v, int32_t b, int32_t a)
+/* v's incident matrices as dominance reads them: the entries of strategy
+ * s of v towards the other end's strategies o are m[s * along + o * across],
+ * o < n. */
+struct rows {
+	const int64_t *m;
+	int32_t along, across, n;
+};
+
+/* Does strategy b of v dominate a (b no worse in every respect)?
+ * zero[i][s] has bit o set where entry o < 64 of strategy s's row in
+ * incident matrix i is 0 (struct wedge): where b dominates, b's row is 0 wherever a's
+ * is (costs are >= 0), so most pairs are told apart without reading their
+ * rows. */
+static bool dominates(const struct work *w, int32_t v, const struct rows *r,
+		      const uint64_t *const *zero, int32_t b,
+		      int32_t a)
 {
 	const struct wnode *nd = &w->n[v];
 	if (nd->cost[b] > nd->cost[a] ||
 	    (usage_counts(w, v) && nd->usage[b] > nd->usage[a]))
 		return false;
+	for (uint32_t i = 0; i < nd->adj.len; i++)
+		if (zero[i][a] & ~zero[i][b])
+			return false;
 	for (uint32_t i = 0; i < nd->adj.len; i++) {
-		int32_t stride, n;
-		const int64_t *rb = ecost_row(w, nd->adj.data[i], v, b, &stride, &n);
-		const int64_t *ra = ecost_row(w, nd->adj.data[i], v, a, &stride, &n);
-		for (int32_t s = 0; s < n; s++)
-			if (rb[(int64_t)s * stride] > ra[(int64_t)s * stride])
+		const int64_t *rb = &r[i].m[(int64_t)b * r[i].along];
+		const int64_t *ra = &r[i].m[(int64_t)a * r[i].along];
+		for (int32_t o = 0; o < r[i].n; o++)
+			if (rb[(int64_t)o * r[i].across] > ra[(int64_t)o * r[i].across])
 				return false;
 	}
 	return true;
@@ -201,28 +218,53 @@ static bool dominates(const struct work *w, int32_t v, int32_t b, int32_t a)
 static bool prune(struct work *w, int32_t v)
 {
 	struct wnode *nd = &w->n[v];
-	bool *keep = dt_malloc(sizeof(bool) * (size_t)nd->ns);
+	bool keep[DOMINANCE_MAX_STRATEGIES];
+	bool cheap = nd->adj.len <= DOMINANCE_MAX_DEGREE &&
+		     nd->ns <= DOMINANCE_MAX_STRATEGIES;
+	bool *kept = cheap ? keep : dt_malloc(sizeof(bool) * (size_t)nd->ns);
 	int32_t left = nd->ns;
 	for (int32_t a = 0; a < nd->ns; a++)
-		keep[a] = nd->cost[a] < DT_SOLVE_INFINITE;
+		kept[a] = nd->cost[a] < DT_SOLVE_INFINITE;
 	for (int32_t a = 0; a < nd->ns; a++)
-		if (!keep[a])
+		if (!kept[a])
 			left--;
 	if (left == 0) /* all saturated: nothing to tell them apart by */
 		for (int32_t a = 0; a < nd->ns; a++, left++)
-			keep[a] = true;
-	bool cheap = nd->adj.len <= DOMINANCE_MAX_DEGREE &&
-		     nd->ns <= DOMINANCE_MAX_STRATEGIES;
-	for (int32_t a = 0; a < nd->ns && left > 1 && cheap; a++)
-		for (int32_t b = 0; b < nd->ns && keep[a]; b++)
-			if (b != a && keep[b] && dominates(w, v, b, a)) {
-				keep[a] = false;
-				left--;
+			kept[a] = true;
+	if (cheap && left > 1) {
+		struct rows r[DOMINANCE_MAX_DEGREE];
+		const uint64_t *zero[DOMINANCE_MAX_DEGREE];
+		for (uint32_t i = 0; i < nd->adj.len; i++) {
+			struct wedge *ed = &w->e.data[nd->adj.data[i]];
+			int32_t nb = w->n[ed->b].ns, end = ed->a == v ? 0 : 1;
+			r[i] = end == 0
+				   ? (struct rows){ed->m, nb, 1, nb}
+				   : (struct rows){ed->m, 1, nb, w->n[ed->a].ns};
+			if (!ed->zero[end]) {
+				uint64_t *z = dt_malloc(sizeof *z * (size_t)nd->ns);
+				int32_t n = r[i].n < 64 ? r[i].n : 64;
+				for (int32_t a = 0; a < nd->ns; a++) {
+					const int64_t *ra = &r[i].m[(int64_t)a * r[i].along];
+					z[a] = 0;
+					for (int32_t o = 0; o < n; o++)
+						z[a] |= (uint64_t)(ra[(int64_t)o * r[i].across] == 0) << o;
+				}
+				ed->zero[end] = z;
 			}
+			zero[i] = ed->zero[end];
+		}
+		for (int32_t a = 0; a < nd->ns && left > 1; a++)
+			for (int32_t b = 0; b < nd->ns && kept[a]; b++)
+				if (b != a && kept[b] && dominates(w, v, r, zero, b, a)) {
+					kept[a] = false;
+					left--;
+				}
+	}
 	bool changed = left < nd->ns;
 	if (changed)
-		keep_strategies(w, v, keep);
-	dt_free(keep);
+		keep_strategies(w, v, kept);
+	if (kept != keep)
+		dt_free(kept);
 	return changed;
 }
 
@@ -294,6 +336,24 @@ static void eliminate_leaf(struct work *w, int32_t v)
 	push(w, u);
 }
 
+/* row[sx] = min(row[sx], a + b[sx]) for sx < nx, and arg[sx] = sv where
+ * the sum is less (a is finite; an infinite b[sx] never is): the inner
+ * loop of a min-plus product, without branches so that it vectorizes,
+ * with an AVX2 clone where the CPU has it. */
+DT_SOLVE_VECTOR_CLONES
+static void min_plus_row(int64_t *restrict row, int32_t *restrict arg,
+			 const int64_t *restrict b, int64_t a, int32_t sv,
+			 int32_t nx)
+{
+	int64_t lim = DT_SOLVE_INFINITE - a;
+	for (int32_t sx = 0; sx < nx; sx++) {
+		int64_t c = b[sx] < lim ? a + b[sx] : DT_SOLVE_INFINITE;
+		bool less = c < row[sx];
+		row[sx] = less ? c : row[sx];
+		arg[sx] = less ? sv : arg[sx];
+	}
+}
+
 /* Degree 2, usage fixed: an edge u-x carrying v's best choice. */
 static void eliminate_series(struct work *w, int32_t v)
 {
@@ -319,14 +379,9 @@ static void eliminate_series(struct work *w, int32_t v)
 		}
 		for (int32_t sv = 0; sv < nd->ns; sv++) {
 			int64_t a = dt_solve_add(nd->cost[sv], ecost(w, e1, v, sv, su));
-			if (a == DT_SOLVE_INFINITE)
-				continue;
-			const int64_t *b = &vx[(int64_t)sv * nx];
-			for (int32_t sx = 0; sx < nx; sx++)
-				if (b[sx] < row[sx] - a) { /* a + b < row: no overflow */
-					row[sx] = a + b[sx];
-					arg[sx] = sv;
-				}
+			if (a < DT_SOLVE_INFINITE)
+				min_plus_row(row, arg, &vx[(int64_t)sv * nx], a,
+					     sv, nx);
 		}
 		for (int32_t sx = 0; sx < nx; sx++)
 			table[(int64_t)w->n[u].map[su] * onx + w->n[x].map[sx]] =
@@ -492,8 +547,10 @@ void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction
 		dt_free(w.n[v].usage);
 		dt_vec_free(&w.n[v].adj);
 	}
-	for (uint32_t e = 0; e < w.e.len; e++)
+	for (uint32_t e = 0; e < w.e.len; e++) {
 		dt_free(w.e.data[e].m);
+		stale_zeros(&w.e.data[e]);
+	}
 	dt_free(w.n);
 	dt_free(w.mark);
 	dt_vec_free(&w.e);
