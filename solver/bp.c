@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+DT_SOLVE_VECTOR_CLONES
 void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 {
 	struct dt_adjacency adj;
@@ -28,6 +29,22 @@ void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 	for (int32_t v = 0; v < p->nnodes; v++)
 		most = p->nodes[v].nstrategies > most ? p->nodes[v].nstrategies : most;
 	double *msg = dt_calloc(total + 1, sizeof(double));
+	/* The edge matrices as doubles, converted once, not per iteration:
+	 * the min-sum loops below then vectorize. */
+	size_t *first = dt_malloc(sizeof(size_t) * ((size_t)p->nedges + 1));
+	size_t entries = 0;
+	for (int32_t e = 0; e < p->nedges; e++) {
+		first[e] = entries;
+		entries += (size_t)p->nodes[p->edges[e].from].nstrategies *
+			   (size_t)p->nodes[p->edges[e].to].nstrategies;
+	}
+	double *costs = dt_malloc(sizeof(double) * (entries + 1));
+	for (int32_t e = 0; e < p->nedges; e++) {
+		size_t n = (size_t)p->nodes[p->edges[e].from].nstrategies *
+			   (size_t)p->nodes[p->edges[e].to].nstrategies;
+		for (size_t k = 0; k < n; k++)
+			costs[first[e] + k] = (double)p->edges[e].cost[k];
+	}
 	double *belief = dt_malloc(sizeof(double) * (size_t)most);
 	double *out = dt_malloc(sizeof(double) * (size_t)most);
 	double *h = dt_malloc(sizeof(double) * (size_t)most);
@@ -54,25 +71,25 @@ void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 				const double *in = &msg[off[2 * e + fwd]];
 				double *m = &msg[off[2 * e + !fwd]];
 				int32_t nu = p->nodes[u].nstrategies, nv = nd->nstrategies;
-				const int64_t *mat = p->edges[e].cost;
+				const double *mat = &costs[first[e]];
 				for (int32_t s = 0; s < nv; s++)
 					h[s] = belief[s] - in[s];
 				if (fwd) { /* mat[sv][su]: rows of v */
 					for (int32_t su = 0; su < nu; su++)
-						out[su] = h[0] + (double)mat[su];
+						out[su] = h[0] + mat[su];
 					for (int32_t s = 1; s < nv; s++) {
-						const int64_t *row = &mat[(int64_t)s * nu];
+						const double *row = &mat[(int64_t)s * nu];
 						for (int32_t su = 0; su < nu; su++) {
-							double c = h[s] + (double)row[su];
+							double c = h[s] + row[su];
 							out[su] = c < out[su] ? c : out[su];
 						}
 					}
 				} else { /* mat[su][sv]: rows of u */
 					for (int32_t su = 0; su < nu; su++) {
-						const int64_t *row = &mat[(int64_t)su * nv];
-						double best = h[0] + (double)row[0];
+						const double *row = &mat[(int64_t)su * nv];
+						double best = h[0] + row[0];
 						for (int32_t s = 1; s < nv; s++) {
-							double c = h[s] + (double)row[s];
+							double c = h[s] + row[s];
 							best = c < best ? c : best;
 						}
 						out[su] = best;
@@ -87,6 +104,8 @@ void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 		}
 	}
 	dt_free(msg);
+	dt_free(costs);
+	dt_free(first);
 	dt_free(belief);
 	dt_free(out);
 	dt_free(h);

@@ -60,11 +60,24 @@ static void push(struct work *w, int32_t v)
 	}
 }
 
-static int64_t ecost(const struct work *w, int32_t e, int32_t v, int32_t sv, int32_t so)
+/* An edge's matrix from one end v: the entry of v's strategy s towards
+ * the other end's strategy o < n is m[s * along + o * across]. */
+struct rows {
+	const int64_t *m;
+	int32_t along, across, n;
+};
+
+static struct rows rows_of(const struct work *w, int32_t e, int32_t v)
 {
 	const struct wedge *ed = &w->e.data[e];
-	return v == ed->a ? ed->m[(int64_t)sv * w->n[ed->b].ns + so]
-			  : ed->m[(int64_t)so * w->n[ed->b].ns + sv];
+	int32_t nb = w->n[ed->b].ns;
+	return ed->a == v ? (struct rows){ed->m, nb, 1, nb}
+			  : (struct rows){ed->m, 1, nb, w->n[ed->a].ns};
+}
+
+static inline int64_t entry(const struct rows *r, int32_t s, int32_t o)
+{
+	return r->m[(int64_t)s * r->along + (int64_t)o * r->across];
 }
 
 static int32_t other(const struct work *w, int32_t e, int32_t v)
@@ -124,11 +137,12 @@ static void merge_parallel(struct work *w, int32_t v)
 			continue;
 		}
 		struct wedge *k = &w->e.data[keep];
+		struct rows r = rows_of(w, e, v);
 		for (int32_t a = 0; a < w->n[k->a].ns; a++)
 			for (int32_t b = 0; b < w->n[k->b].ns; b++) {
 				int64_t *x = &k->m[(int64_t)a * w->n[k->b].ns + b];
 				int32_t sv = k->a == v ? a : b, su = k->a == v ? b : a;
-				*x = dt_solve_add(*x, ecost(w, e, v, sv, su));
+				*x = dt_solve_add(*x, entry(&r, sv, su));
 			}
 		stale_zeros(k);
 		kill_edge(w, e);
@@ -179,14 +193,6 @@ static bool usage_counts(const struct work *w, int32_t v)
 	return w->p->usage_limit >= 0 && o->start < o->end;
 }
 
-/* v's incident matrices as dominance reads them: the entries of strategy
- * s of v towards the other end's strategies o are m[s * along + o * across],
- * o < n. */
-struct rows {
-	const int64_t *m;
-	int32_t along, across, n;
-};
-
 /* Does strategy b of v dominate a (b no worse in every respect)?
  * zero[i][s] has bit o set where entry o < 64 of strategy s's row in
  * incident matrix i is 0 (struct wedge): where b dominates, b's row is 0 wherever a's
@@ -236,10 +242,8 @@ static bool prune(struct work *w, int32_t v)
 		const uint64_t *zero[DOMINANCE_MAX_DEGREE];
 		for (uint32_t i = 0; i < nd->adj.len; i++) {
 			struct wedge *ed = &w->e.data[nd->adj.data[i]];
-			int32_t nb = w->n[ed->b].ns, end = ed->a == v ? 0 : 1;
-			r[i] = end == 0
-				   ? (struct rows){ed->m, nb, 1, nb}
-				   : (struct rows){ed->m, 1, nb, w->n[ed->a].ns};
+			int end = ed->a == v ? 0 : 1;
+			r[i] = rows_of(w, nd->adj.data[i], v);
 			if (!ed->zero[end]) {
 				uint64_t *z = dt_malloc(sizeof *z * (size_t)nd->ns);
 				int32_t n = r[i].n < 64 ? r[i].n : 64;
@@ -284,8 +288,9 @@ static void fix_node(struct work *w, int32_t v)
 	w->offset = dt_solve_add(w->offset, nd->cost[0]);
 	for (uint32_t i = 0; i < nd->adj.len; i++) {
 		int32_t e = nd->adj.data[i], u = other(w, e, v);
+		struct rows r = rows_of(w, e, v);
 		for (int32_t s = 0; s < w->n[u].ns; s++)
-			w->n[u].cost[s] = dt_solve_add(w->n[u].cost[s], ecost(w, e, v, 0, s));
+			w->n[u].cost[s] = dt_solve_add(w->n[u].cost[s], entry(&r, 0, s));
 		kill_edge(w, e);
 		push(w, u);
 	}
@@ -318,11 +323,12 @@ static void eliminate_leaf(struct work *w, int32_t v)
 	int32_t e = nd->adj.data[0], u = other(w, e, v);
 	struct wnode *nu = &w->n[u];
 	int32_t *table = unset_table((size_t)w->p->nodes[u].nstrategies);
+	struct rows r = rows_of(w, e, v);
 	for (int32_t su = 0; su < nu->ns; su++) {
 		int32_t best = 0;
 		int64_t bc = DT_SOLVE_INFINITE;
 		for (int32_t sv = 0; sv < nd->ns; sv++) {
-			int64_t c = dt_solve_add(nd->cost[sv], ecost(w, e, v, sv, su));
+			int64_t c = dt_solve_add(nd->cost[sv], entry(&r, sv, su));
 			if (c < bc) {
 				bc = c;
 				best = sv;
@@ -367,9 +373,10 @@ static void eliminate_series(struct work *w, int32_t v)
 	/* Row by row of u (min-plus product, rows of v's matrix towards x
 	 * contiguous; v's strategies infinite towards su skipped). */
 	int64_t *vx = dt_malloc(sizeof(int64_t) * ((size_t)nd->ns * nx + 1));
+	struct rows ru = rows_of(w, e1, v), rx = rows_of(w, e2, v);
 	for (int32_t sv = 0; sv < nd->ns; sv++)
 		for (int32_t sx = 0; sx < nx; sx++)
-			vx[(int64_t)sv * nx + sx] = ecost(w, e2, v, sv, sx);
+			vx[(int64_t)sv * nx + sx] = entry(&rx, sv, sx);
 	int32_t *arg = dt_malloc(sizeof(int32_t) * ((size_t)nx + 1));
 	for (int32_t su = 0; su < nu; su++) {
 		int64_t *row = &m[(int64_t)su * nx];
@@ -378,7 +385,7 @@ static void eliminate_series(struct work *w, int32_t v)
 			arg[sx] = 0;
 		}
 		for (int32_t sv = 0; sv < nd->ns; sv++) {
-			int64_t a = dt_solve_add(nd->cost[sv], ecost(w, e1, v, sv, su));
+			int64_t a = dt_solve_add(nd->cost[sv], entry(&ru, sv, su));
 			if (a < DT_SOLVE_INFINITE)
 				min_plus_row(row, arg, &vx[(int64_t)sv * nx], a,
 					     sv, nx);
