@@ -206,7 +206,40 @@ static int32_t add_term(struct elim *el, struct term t)
 	return id;
 }
 
+/* sum[s] += row[s] for s < n, saturating: without branches, so that it
+ * vectorizes (inlined in eliminate's clones). */
+static inline void add_row(int64_t *restrict sum, const int64_t *restrict row,
+		    int32_t n)
+{
+	for (int32_t s = 0; s < n; s++)
+		sum[s] = sum[s] > DT_SOLVE_INFINITE - row[s] ? DT_SOLVE_INFINITE
+							     : sum[s] + row[s];
+}
+
+/* A copy of term t's table with v moved to the last place (its strategy
+ * varying fastest), the other nodes in their order. */
+static int64_t *v_last(const struct dt_solve_problem *p, const struct term *t,
+		       int32_t v)
+{
+	int64_t size = 1, vstride = 1, nv = p->nodes[v].nstrategies;
+	for (int32_t i = t->nvars - 1; i >= 0; i--) {
+		if (t->vars[i] == v)
+			vstride = size;
+		size *= p->nodes[t->vars[i]].nstrategies;
+	}
+	/* An index of t splits around v's digit s: hi (the nodes before v),
+	 * s, lo (those after, vstride of them). */
+	int64_t *out = dt_malloc(sizeof(int64_t) * (size_t)size);
+	const int64_t *in = t->table;
+	for (int64_t hi = 0; hi < size / (vstride * nv); hi++)
+		for (int64_t s = 0; s < nv; s++)
+			for (int64_t lo = 0; lo < vstride; lo++)
+				out[(hi * vstride + lo) * nv + s] = *in++;
+	return out;
+}
+
 /* Eliminate v: one term over its scope from the live terms touching it. */
+DT_SOLVE_VECTOR_CLONES
 static void eliminate(struct elim *el, int32_t v)
 {
 	const struct dt_solve_problem *p = el->p;
@@ -224,16 +257,28 @@ static void eliminate(struct elim *el, int32_t v)
 	}
 	int32_t nt = (int32_t)on.len;
 	int64_t *stride = dt_calloc((size_t)nt * (size_t)(nsc + 1) + 1, sizeof(int64_t));
+	/* Each term's table with v's strategy varying fastest (a copy where
+	 * it does not already): the sums over v's strategies below then read
+	 * consecutive entries. */
+	const int64_t **tab = dt_malloc(sizeof(int64_t *) * ((size_t)nt + 1));
+	int64_t **copies = dt_calloc((size_t)nt + 1, sizeof(int64_t *));
 	for (int32_t k = 0; k < nt; k++) {
 		const struct term *t = &el->terms.data[on.data[k]];
-		int64_t s = 1;
+		int64_t *st = &stride[(size_t)k * (size_t)(nsc + 1)];
+		tab[k] = t->table;
+		if (t->vars[t->nvars - 1] != v)
+			tab[k] = copies[k] = v_last(p, t, v);
+		/* Strides in the table read: v's is 1, the others' the
+		 * product of the sizes after them, v left out. */
+		st[nsc] = 1;
+		int64_t s = p->nodes[v].nstrategies;
 		for (int32_t i = t->nvars - 1; i >= 0; i--) {
 			int32_t u = t->vars[i];
-			int64_t *at = &stride[(size_t)k * (size_t)(nsc + 1) + (size_t)nsc];
-			for (int32_t j = 0; j < nsc && u != v; j++)
+			if (u == v)
+				continue;
+			for (int32_t j = 0; j < nsc; j++)
 				if (sc[j] == u)
-					at = &stride[(size_t)k * (size_t)(nsc + 1) + (size_t)j];
-			*at = s;
+					st[j] = s;
 			s *= p->nodes[u].nstrategies;
 		}
 	}
@@ -244,22 +289,18 @@ static void eliminate(struct elim *el, int32_t v)
 	uint16_t *arg = dt_malloc(sizeof(uint16_t) * (size_t)size);
 	int32_t *digit = dt_calloc((size_t)nsc + 1, sizeof(int32_t));
 	int64_t *off = dt_calloc((size_t)nt + 1, sizeof(int64_t));
+	int64_t *sum = dt_malloc(sizeof(int64_t) * (size_t)nv);
 	const int64_t *uc = &el->ucost[el->unary[v]];
 	for (int64_t idx = 0; idx < size; idx++) {
-		int64_t best = DT_SOLVE_INFINITE;
-		int32_t bs = 0;
-		for (int32_t s = 0; s < nv; s++) {
-			int64_t c = uc[s];
-			for (int32_t k = 0; k < nt && c < DT_SOLVE_INFINITE; k++) {
-				const struct term *t = &el->terms.data[on.data[k]];
-				c = dt_solve_add(c, t->table[off[k] + s * stride[(size_t)k * (size_t)(nsc + 1) + (size_t)nsc]]);
-			}
-			if (c < best) {
-				best = c;
-				bs = s;
-			}
+		/* v's cost per strategy for this scope choice, term by term. */
+		memcpy(sum, uc, sizeof(int64_t) * (size_t)nv);
+		for (int32_t k = 0; k < nt; k++) {
+			add_row(sum, &tab[k][off[k]], nv);
 		}
-		table[idx] = best;
+		int32_t bs = 0;
+		for (int32_t s = 1; s < nv; s++)
+			bs = sum[s] < sum[bs] ? s : bs;
+		table[idx] = sum[bs];
 		arg[idx] = (uint16_t)bs;
 		/* Next scope choice: the last node counts fastest. */
 		for (int32_t j = nsc - 1; j >= 0; j--) {
@@ -284,8 +325,13 @@ static void eliminate(struct elim *el, int32_t v)
 		}
 	}
 	add_term(el, (struct term){nsc, vars, table, true, true});
+	for (int32_t k = 0; k < nt; k++)
+		dt_free(copies[k]);
+	dt_free(copies);
+	dt_free(tab);
 	dt_free(digit);
 	dt_free(off);
+	dt_free(sum);
 	dt_free(stride);
 	dt_vec_free(&on);
 }
