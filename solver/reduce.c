@@ -193,14 +193,32 @@ static bool usage_counts(const struct work *w, int32_t v)
 	return w->p->usage_limit >= 0 && o->start < o->end;
 }
 
-/* Does strategy b of v dominate a (b no worse in every respect)?
- * zero[i][s] has bit o set where entry o < 64 of strategy s's row in
- * incident matrix i is 0 (struct wedge): where b dominates, b's row is 0 wherever a's
- * is (costs are >= 0), so most pairs are told apart without reading their
- * rows. */
+/* The zero masks of e's matrix from end v (struct wedge), computed when
+ * missing. */
+static const uint64_t *edge_zeros(struct work *w, int32_t e, int32_t v)
+{
+	struct wedge *ed = &w->e.data[e];
+	int end = ed->a == v ? 0 : 1;
+	if (!ed->zero[end]) {
+		struct rows r = rows_of(w, e, v);
+		int32_t ns = w->n[v].ns, n = r.n < 64 ? r.n : 64;
+		uint64_t *z = dt_malloc(sizeof *z * (size_t)ns);
+		for (int32_t s = 0; s < ns; s++) {
+			z[s] = 0;
+			for (int32_t o = 0; o < n; o++)
+				z[s] |= (uint64_t)(entry(&r, s, o) == 0) << o;
+		}
+		ed->zero[end] = z;
+	}
+	return ed->zero[end];
+}
+
+/* Does strategy b of v dominate a (b no worse in every respect)? zero[i]
+ * are the zero masks of incident matrix i (edge_zeros): where b
+ * dominates, b's row is 0 wherever a's is (costs are >= 0), so most pairs
+ * are told apart without reading their rows. */
 static bool dominates(const struct work *w, int32_t v, const struct rows *r,
-		      const uint64_t *const *zero, int32_t b,
-		      int32_t a)
+		      const uint64_t *const *zero, int32_t b, int32_t a)
 {
 	const struct wnode *nd = &w->n[v];
 	if (nd->cost[b] > nd->cost[a] ||
@@ -209,13 +227,10 @@ static bool dominates(const struct work *w, int32_t v, const struct rows *r,
 	for (uint32_t i = 0; i < nd->adj.len; i++)
 		if (zero[i][a] & ~zero[i][b])
 			return false;
-	for (uint32_t i = 0; i < nd->adj.len; i++) {
-		const int64_t *rb = &r[i].m[(int64_t)b * r[i].along];
-		const int64_t *ra = &r[i].m[(int64_t)a * r[i].along];
+	for (uint32_t i = 0; i < nd->adj.len; i++)
 		for (int32_t o = 0; o < r[i].n; o++)
-			if (rb[(int64_t)o * r[i].across] > ra[(int64_t)o * r[i].across])
+			if (entry(&r[i], b, o) > entry(&r[i], a, o))
 				return false;
-	}
 	return true;
 }
 
@@ -241,21 +256,8 @@ static bool prune(struct work *w, int32_t v)
 		struct rows r[DOMINANCE_MAX_DEGREE];
 		const uint64_t *zero[DOMINANCE_MAX_DEGREE];
 		for (uint32_t i = 0; i < nd->adj.len; i++) {
-			struct wedge *ed = &w->e.data[nd->adj.data[i]];
-			int end = ed->a == v ? 0 : 1;
 			r[i] = rows_of(w, nd->adj.data[i], v);
-			if (!ed->zero[end]) {
-				uint64_t *z = dt_malloc(sizeof *z * (size_t)nd->ns);
-				int32_t n = r[i].n < 64 ? r[i].n : 64;
-				for (int32_t a = 0; a < nd->ns; a++) {
-					const int64_t *ra = &r[i].m[(int64_t)a * r[i].along];
-					z[a] = 0;
-					for (int32_t o = 0; o < n; o++)
-						z[a] |= (uint64_t)(ra[(int64_t)o * r[i].across] == 0) << o;
-				}
-				ed->zero[end] = z;
-			}
-			zero[i] = ed->zero[end];
+			zero[i] = edge_zeros(w, nd->adj.data[i], v);
 		}
 		for (int32_t a = 0; a < nd->ns && left > 1; a++)
 			for (int32_t b = 0; b < nd->ns && kept[a]; b++)
