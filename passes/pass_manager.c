@@ -171,18 +171,33 @@ static const struct dt_pass *establisher(const struct dt_pass_registry *reg,
 struct timing {
 	const char *name;
 	double seconds;
+	bool phase; /* a phase of the pass whose row follows */
 };
 
-/* Timing rows, one per pass run (prerequisites included). */
-struct timings {
-	struct timing rows[DT_MAX_PIPELINE * 4];
+/* Timing rows, one per pass run (prerequisites included), each after the
+ * rows of its phases. */
+struct dt_pass_timings {
+	struct timing rows[DT_MAX_PIPELINE * 8];
 	int n;
 };
+
+static void add_timing(struct dt_pass_timings *t, struct timing row)
+{
+	if (t->n < (int)(sizeof(t->rows) / sizeof(t->rows[0])))
+		t->rows[t->n++] = row;
+}
+
+void dt_pass_phase_time(struct dt_pass_ctx *ctx, const char *phase,
+			double seconds)
+{
+	if (ctx->timings)
+		add_timing(ctx->timings, (struct timing){phase, seconds, true});
+}
 
 static int run_one(struct dt_module *m, const struct dt_pass *pass,
 		   uint32_t *props, const struct dt_pipeline_options *opt,
 		   struct dt_diag *d, struct dt_arena *scratch,
-		   struct timings *t, int depth);
+		   struct dt_pass_timings *t, int depth);
 
 /* Run the passes that establish what `pass` requires and is missing,
  * until nothing is missing (a prerequisite that drops another's property
@@ -193,7 +208,7 @@ static int run_prerequisites(struct dt_module *m, const struct dt_pass *pass,
 			     uint32_t *props,
 			     const struct dt_pipeline_options *opt,
 			     struct dt_diag *d, struct dt_arena *scratch,
-			     struct timings *t, int depth)
+			     struct dt_pass_timings *t, int depth)
 {
 	for (int round = 0; pass->requires & ~*props; round++) {
 		uint32_t missing = pass->requires & ~*props;
@@ -226,19 +241,18 @@ static int run_prerequisites(struct dt_module *m, const struct dt_pass *pass,
 static int run_one(struct dt_module *m, const struct dt_pass *pass,
 		   uint32_t *props, const struct dt_pipeline_options *opt,
 		   struct dt_diag *d, struct dt_arena *scratch,
-		   struct timings *t, int depth)
+		   struct dt_pass_timings *t, int depth)
 {
 	int rc = run_prerequisites(m, pass, props, opt, d, scratch, t, depth);
 	if (rc != DT_OK)
 		return rc;
-	struct dt_pass_ctx ctx = {m, d, scratch, &opt->pass};
+	struct dt_pass_ctx ctx = {m, d, scratch, &opt->pass, t};
 	double start = dt_now();
 	unsigned errors = d->nerrors;
 	rc = pass->run(&ctx);
 	if (rc == DT_OK && d->nerrors > errors)
 		rc = DT_EINPUT;
-	if (t->n < (int)(sizeof(t->rows) / sizeof(t->rows[0])))
-		t->rows[t->n++] = (struct timing){pass->name, dt_now() - start};
+	add_timing(t, (struct timing){pass->name, dt_now() - start, false});
 	dt_arena_reset(scratch);
 	if (rc != DT_OK)
 		return rc;
@@ -267,7 +281,7 @@ int dt_pipeline_run(struct dt_module *m, const struct dt_pipeline *p,
 {
 	struct dt_arena scratch;
 	dt_arena_init(&scratch);
-	struct timings times;
+	struct dt_pass_timings times;
 	times.n = 0;
 	uint32_t props = 0;
 	int rc = DT_OK;
@@ -279,15 +293,25 @@ int dt_pipeline_run(struct dt_module *m, const struct dt_pipeline *p,
 		FILE *out = opt->time_out ? opt->time_out : stderr;
 		double total = 0;
 		for (int i = 0; i < times.n; i++)
-			total += times.rows[i].seconds;
+			total += times.rows[i].phase ? 0 : times.rows[i].seconds;
 		fprintf(out, "===-- pass timing (%u nodes) --===\n",
 			dt_graph_count(m));
 		fprintf(out, "  %10s  %6s  %s\n", "seconds", "%", "pass");
-		for (int i = 0; i < times.n; i++)
-			fprintf(out, "  %10.6f  %5.1f%%  %s\n",
-				times.rows[i].seconds,
-				total > 0 ? 100 * times.rows[i].seconds / total : 0,
-				times.rows[i].name);
+		/* A pass, then its phases (recorded before it). */
+		for (int i = 0, phases = 0; i < times.n; i++) {
+			const struct timing *r = &times.rows[i];
+			if (r->phase)
+				continue;
+			fprintf(out, "  %10.6f  %5.1f%%  %s\n", r->seconds,
+				total > 0 ? 100 * r->seconds / total : 0, r->name);
+			for (; phases < i; phases++)
+				if (times.rows[phases].phase)
+					fprintf(out, "  %10.6f  %5.1f%%    %s\n",
+						times.rows[phases].seconds,
+						total > 0 ? 100 * times.rows[phases].seconds / total : 0,
+						times.rows[phases].name);
+			phases = i + 1;
+		}
 		fprintf(out, "  %10.6f  100.0%%  total\n", total);
 	}
 	return rc;

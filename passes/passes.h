@@ -75,12 +75,20 @@ struct dt_pass_options {
 	double *bucket_room;
 };
 
+struct dt_pass_timings;
 struct dt_pass_ctx {
 	struct dt_module *m;
 	struct dt_diag *diag;
 	struct dt_arena *scratch; /* reset after each pass */
 	const struct dt_pass_options *options;
+	struct dt_pass_timings *timings; /* NULL: none kept */
 };
+
+/* Record that `phase` (a string that outlives the pipeline run) of the
+ * running pass took `seconds`: --time-passes prints it under the pass
+ * (shard-prop: the whole-graph problem's build and solve). */
+void dt_pass_phase_time(struct dt_pass_ctx *ctx, const char *phase,
+			double seconds);
 
 struct dt_pass {
 	const char *name;     /* as in pipelines, e.g. "shape-infer" */

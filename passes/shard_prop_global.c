@@ -253,6 +253,7 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 	po->widen = widen;
 	int rc;
 	uint32_t again;
+	double start = dt_now();
 	do {
 		rc = dt_shard_problem_build(pr, ctx->m, po, ctx->diag);
 		again = rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES
@@ -269,6 +270,7 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 	} while (again);
 	po->widen = NULL;
 	dt_free(widen);
+	dt_pass_phase_time(ctx, "whole-graph problem build", dt_now() - start);
 	return rc;
 }
 
@@ -334,6 +336,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	dt_shard_global_options(ctx, &so);
 	struct dt_solve_result res = {.strategy = strategy};
 	int rc = dt_solve(p, &so, &res);
+	dt_pass_phase_time(ctx, "whole-graph solve", res.seconds);
 	/* Never worse than deciding node by node, nor than running
 	 * replicated. */
 	if (rc != DT_OK)

@@ -6,11 +6,14 @@ fsdp_tp, naive and 3d = dp x fsdp x tp on 2x2x2). For every configuration:
 
   problem  dtopt opt G --search=greedy --dump-problem=P: the problem's nodes,
            strategies and edge matrix entries (counted from P)
-  global   dtopt opt G -o OUT --create-groups --search=global --report=json,
-           REPEATS times: median CPU time (user + system, dtopt's whole run:
-           load, build, solve, lowering; the search runs on two threads) and
-           median wall time, and the plan's collectives, bytes and modelled
-           µs
+  global   dtopt opt G -o OUT --create-groups --search=global --report=json
+           --time-passes, REPEATS times: median CPU time (user + system,
+           dtopt's whole run: load, build, solve, lowering; the search runs
+           on two threads) and median wall time, of which the whole-graph
+           problem's build and solve (wall, the first plan's: where it does
+           not fit a budget, opt plans again, `opt:replan`, and those runs
+           are in the total only), and the plan's collectives, bytes and
+           modelled µs
   greedy   the same with --search=greedy, once (its plan, its CPU time)
 
 --budget FILE ('model/placement BYTES' lines, as run_models.py
@@ -105,6 +108,15 @@ def plan(out):
     return None
 
 
+def phases(out):
+    """(build, solve) seconds of --time-passes output."""
+    total = {}
+    for m in re.finditer(r"^\s*([0-9.]+)\s+[0-9.]+%\s+whole-graph (problem "
+                         r"build|solve)$", out, re.M):
+        total[m.group(2)] = total.get(m.group(2), 0) + float(m.group(1))
+    return total.get("problem build", 0), total.get("solve", 0)
+
+
 def problem_size(dtopt, g, work):
     """(nodes, strategies, edge matrix entries) of g's global problem."""
     path = os.path.join(work, "problem.json")
@@ -146,10 +158,11 @@ def main():
         names = export_all(a.workdir, a.config)
         gdir = a.workdir
     print("| config | budget | nodes | strategies | edge entries | global CPU "
-          "s (median of %d) | global wall s | global: coll, bytes, µs | "
-          "greedy CPU s | greedy: coll, bytes, µs | fell back |" % a.repeats)
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- "
-          "| --- |")
+          "s (median of %d) | global wall s | build s | solve s | global: "
+          "coll, bytes, µs | greedy CPU s | greedy: coll, bytes, µs | fell "
+          "back |" % a.repeats)
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+          "| ---: | --- | --- |")
     for name in names:
         g = os.path.join(gdir, name + ".xml")
         out_xml = os.path.join(a.workdir, "out.xml")
@@ -158,17 +171,21 @@ def main():
                 "--report=json"]
         if name in budgets:
             base.append("--memory-budget=%d" % budgets[name])
-        runs = [timed(base + ["--search=global"]) for _ in range(a.repeats)]
+        runs = [timed(base + ["--search=global", "--time-passes"])
+                for _ in range(a.repeats)]
         cpu = statistics.median(r[0] for r in runs)
         wall = statistics.median(r[3] for r in runs)
+        build = statistics.median(phases(r[2])[0] for r in runs)
+        solve = statistics.median(phases(r[2])[1] for r in runs)
         rc, out = runs[0][1], runs[0][2]
         gcpu, grc, gout, _ = timed(base + ["--search=greedy"])
         fell = "yes" if re.search(r"too-large|no-plan", out) else "no"
         cell = (lambda p: "%d, %d, %.1f" % p if p else "error")
         sizes = ["%d" % x for x in size] if size else ["-"] * 3
-        print("| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %.2f | %s | %s |"
-              % (name, budgets.get(name, "-"), *sizes, cpu, wall,
-                 cell(plan(out) if rc == 0 else None), gcpu,
+        print("| %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %s | "
+              "%.2f | %s | %s |"
+              % (name, budgets.get(name, "-"), *sizes, cpu, wall, build,
+                 solve, cell(plan(out) if rc == 0 else None), gcpu,
                  cell(plan(gout) if grc == 0 else None), fell), flush=True)
     return 0
 

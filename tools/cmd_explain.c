@@ -661,7 +661,7 @@ static int explain(struct explanation *e, const struct explain_args *a,
 					  .shard_search = (uint8_t)a->mode};
 	struct dt_arena scratch;
 	dt_arena_init(&scratch);
-	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
+	struct dt_pass_ctx ctx = {m, diag, &scratch, &options, NULL};
 	e->watch.node = e->node;
 	/* shard-prop may fail at or after the node (an exhaustive search
 	 * over too many strategies): the node is explained, the exit code

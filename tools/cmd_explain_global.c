@@ -477,7 +477,7 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 					  .memory_budget = o->budget};
 	struct dt_arena scratch;
 	dt_arena_init(&scratch);
-	struct dt_pass_ctx ctx = {m, diag, &scratch, &options};
+	struct dt_pass_ctx ctx = {m, diag, &scratch, &options, NULL};
 	rc = dt_shard_global_build(&ctx, &pr, &po);
 	int32_t *plan = dt_calloc((size_t)pr.solve.nnodes + 1, sizeof *plan);
 	bool solved = false;

@@ -83,6 +83,8 @@ static const char opt_help[] =
 	"                        in debug builds: buildtype=debug)\n"
 	"      --no-verify-each  do not\n"
 	"      --time-passes     print load, per-pass and write times to stderr\n"
+	"                        (and a pass's phases under it: shard-prop's\n"
+	"                        whole-graph problem build and solve)\n"
 	"      --list-passes     list the passes and exit\n"
 	"      --remarks[=json]  report what the passes did and why not, as\n"
 	"                        file:line: remark: ... [pass:reason] lines, or one\n"

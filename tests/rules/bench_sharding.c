@@ -384,7 +384,7 @@ static int bench_graph(int layers, int only)
 		struct dt_pass_options options = {.shard_search = (uint8_t)mode};
 		struct dt_arena scratch;
 		dt_arena_init(&scratch);
-		struct dt_pass_ctx ctx = {m, &d, &scratch, &options};
+		struct dt_pass_ctx ctx = {m, &d, &scratch, &options, NULL};
 		double t0 = dt_now();
 		int rc = dt_shard_prop(&ctx, NULL);
 		double t1 = dt_now();
