@@ -208,8 +208,8 @@ static int32_t add_term(struct elim *el, struct term t)
 
 /* sum[s] += row[s] for s < n, saturating: without branches, so that it
  * vectorizes (inlined in eliminate's clones). */
-static inline void add_row(int64_t *restrict sum, const int64_t *restrict row,
-		    int32_t n)
+static inline void add_row(int64_t *restrict sum,
+			   const int64_t *restrict row, int32_t n)
 {
 	for (int32_t s = 0; s < n; s++)
 		sum[s] = sum[s] > DT_SOLVE_INFINITE - row[s] ? DT_SOLVE_INFINITE
@@ -258,8 +258,9 @@ static void eliminate(struct elim *el, int32_t v)
 	int32_t nt = (int32_t)on.len;
 	int64_t *stride = dt_calloc((size_t)nt * (size_t)(nsc + 1) + 1, sizeof(int64_t));
 	/* Each term's table with v's strategy varying fastest (a copy where
-	 * it does not already): the sums over v's strategies below then read
-	 * consecutive entries. */
+	 * it does not already, freed after this elimination: at most the
+	 * terms' own size more, for a while): the sums over v's strategies
+	 * below then read consecutive entries. */
 	const int64_t **tab = dt_malloc(sizeof(int64_t *) * ((size_t)nt + 1));
 	int64_t **copies = dt_calloc((size_t)nt + 1, sizeof(int64_t *));
 	for (int32_t k = 0; k < nt; k++) {
@@ -294,9 +295,8 @@ static void eliminate(struct elim *el, int32_t v)
 	for (int64_t idx = 0; idx < size; idx++) {
 		/* v's cost per strategy for this scope choice, term by term. */
 		memcpy(sum, uc, sizeof(int64_t) * (size_t)nv);
-		for (int32_t k = 0; k < nt; k++) {
+		for (int32_t k = 0; k < nt; k++)
 			add_row(sum, &tab[k][off[k]], nv);
-		}
 		int32_t bs = 0;
 		for (int32_t s = 1; s < nv; s++)
 			bs = sum[s] < sum[bs] ? s : bs;
