@@ -110,7 +110,7 @@ struct entry {
 struct search {
 	struct dt_redist_plan where; /* mesh, topology, tensor; no steps */
 	uint64_t src;              /* the source's state key */
-	int ops[DT_NREDUCE], nops; /* partial ops of src and dst */
+	uint32_t ops;              /* partial ops of src and dst: bit op */
 	DT_VEC(struct state) states;
 	uint32_t *slots;           /* key hash -> state + 1, 0 = empty */
 	uint32_t nslots;           /* power of two */
@@ -321,11 +321,13 @@ static void expand(struct search *s, uint32_t from)
 	}
 	/* 6. partition */
 	for (int m = 0; m < ndim; m++)
-		for (int i = 0; cur.p[m].kind == DT_PL_REPLICATE && i < s->nops;
-		     i++) {
+		for (int op = 0; cur.p[m].kind == DT_PL_REPLICATE &&
+				 op < DT_NREDUCE; op++) {
+			if (!(s->ops >> op & 1))
+				continue;
 			next = cur;
 			next.p[m] = (struct dt_placement){
-				.kind = DT_PL_PARTIAL, .reduce = (uint8_t)s->ops[i]};
+				.kind = DT_PL_PARTIAL, .reduce = (uint8_t)op};
 			if (!ops_mix_badly(&next))
 				offer(s, from, m, key_with(key, m, next.p[m], 0),
 				      -1, 0, NULL);
@@ -381,9 +383,7 @@ static void search_start(struct search *s, const struct dt_redist_plan *plan,
 	s->where = *plan;
 	memset(&s->where.steps, 0, sizeof s->where.steps);
 	s->src = src;
-	for (int op = 0; op < DT_NREDUCE; op++)
-		if (ops >> op & 1)
-			s->ops[s->nops++] = op;
+	s->ops = ops;
 	bool added;
 	uint32_t start = state_of(s, src, &added);
 	heap_push(s, (struct entry){0, 0, start});
@@ -402,10 +402,7 @@ static bool search_fits(const struct search *s, const struct dt_redist_plan *pla
 			uint64_t src, uint32_t ops)
 {
 	const struct dt_redist_plan *w = &s->where;
-	uint32_t have = 0;
-	for (int i = 0; i < s->nops; i++)
-		have |= 1u << s->ops[i];
-	if (s->src != src || have != ops || w->dtype != plan->dtype ||
+	if (s->src != src || s->ops != ops || w->dtype != plan->dtype ||
 	    w->rank != plan->rank || w->mesh.ndim != plan->mesh.ndim ||
 	    memcmp(&w->topology, &plan->topology, sizeof w->topology) != 0)
 		return false;
