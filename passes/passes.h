@@ -52,6 +52,12 @@ struct dt_pass_options {
 	 * search_budget, when > 0, is the search's usage limit instead (opt's
 	 * replan: the passes after it keep memory_budget). */
 	int64_t memory_budget, search_budget;
+	/* The whole-graph search prices every graph input's move as lowered
+	 * without buckets: each pays its collectives' latencies (opt's
+	 * replan, where bucket-collectives could not merge all the gathers
+	 * of parameters the search priced as one: a merged gather holds
+	 * every member from the first member's read on). */
+	bool search_inputs_unbucketed;
 	double solve_timeout;
 	/* Where shard-prop writes the whole-graph problem it builds, as the
 	 * IOPDDL contest's JSON (any search); NULL = nowhere. */

@@ -671,6 +671,7 @@ static int plan_graph(struct prop *p)
 					     : -1,
 	    .create_groups = o->create_groups,
 	    .redistribute = o->redistribute,
+	    .inputs_unbucketed = o->search_inputs_unbucketed,
 	};
 	struct dt_placements *hint = NULL;
 	if (global && o->expert_pins) {

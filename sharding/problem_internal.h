@@ -31,6 +31,9 @@ struct dt_shard_edges {
 						flattened groups */
 	uint8_t redistribute;                /* enum dt_redist_mode lowering
 						plans with */
+	bool inputs_unbucketed;              /* graph inputs' moves join no
+						bucket: each pays its
+						latencies */
 	DT_VEC(uint8_t) to_output;           /* per graph node: only the
 						output node reads it, directly
 						or through views */
@@ -115,7 +118,7 @@ dt_shard_edges_pin_phase(const struct dt_shard_edges *e, uint32_t id)
 /* Whether the moves of an input from problem node `from` to `to` join
  * buckets decided by the consumer's strategy, and where: a graph input's
  * (placeholder, constant) moves are independent of everything (at the
- * inputs); so is a pinned value's move into a view only the output
+ * inputs, unless e->inputs_unbucketed); so is a pinned value's move into a view only the output
  * reads, through views (at the output: a gradient pinned before its
  * transpose, the view's strategy decides the move, from the pin). */
 static inline enum dt_shard_phase
@@ -125,7 +128,8 @@ dt_shard_edges_input_phase(const struct dt_shard_edges *e,
 {
 	enum dt_node_kind kind = dt_node_get(e->m, from->node)->kind;
 	if (from->kind == DT_PNODE_SOURCE)
-		return kind == DT_NODE_PLACEHOLDER || kind == DT_NODE_CONSTANT
+		return (kind == DT_NODE_PLACEHOLDER ||
+			kind == DT_NODE_CONSTANT) && !e->inputs_unbucketed
 			       ? DT_SHARD_AT_INPUTS
 			       : DT_SHARD_UNBUCKETED;
 	return from->pinned && result == 0 && to->kind == DT_PNODE_RULES &&

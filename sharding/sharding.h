@@ -554,6 +554,8 @@ struct dt_shard_problem_options {
 	int64_t budget;
 	bool create_groups;
 	uint8_t redistribute; /* enum dt_redist_mode lowering plans with */
+	bool inputs_unbucketed; /* graph inputs' moves join no bucket
+				   (dt_pass_options' search_inputs_unbucketed) */
 	/* Per graph node, placements of result 0 to report on (an expert's
 	 * plan, --expert-pins; ndim 0: none), or NULL: pr->hint says where
 	 * each went. They change nothing in the problem. */

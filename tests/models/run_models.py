@@ -31,6 +31,8 @@ and, where experts.py has a plan for the placement (all but naive):
                    dtopt's whole-graph problem for G keeps (given by the
                    node's rules, not pruned; opt --expert-pins), and the
                    problem has a plan keeping them all
+  expert-time      dtopt's program (the whole-graph search's) is modelled
+                   no slower than E's (`opt --report`'s µs, to 0.01%)
 
 --table ends with the markdown table of dtopt's plan against the expert's
 (collectives per kind and group, bytes, bytes sent per rank, modelled µs
@@ -95,7 +97,8 @@ import models  # noqa: E402
 STAGES = ("export", "verify", "spmd", "lower", "budget", "pins",
           "check-reference",
           "check", "eager", "expert-export", "expert-lower", "expert-plan",
-          "expert-check-reference", "expert-check", "expert-space")
+          "expert-check-reference", "expert-check", "expert-space",
+          "expert-time")
 # Eager tolerance: |dtopt - torch| <= EAGER_TOL * max(1, max |torch|) per
 # output (float32 sums in a different order).
 EAGER_TOL = 1e-4
@@ -356,7 +359,8 @@ def run_config(a, model, placement, gm, inputs, expected):
         rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
                        "--report=json"] + search)
         res.done("lower", rc == 0, first_error(out))
-    if rc == 0:
+    lowered = rc == 0
+    if lowered:
         res.space, res.lost = expert_space(out)
         if res.space:  # every expert pin a strategy the problem keeps,
             # and a plan keeping them all
@@ -394,6 +398,12 @@ def run_config(a, model, placement, gm, inputs, expected):
     if has_expert and not a.budget_from_expert:
         res.expert = run_expert(a, model, placement, gm, inputs, mpirun, work,
                                 res)
+    if lowered and "expert-lower" in res.passed and \
+            a.search in (None, "global"):
+        e = res.expert
+        res.done("expert-time", res.time_us <= e.time_us * 1.0001,
+                 "modelled %.2f µs against the expert's %.2f"
+                 % (res.time_us, e.time_us))
     return res
 
 
