@@ -52,6 +52,10 @@ any rank holds). --memory adds a table of the whole-graph search's usage
 estimate of each plan (dtopt's and the expert's, the peak of the
 `shard-prop:global` remark) against the peak measured by running it (rank
 0's `N bytes in all` of `run --summary`), and the ratio.
+--opt-arg ARG passes ARG to every `dtopt opt` the suite runs, dtopt's plan,
+greedy's and the expert's alike: `--opt-arg=--bandwidth=0.0877` prices
+them at 1000 times less link bandwidth, as tensors 1000 times larger
+would (bandwidth-bound, where real sizes live).
 --write-budgets FILE writes each expert plan's per-rank peak, a line
 `model/placement BYTES` per configuration that has one: the budgets
 --budget-from-expert gives, for tools/bench_global.py --budget and
@@ -68,6 +72,7 @@ usage: run_models.py DTOPT [--mpirun M] [--workdir W] [--config PATTERN]...
                      [--search S] [--no-expert] [--budget-from-expert]
                      [--assert-not-worse-than-expert] [--memory]
                      [--report-expert] [--no-check] [--write-budgets FILE]
+                     [--opt-arg ARG]...
        run_models.py - --list      (the models, one a line)
 PATTERN: a model (gpt2), a placement (fsdp_tp) or model/placement.
 Needs Debian's /usr/bin/python3 with python3-torch.
@@ -111,6 +116,15 @@ _KIND = {"all_gather": "ag", "reduce_scatter": "rs", "all_reduce": "ar",
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
+
+
+def opt_cmd(a, graph, out, *flags, textbook=False):
+    """`dtopt opt GRAPH -o OUT --create-groups FLAGS...`, then every
+    --opt-arg: each plan the suite lowers (dtopt's, greedy's, the
+    expert's) is priced alike; not the textbook check (stage
+    expert-plan), whose counts are the default model's."""
+    return [a.dtopt, "opt", graph, "-o", out, "--create-groups", *flags,
+            *([] if textbook else a.opt_arg)]
 
 
 def first_error(out):
@@ -352,12 +366,10 @@ def run_config(a, model, placement, gm, inputs, expected):
         except (fx_export.ExportError, ValueError):
             pass  # expert-export reports it
     low = os.path.join(work, "out.xml")
-    rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
-                   "--report=json"] + search)
+    rc, out = run(opt_cmd(a, g, low, "--report=json", *search))
     if not res.done("spmd", rc == 0, "SPMD refused: " + first_error(out)):
         low = os.path.join(work, "out.{rank}.xml")
-        rc, out = run([a.dtopt, "opt", g, "-o", low, "--create-groups",
-                       "--report=json"] + search)
+        rc, out = run(opt_cmd(a, g, low, "--report=json", *search))
         res.done("lower", rc == 0, first_error(out))
     lowered = rc == 0
     if lowered:
@@ -378,11 +390,9 @@ def run_config(a, model, placement, gm, inputs, expected):
             res.measured = measured_peak(mpirun[:-1], low)
         if a.search not in ("greedy", "pq"):  # the node-by-node plan beside
             # lowered as dtopt's was (one program, or per-rank files)
-            grc, gout = run([a.dtopt, "opt", g, "-o",
-                             os.path.join(work, "greedy" + os.path.basename(
-                                 low)[len("out"):]),
-                             "--create-groups", "--report=json",
-                             "--search=greedy"])
+            grc, gout = run(opt_cmd(
+                a, g, os.path.join(work, "greedy" + os.path.basename(
+                    low)[len("out"):]), "--report=json", "--search=greedy"))
             res.greedy = report(gout) if grc == 0 else None
         why = pins_reason(low.replace("{rank}", "0"), outs)
         res.done("pins", not why, why)
@@ -424,29 +434,27 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
         res.done("expert-export", False, str(e).splitlines()[0])
         return ex
     low = os.path.join(work, "expert.out.xml")
-    cmd = [a.dtopt, "opt", g, "-o", low, "--create-groups", "--report=json",
-           "--remarks", "--search=greedy"]
-    rc, out = run(cmd)
+    flags = ("--report=json", "--remarks", "--search=greedy")
+    rc, out = run(opt_cmd(a, g, low, *flags))
     if rc != 0:  # per-rank files where one program is refused
         low = os.path.join(work, "expert.out.{rank}.xml")
-        rc, out = run(cmd[:3] + [low] + cmd[4:])
+        rc, out = run(opt_cmd(a, g, low, *flags))
     if not res.done("expert-lower", rc == 0, first_error(out)):
         return ex
     ex.collectives, ex.bytes, ex.time_us, ex.sent = report(out)
     ex.peak = peak_after(out)
     if a.memory:
         ex.estimate = global_estimate(run(
-            [a.dtopt, "opt", g, "-o", os.devnull, "--create-groups",
-             "--search=global", "--remarks"])[1])
+            opt_cmd(a, g, os.devnull, "--search=global", "--remarks"))[1])
         ex.measured = measured_peak(mpirun[:-1], low)
     res.unmet_pins = out.count("[shard-prop:pin]")
     want = experts.TEXTBOOK.get(res.config)
     if want:
         # The textbook counts one collective per tensor: compare the
         # lowering before bucket-collectives merges independent ones.
-        rc_u, out_u = run([a.dtopt, "opt", g, "-o", os.devnull,
-                           "--create-groups", "--report=json",
-                           "--search=greedy", "-p", UNBUCKETED_PIPELINE])
+        rc_u, out_u = run(opt_cmd(a, g, os.devnull, "--report=json",
+                                  "--search=greedy", "-p",
+                                  UNBUCKETED_PIPELINE, textbook=True))
         got = format_collectives(report(out_u)[0]) if rc_u == 0 else \
             "no lowering (%s)" % first_error(out_u)
         res.done("expert-plan", got == want, "the expert plan lowers to %s, "
@@ -735,6 +743,10 @@ def main():
     ap.add_argument("--write-budgets", metavar="FILE",
                     help="write each expert plan's per-rank peak as "
                     "'model/placement BYTES' lines")
+    ap.add_argument("--opt-arg", action="append", default=[], metavar="ARG",
+                    help="pass ARG to every `dtopt opt` the suite runs "
+                    "(dtopt's, greedy's and the expert's plans alike), "
+                    "e.g. --opt-arg=--bandwidth=0.0877")
     ap.add_argument("--expected", metavar="FILE")
     ap.add_argument("--update-expected", metavar="FILE")
     a = ap.parse_args()
