@@ -118,9 +118,10 @@ dt_shard_edges_pin_phase(const struct dt_shard_edges *e, uint32_t id)
 /* Whether the moves of an input from problem node `from` to `to` join
  * buckets decided by the consumer's strategy, and where: a graph input's
  * (placeholder, constant) moves are independent of everything (at the
- * inputs, unless e->inputs_unbucketed); so is a pinned value's move into a view only the output
- * reads, through views (at the output: a gradient pinned before its
- * transpose, the view's strategy decides the move, from the pin). */
+ * inputs, unless e->inputs_unbucketed); so is a pinned value's move into
+ * a view only the output reads, through views (at the output: a gradient
+ * pinned before its transpose, the view's strategy decides the move, from
+ * the pin). */
 static inline enum dt_shard_phase
 dt_shard_edges_input_phase(const struct dt_shard_edges *e,
 			   const struct dt_shard_pnode *from,
