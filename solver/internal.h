@@ -246,6 +246,8 @@ struct dt_lagrange {
 					between too low and high enough */
 	double scale;                /* cost of the first priced plan */
 	bool over_limit;             /* the round's priced plan broke it */
+	bool trws;                   /* a core's start by TRW-S, not belief
+					propagation */
 	uint64_t seed;
 	int32_t *best;               /* best plan of r within the limit */
 	dt_wide best_cost;           /* of `best`, when `found` */
@@ -266,9 +268,11 @@ void dt_lagrange_fini(struct dt_lagrange *lg);
 /* One round; returns whether it improved lg->best. */
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 
-/* ---- bp.c: min-sum belief propagation ---- */
+/* ---- bp.c, trws.c: message passing ---- */
 
 /* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
  * of damped min-sum message passing, each node then at its least belief,
  * into x[]. */
 void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);
+/* The same start by sequential tree-reweighted message passing (trws.c). */
+void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);

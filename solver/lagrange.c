@@ -5,7 +5,8 @@
  * whose trees and chains the reductions solve exactly. A round:
  *  1. prices the problem (prices = mu * weight per segment) and reduces it
  *     to its core;
- *  2. solves the priced core by belief propagation and descent (bp.c), and
+ *  2. solves the priced core by belief propagation (bp.c; with lg->trws
+ *     tree-reweighted message passing, trws.c) and descent, and
  *     takes the expanded plan when it fits the limit and its priced cost is
  *     no more than the current plan's; where it breaks the limit, the
  *     segments' weights grow by the excess;
@@ -276,7 +277,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 		if (bound > (double)lg->lower_bound && bound < 9e18)
 			lg->lower_bound = (int64_t)bound;
 	} else {
-		dt_bp_plan(c, BP_ITERATIONS, y);
+		(lg->trws ? dt_trws_plan : dt_bp_plan)(c, BP_ITERATIONS, y);
 	}
 	struct dt_local start;
 	dt_local_init(&start, c);

@@ -3,7 +3,9 @@
  * left by variable elimination when its tables are small (exact without a
  * limit, or when the plan fits it; a lower bound otherwise), or by branch
  * and bound when it has few nodes; otherwise run the Lagrangian search
- * (lagrange.c) on `threads` threads with seeds seed, seed+1, ... until the
+ * (lagrange.c) on `threads` threads with seeds seed, seed+1, ... (the odd
+ * ones starting priced cores by TRW-S, the even ones by belief
+ * propagation: two searches that fail in different places) until the
  * timeout, max_rounds, stall_rounds or a plan whose cost meets the lower
  * bound, and expand the best plan back. */
 #include "internal.h"
@@ -119,6 +121,7 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 		wk[i].sh = sh;
 		wk[i].seed = sh->opt->seed + (uint64_t)i;
 		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
+		wk[i].lg.trws = i % 2 == 1;
 		wk[i].lg.lower_bound = sh->lower_bound;
 	}
 	wk[0].cpu_deadline = sh->cpu_start + sh->opt->timeout_s;

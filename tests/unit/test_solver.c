@@ -3,7 +3,8 @@
  * contest's example, random small problems with and without a usage limit
  * (the reductions must keep the optimum exactly, dt_solve must find it),
  * the search on problems too big for branch and bound (plans within the
- * limit, costs consistent, deterministic for a seed), and the checks of
+ * limit, costs consistent, deterministic for a seed), the message passing
+ * starts (exact where the relaxation is tight), and the checks of
  * bad problems. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -549,6 +550,79 @@ static void test_search(void **state)
 	}
 }
 
+/* ---- message passing (bp.c, trws.c) ---- */
+
+/* A random tree of up to 9 nodes (each joined to an earlier one) of up
+ * to 4 strategies, costs spread wide (ties are rare). */
+static void random_tree(struct dt_solve_problem *p)
+{
+	int32_t n = 2 + (int32_t)rnd(8);
+	init_problem(p, n, n - 1);
+	for (int32_t v = 0; v < n; v++)
+		set_node(p, v, 0, 0, 1 + (int32_t)rnd(4),
+			 (int64_t[]){rnd(1000), rnd(1000), rnd(1000), rnd(1000)},
+			 (int64_t[]){0, 0, 0, 0});
+	for (int32_t v = 1; v < n; v++) {
+		int64_t m[16];
+		for (int j = 0; j < 16; j++)
+			m[j] = rnd(1000);
+		set_edge(p, v - 1, (int32_t)rnd((uint32_t)v), v, m);
+	}
+}
+
+/* A 3 x 3 grid of three-strategy nodes whose edges favour near choices:
+ * w (a - b)^2 plus separable terms, a submodular (Monge) matrix, so the
+ * linear relaxation is tight and TRW-S's plan is the optimum. */
+static void submodular_grid(struct dt_solve_problem *p)
+{
+	const int32_t side = 3;
+	init_problem(p, side * side, 2 * side * (side - 1));
+	for (int32_t v = 0; v < side * side; v++)
+		set_node(p, v, 0, 0, 3, (int64_t[]){rnd(300), rnd(300), rnd(300)},
+			 (int64_t[]){0, 0, 0});
+	int32_t e = 0;
+	for (int32_t v = 0; v < side * side; v++)
+		for (int k = 0; k < 2; k++) {
+			int32_t w = k == 0 ? v + 1 : v + side;
+			if ((k == 0 && v % side == side - 1) || w >= side * side)
+				continue;
+			int64_t m[9], weight = 1 + rnd(60);
+			int64_t ra[3] = {rnd(50), rnd(50), rnd(50)};
+			int64_t rb[3] = {rnd(50), rnd(50), rnd(50)};
+			for (int a = 0; a < 3; a++)
+				for (int b = 0; b < 3; b++)
+					m[a * 3 + b] = weight * (a - b) * (a - b) + ra[a] + rb[b];
+			set_edge(p, e++, v, w, m);
+		}
+	assert_int_equal(e, p->nedges);
+}
+
+/* TRW-S (the start of the odd search threads' priced cores) is exact on
+ * trees and on submodular grids, 30 draws each; belief propagation (the
+ * even threads') on the trees. */
+static void test_trws(void **state)
+{
+	(void)state;
+	rng_state = 777;
+	for (int i = 0; i < 60; i++) {
+		struct dt_solve_problem p;
+		if (i < 30)
+			random_tree(&p);
+		else
+			submodular_grid(&p);
+		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
+		int64_t opt = brute_force(&p, NULL);
+		dt_trws_plan(&p, 30, x);
+		assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
+		if (i < 30) {
+			dt_bp_plan(&p, 30, x);
+			assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
+		}
+		dt_free(x);
+		dt_solve_problem_fini(&p);
+	}
+}
+
 /* Two threads, a round cap: the same plan every time (libc's allocator:
  * cmocka's is not thread-safe). */
 static void test_deterministic(void **state)
@@ -677,6 +751,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eliminate_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_proven, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_search, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trws, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
