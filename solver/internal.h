@@ -270,6 +270,27 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 
 /* ---- bp.c, trws.c: message passing ---- */
 
+/* Min-sum messages over the edges of `p` (both directions; doubles,
+ * zero at first), its edge matrices as doubles, and scratch of the most
+ * strategies a node has. */
+struct dt_messages {
+	const struct dt_solve_problem *p;
+	struct dt_adjacency adj;
+	size_t *off;            /* msg[off[2e]]: into e's `to`, [2e+1]: `from` */
+	size_t *first;          /* costs[first[e]]: e's matrix */
+	double *msg, *costs;
+	double *belief, *h, *out;
+};
+void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p);
+void dt_messages_fini(struct dt_messages *m);
+/* The message along edge e into its end v (indexed by v's strategy). */
+double *dt_messages_into(const struct dt_messages *m, int32_t e, int32_t v);
+/* m->belief[] = v's cost plus every message into v. */
+void dt_messages_gather(struct dt_messages *m, int32_t v);
+/* m->out[su] = min over v's strategies s of m->h[s] plus edge e's cost
+ * between s and the other end's su; returns the least m->out[]. */
+double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v);
+
 /* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
  * of damped min-sum message passing, each node then at its least belief,
  * into x[]. */
