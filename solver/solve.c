@@ -91,9 +91,9 @@ static void *work(void *arg)
 			 * progress to print. */
 			if (sh->opt->verbose && total < DT_SOLVE_INFINITE)
 				printf("# %.2f s: cost %" PRId64 " (thread %" PRIu64
-				       ", round %" PRId64 ")\n", now_s() - sh->start,
+				       ", %s, round %" PRId64 ")\n", now_s() - sh->start,
 				       dt_wide_clamp(total), wk->seed - sh->opt->seed,
-				       wk->lg.rounds);
+				       wk->lg.trws ? "TRW-S" : "BP", wk->lg.rounds);
 		}
 		if (wk->lg.lower_bound > sh->lower_bound)
 			sh->lower_bound = wk->lg.lower_bound;
