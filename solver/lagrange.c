@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#define BP_ITERATIONS 30 /* message passing rounds for a core's start */
+#define START_ITERATIONS 30 /* message passing rounds of a core's start */
 #define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
 #define REPAIR_STEPS 8 /* repair steps of a priced plan over the limit */
 #define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
@@ -277,7 +277,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 		if (bound > (double)lg->lower_bound && bound < 9e18)
 			lg->lower_bound = (int64_t)bound;
 	} else {
-		(lg->trws ? dt_trws_plan : dt_bp_plan)(c, BP_ITERATIONS, y);
+		(lg->trws ? dt_trws_plan : dt_bp_plan)(c, START_ITERATIONS, y);
 	}
 	struct dt_local start;
 	dt_local_init(&start, c);
