@@ -421,11 +421,11 @@ static void give_room(const struct opt_job *job,
 /* Where the first program (its buckets lacked `first_room` bytes) or the
  * one in *best left merges undone for --memory-budget, plan once more
  * within best's limit (the budget, or the one a replan step kept) with
- * graph inputs' moves priced unbucketed, each
- * paying its collectives' latencies: the search prices a bucket's
- * latency once and its memory not at all, while a merged gather of
- * parameters holds every member from the first member's read on. The
- * program replaces *best when it fits and is modelled faster.
+ * graph inputs' moves priced unbucketed, each paying its collectives'
+ * latencies: the search prices a bucket's latency once and its memory not
+ * at all, while a merged gather of parameters holds every member from the
+ * first member's read on. The program replaces *best when it fits and is
+ * modelled faster.
  * mixer/fsdp_tp under its expert's budget: 76.5 -> 68.7 µs, 10 -> 9
  * collectives; mixer/3d, within the 36280 give_room kept: 129.9 -> 116.1
  * µs. */

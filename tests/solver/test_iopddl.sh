@@ -4,9 +4,9 @@
 # optimum, 445), on public instance G (816 nodes, a few rounds: a plan
 # within the limit) and on A (34932 nodes, 4 rounds on the two threads,
 # belief propagation's and TRW-S's: within 0.95 of the best submitted
-# cost, 6548641531; the even threads alone reach 0.908), each plan checked
-# by tools/iopddl_eval.py, not by dtopt. Rounds, not seconds, bound the
-# search: no wall-clock assertion.
+# cost, 6548641531; belief propagation on both threads reaches 0.908),
+# each plan checked by tools/iopddl_eval.py, not by dtopt. Rounds, not
+# seconds, bound the search: no wall-clock assertion.
 # Skips (77) where the instances are not found ($IOPDDL_DIR, or
 # ../shared/iopddl or ../../shared/iopddl from the source root).
 set -euo pipefail
