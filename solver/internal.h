@@ -89,6 +89,16 @@ struct dt_solve_reduction {
 	int32_t nsteps;
 	struct dt_reduce_step *steps; /* eliminations, replayed backwards */
 	int64_t removed_strategies, eliminated_nodes, merged_edges;
+	/* [2 * r.nedges]: the row orders of r's edges where the reduction
+	 * started them, else NULL: what its dominance test learnt of the
+	 * edge's matrix seen from one end (orders[2e] from edge e's `from`,
+	 * orders[2e + 1] from its `to`), for an end of ns <= 64 strategies
+	 * 3 * ns words: [a] bit o set where a's entry towards the other
+	 * end's strategy o < 64 is 0; [ns + a] bit b set where rows a and b
+	 * were compared, and then [2 * ns + a] bit b set where b's row is no
+	 * more than a's everywhere. A reduction of a problem with r's edges
+	 * goes on from them (dt_solve_reduce). */
+	uint64_t **orders;
 };
 
 /* Reduce `p` (checked): drop infinite-cost and dominated strategies (one
@@ -98,7 +108,11 @@ struct dt_solve_reduction {
  * 1 and 2 by dynamic programming when their usage is the same whatever they
  * choose (the problem has no limit, the interval is empty, or the usages are
  * equal). Without a limit (priced problems) everything of degree <= 2 goes. */
-void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction *red);
+/* orders: NULL, or the row orders of p's edges as red->orders (those of
+ * a reduction whose r has p's edges), which the dominance test reads and
+ * adds to (so one thread's). */
+void dt_solve_reduce(const struct dt_solve_problem *p, uint64_t *const *orders,
+		     struct dt_solve_reduction *red);
 void dt_solve_reduction_fini(struct dt_solve_reduction *red);
 /* The original plan `out[norig]` of plan `x` of red->r. */
 void dt_solve_reduction_expand(const struct dt_solve_reduction *red, const int32_t *x,
@@ -197,11 +211,14 @@ bool dt_eliminate(const struct dt_solve_problem *p, int64_t max_work, int32_t *x
  * while they are solved exactly and shrink when not. */
 struct dt_lns {
 	struct dt_local *ls;
+	uint64_t *const *orders;   /* NULL or the row orders of ls->p's
+				      edges (struct dt_solve_reduction) */
 	int32_t k;                 /* ball size */
 	uint64_t rng;
 	int32_t *id, *nodes, *cur, *plan; /* ball: index per node, members */
 	int32_t n;                 /* ball members */
 	struct dt_solve_problem sub; /* the ball's problem */
+	uint64_t **sub_orders;       /* its edges', from `orders` */
 	/* Called with the ball's nodes moved from cur[] to plan[] in ls;
 	 * returns whether to keep them. */
 	bool (*accept)(void *ud, const struct dt_lns *l);
@@ -211,7 +228,8 @@ struct dt_lns {
 	const double *price;
 	double price_scale;
 };
-void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed);
+void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t *const *orders,
+		 uint64_t seed);
 void dt_lns_fini(struct dt_lns *l);
 /* Run `steps` balls, or until stop(ud) or a ball holding every node was
  * solved exactly. */
@@ -229,7 +247,8 @@ bool dt_lns_ball(struct dt_lns *l, int32_t root, bool (*stop)(void *), void *ud)
  * segment with a price per byte there and taking the cheapest move that
  * frees the excess (else the most per cost). Returns whether the plan now
  * fits; it is changed either way. */
-bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), void *ud);
+bool dt_repair(struct dt_local *ls, uint64_t *const *orders, int32_t max_steps,
+	       bool (*stop)(void *), void *ud);
 
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 
@@ -237,6 +256,8 @@ bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), voi
  * lagrange.c. */
 struct dt_lagrange {
 	const struct dt_solve_problem *r;
+	uint64_t **orders;           /* [2 * r edges] the row orders of r's
+					edges (this thread's copy) */
 	struct dt_local ls;          /* the current plan of r, within the limit */
 	struct dt_solve_problem q;   /* r priced (edges shared with r) */
 	double *lambda, *prefix;     /* [nseg], [nseg + 1] segment prices */
@@ -262,8 +283,9 @@ struct dt_lagrange {
 };
 /* Start from the plan of least usage (ties: least cost), within the limit
  * when dt_solve_problem_check passed. */
+/* orders: NULL or the row orders of r's edges, copied. */
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
-		      uint64_t seed);
+		      uint64_t *const *orders, uint64_t seed);
 void dt_lagrange_fini(struct dt_lagrange *lg);
 /* One round; returns whether it improved lg->best. */
 bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);

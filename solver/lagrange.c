@@ -31,7 +31,7 @@
 #define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
 
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
-		      uint64_t seed)
+		      uint64_t *const *orders, uint64_t seed)
 {
 	memset(lg, 0, sizeof(*lg));
 	size_t n = (size_t)r->nnodes + 1;
@@ -46,6 +46,14 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 	lg->want = dt_malloc(sizeof(int32_t) * n);
 	lg->undo = dt_malloc(sizeof(int32_t) * n);
 	lg->lower_bound = INT64_MIN;
+	lg->orders = dt_calloc(2 * (size_t)r->nedges + 1, sizeof *lg->orders);
+	for (int32_t e = 0; orders && e < 2 * r->nedges; e++) {
+		const struct dt_solve_edge *ed = &r->edges[e / 2];
+		size_t size = 3 * sizeof **orders *
+			      (size_t)r->nodes[e % 2 ? ed->to : ed->from].nstrategies;
+		if (orders[e])
+			lg->orders[e] = memcpy(dt_malloc(size), orders[e], size);
+	}
 	lg->q = *r;
 	lg->q.name = NULL;
 	lg->q.usage_limit = -1;
@@ -81,6 +89,9 @@ void dt_lagrange_fini(struct dt_lagrange *lg)
 	dt_free(lg->want);
 	dt_free(lg->undo);
 	dt_vec_free(&lg->touched);
+	for (int32_t e = 0; e < 2 * lg->r->nedges; e++)
+		dt_free(lg->orders[e]);
+	dt_free(lg->orders);
 }
 
 /* Summed price of the segments v is live in. */
@@ -199,7 +210,7 @@ static bool adopt(struct dt_lagrange *lg, const struct dt_solve_reduction *red,
 		}
 		/* Repaired towards the limit by the cheapest moves per byte
 		 * (repair.c): often the best plan within it. */
-		take = dt_repair(ls, REPAIR_STEPS, stop, ud);
+		take = dt_repair(ls, lg->orders, REPAIR_STEPS, stop, ud);
 		if (take) {
 			dt_local_descend(ls, stop, ud);
 			take = dt_plan_cost(&lg->q, ls->x) <= dt_plan_cost(&lg->q, old);
@@ -257,7 +268,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	lg->rounds++;
 	double limit_price = price(lg);
 	struct dt_solve_reduction red;
-	dt_solve_reduce(&lg->q, &red);
+	dt_solve_reduce(&lg->q, lg->orders, &red);
 	const struct dt_solve_problem *c = &red.r;
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_solve_reduction_restrict(&red, lg->ls.x, x);
@@ -293,7 +304,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 	dt_local_fini(&start);
 	dt_free(y);
 	struct dt_lns lns;
-	dt_lns_init(&lns, &core, lg->seed + (uint64_t)lg->rounds * 7919);
+	dt_lns_init(&lns, &core, red.orders, lg->seed + (uint64_t)lg->rounds * 7919);
 	lns.accept = accept_ball;
 	lns.accept_ud = lg;
 	lg->red = &red;

@@ -28,12 +28,14 @@ static uint64_t next_random(uint64_t *s)
 	return *s;
 }
 
-void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed)
+void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t *const *orders,
+		 uint64_t seed)
 {
 	memset(l, 0, sizeof(*l));
 	const struct dt_solve_problem *p = ls->p;
 	size_t sz = (size_t)p->nnodes + 1;
 	l->ls = ls;
+	l->orders = orders;
 	l->rng = seed * 0x9E3779B97F4A7C15ull + 0x1234567;
 	l->k = p->nnodes < 24 ? p->nnodes : 24;
 	l->id = dt_malloc(sizeof(int32_t) * sz);
@@ -42,6 +44,7 @@ void dt_lns_init(struct dt_lns *l, struct dt_local *ls, uint64_t seed)
 	l->plan = dt_malloc(sizeof(int32_t) * sz);
 	l->sub.nodes = dt_calloc(sz, sizeof(*l->sub.nodes));
 	l->sub.edges = dt_calloc((size_t)p->nedges + 1, sizeof(*l->sub.edges));
+	l->sub_orders = dt_calloc(2 * (size_t)p->nedges + 1, sizeof *l->sub_orders);
 	for (int32_t v = 0; v < p->nnodes; v++)
 		l->id[v] = -1;
 }
@@ -52,6 +55,7 @@ void dt_lns_fini(struct dt_lns *l)
 		dt_free(l->sub.nodes[i].cost);
 	dt_free(l->sub.nodes);
 	dt_free(l->sub.edges);
+	dt_free(l->sub_orders);
 	dt_free(l->id);
 	dt_free(l->nodes);
 	dt_free(l->cur);
@@ -107,9 +111,13 @@ static void build(struct dt_lns *l)
 		for (int32_t j = ls->adj.off[v]; j < ls->adj.off[v + 1]; j++) {
 			int32_t e = ls->adj.edge[j], u = dt_edge_other(p, e, v);
 			if (l->id[u] >= 0) {
-				if (p->edges[e].from == v)
-					s->edges[s->nedges++] = (struct dt_solve_edge){
-						i, l->id[u], p->edges[e].cost};
+				if (p->edges[e].from != v)
+					continue;
+				for (int k = 0; k < 2; k++)
+					l->sub_orders[2 * s->nedges + k] =
+						l->orders ? l->orders[2 * e + k] : NULL;
+				s->edges[s->nedges++] = (struct dt_solve_edge){
+					i, l->id[u], p->edges[e].cost};
 				continue;
 			}
 			for (int32_t k = 0; k < nd->nstrategies; k++)
@@ -123,7 +131,7 @@ static void build(struct dt_lns *l)
 static bool solve_ball(struct dt_lns *l, bool (*stop)(void *), void *ud)
 {
 	struct dt_solve_reduction red;
-	dt_solve_reduce(&l->sub, &red);
+	dt_solve_reduce(&l->sub, l->sub_orders, &red);
 	const struct dt_solve_problem *c = &red.r;
 	int32_t *x = dt_malloc(sizeof(int32_t) * ((size_t)c->nnodes + 1));
 	dt_solve_reduction_restrict(&red, l->cur, x);

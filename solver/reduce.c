@@ -16,12 +16,33 @@
 
 enum step_kind { STEP_FIX, STEP_LEAF, STEP_SERIES };
 
+/* An edge's matrix from one end v: the entry of v's strategy s towards
+ * the other end's strategy o < n is m[s * along + o * across]. */
+struct rows {
+	const int64_t *m;
+	int32_t along, across, n;
+};
+
+/* What a degree-2 elimination of v between u and w saw, to work out v's
+ * best choice per choice of theirs when a plan asks (series_choice): a
+ * table of them all would cost as much as the elimination. */
+struct series {
+	int32_t nv;
+	int64_t *cost;          /* [nv] v's costs */
+	int32_t *map;           /* [nv] v's strategy -> original */
+	int32_t *u_at, *w_at;   /* [orig S_u], [orig S_w]: u's and w's
+				   strategy then, -1 where dropped before */
+	struct rows ru, rw;     /* v's matrices towards u and w */
+	int64_t *own[2];        /* those of them allocated here */
+};
+
 struct dt_reduce_step {
 	enum step_kind kind;
 	int32_t v, u, w;   /* eliminated node, its neighbours (original ids) */
 	int32_t fixed;     /* STEP_FIX: original strategy */
 	int64_t ballast;   /* v's usage, which no choice changes */
-	int32_t *table;    /* LEAF: [orig S_u]; SERIES: [orig S_u x orig S_w] */
+	int32_t *table;    /* LEAF: [orig S_u] */
+	struct series series; /* SERIES */
 };
 
 struct wnode {
@@ -34,11 +55,12 @@ struct wnode {
 
 struct wedge {
 	int32_t a, b;
-	int64_t *m;            /* [ns_a x ns_b] */
-	uint64_t *zero[2];     /* per strategy of a (zero[0]) or b (zero[1]):
-				  bit o set where its entry towards the
-				  other end's strategy o < 64 is 0; NULL
-				  until dominance needs it (stale_zeros) */
+	int64_t *m;            /* [ns_a x ns_b]: the input edge's matrix
+				  until the work graph changes it (own_m) */
+	uint64_t *order[2];    /* the row orders from end a (order[0]) and b
+				  (order[1]), internal.h; NULL until
+				  dominance needs them (stale_orders) */
+	bool own_m, own_order[2]; /* allocated here, not the input's */
 	bool alive;
 };
 
@@ -59,13 +81,6 @@ static void push(struct work *w, int32_t v)
 		dt_vec_push(&w->queue, v);
 	}
 }
-
-/* An edge's matrix from one end v: the entry of v's strategy s towards
- * the other end's strategy o < n is m[s * along + o * across]. */
-struct rows {
-	const int64_t *m;
-	int32_t along, across, n;
-};
 
 static struct rows rows_of(const struct work *w, int32_t e, int32_t v)
 {
@@ -97,27 +112,48 @@ static int32_t compact(struct work *w, int32_t v)
 	return (int32_t)k;
 }
 
-/* Forget e's zero masks (its matrix changed). */
-static void stale_zeros(struct wedge *ed)
+/* Forget e's row orders (its matrix changed). */
+static void stale_orders(struct wedge *ed)
 {
 	for (int k = 0; k < 2; k++) {
-		dt_free(ed->zero[k]);
-		ed->zero[k] = NULL;
+		if (ed->own_order[k])
+			dt_free(ed->order[k]);
+		ed->order[k] = NULL;
+		ed->own_order[k] = false;
 	}
+}
+
+/* Set e's matrix to m (allocated here), freeing the old one if it was. */
+static void set_matrix(struct wedge *ed, int64_t *m)
+{
+	if (ed->own_m)
+		dt_free(ed->m);
+	ed->m = m;
+	ed->own_m = m != NULL;
+	stale_orders(ed);
 }
 
 static void kill_edge(struct work *w, int32_t e)
 {
 	w->e.data[e].alive = false;
-	dt_free(w->e.data[e].m);
-	w->e.data[e].m = NULL;
-	stale_zeros(&w->e.data[e]);
+	set_matrix(&w->e.data[e], NULL);
 }
 
-static int32_t add_edge(struct work *w, int32_t a, int32_t b, int64_t *m)
+/* A copy of the first n words of src (allocated). */
+static void *copy_words(const void *src, size_t n, size_t word)
+{
+	void *c = dt_malloc(word * n + 1);
+	memcpy(c, src, word * n);
+	return c;
+}
+
+/* An edge a-b of matrix m (allocated here when own). */
+static int32_t add_edge(struct work *w, int32_t a, int32_t b, int64_t *m,
+			bool own)
 {
 	int32_t id = (int32_t)dt_vec_push(&w->e, ((struct wedge){
 						    .a = a, .b = b, .m = m,
+						    .own_m = own,
 						    .alive = true}));
 	dt_vec_push(&w->n[a].adj, id);
 	dt_vec_push(&w->n[b].adj, id);
@@ -138,13 +174,17 @@ static void merge_parallel(struct work *w, int32_t v)
 		}
 		struct wedge *k = &w->e.data[keep];
 		struct rows r = rows_of(w, e, v);
+		if (!k->own_m)
+			set_matrix(k, copy_words(k->m, (size_t)w->n[k->a].ns *
+						 (size_t)w->n[k->b].ns,
+						 sizeof *k->m));
 		for (int32_t a = 0; a < w->n[k->a].ns; a++)
 			for (int32_t b = 0; b < w->n[k->b].ns; b++) {
 				int64_t *x = &k->m[(int64_t)a * w->n[k->b].ns + b];
 				int32_t sv = k->a == v ? a : b, su = k->a == v ? b : a;
 				*x = dt_solve_add(*x, entry(&r, sv, su));
 			}
-		stale_zeros(k);
+		stale_orders(k);
 		kill_edge(w, e);
 		w->merged++;
 	}
@@ -172,9 +212,7 @@ static void keep_strategies(struct work *w, int32_t v, const bool *keep)
 				m[(int64_t)a * rb + b] =
 					ed->m[(int64_t)(ed->a == v ? idx[a] : a) * nb +
 					      (ed->b == v ? idx[b] : b)];
-		dt_free(ed->m);
-		ed->m = m;
-		stale_zeros(ed);
+		set_matrix(ed, m);
 	}
 	for (int32_t s = 0; s < k; s++) {
 		nd->map[s] = nd->map[idx[s]];
@@ -193,44 +231,58 @@ static bool usage_counts(const struct work *w, int32_t v)
 	return w->p->usage_limit >= 0 && o->start < o->end;
 }
 
-/* The zero masks of e's matrix from end v (struct wedge), computed when
- * missing. */
-static const uint64_t *edge_zeros(struct work *w, int32_t e, int32_t v)
+/* The row order of e's matrix from end v (v has at most 64 strategies),
+ * started when missing: its zero masks. */
+static uint64_t *edge_order(struct work *w, int32_t e, int32_t v)
 {
 	struct wedge *ed = &w->e.data[e];
 	int end = ed->a == v ? 0 : 1;
-	if (!ed->zero[end]) {
+	if (!ed->order[end]) {
 		struct rows r = rows_of(w, e, v);
 		int32_t ns = w->n[v].ns, n = r.n < 64 ? r.n : 64;
-		uint64_t *z = dt_malloc(sizeof *z * (size_t)ns);
-		for (int32_t s = 0; s < ns; s++) {
-			z[s] = 0;
+		uint64_t *order = dt_calloc(3 * (size_t)ns, sizeof *order);
+		for (int32_t s = 0; s < ns; s++)
 			for (int32_t o = 0; o < n; o++)
-				z[s] |= (uint64_t)(entry(&r, s, o) == 0) << o;
-		}
-		ed->zero[end] = z;
+				order[s] |= (uint64_t)(entry(&r, s, o) == 0) << o;
+		ed->order[end] = order;
+		ed->own_order[end] = true;
 	}
-	return ed->zero[end];
+	return ed->order[end];
 }
 
-/* Does strategy b of v dominate a (b no worse in every respect)? zero[i]
- * are the zero masks of incident matrix i (edge_zeros): where b
- * dominates, b's row is 0 wherever a's is (costs are >= 0), so most pairs
- * are told apart without reading their rows. */
-static bool dominates(const struct work *w, int32_t v, const struct rows *r,
-		      const uint64_t *const *zero, int32_t b, int32_t a)
+/* Does strategy b of v dominate a (b no worse in every respect: cost,
+ * usage where it counts, and towards every neighbour strategy)? order[i]
+ * is the row order of v's incident matrix i, where what is learnt of
+ * rows b and a is kept. Where b's row is no more than a's it is 0
+ * wherever a's is (costs are >= 0): most pairs are told apart by their
+ * zero masks, the others by comparing the rows. */
+static bool dominates(const struct work *w, int32_t v, uint64_t *const *order,
+		      int32_t b, int32_t a)
 {
 	const struct wnode *nd = &w->n[v];
 	if (nd->cost[b] > nd->cost[a] ||
 	    (usage_counts(w, v) && nd->usage[b] > nd->usage[a]))
 		return false;
+	int32_t ns = nd->ns;
+	uint64_t bit = 1ull << b;
 	for (uint32_t i = 0; i < nd->adj.len; i++)
-		if (zero[i][a] & ~zero[i][b])
+		if (order[i][a] & ~order[i][b]) {
+			order[i][ns + a] |= bit;
 			return false;
-	for (uint32_t i = 0; i < nd->adj.len; i++)
-		for (int32_t o = 0; o < r[i].n; o++)
-			if (entry(&r[i], b, o) > entry(&r[i], a, o))
-				return false;
+		}
+	for (uint32_t i = 0; i < nd->adj.len; i++) {
+		uint64_t *known = &order[i][ns], *below = &order[i][2 * ns];
+		if (!(known[a] & bit)) {
+			struct rows r = rows_of(w, nd->adj.data[i], v);
+			bool no_more = true;
+			for (int32_t o = 0; no_more && o < r.n; o++)
+				no_more = entry(&r, b, o) <= entry(&r, a, o);
+			known[a] |= bit;
+			below[a] |= no_more ? bit : 0;
+		}
+		if (!(below[a] & bit))
+			return false;
+	}
 	return true;
 }
 
@@ -253,18 +305,22 @@ static bool prune(struct work *w, int32_t v)
 		for (int32_t a = 0; a < nd->ns; a++, left++)
 			kept[a] = true;
 	if (cheap && left > 1) {
-		struct rows r[DOMINANCE_MAX_DEGREE];
-		const uint64_t *zero[DOMINANCE_MAX_DEGREE];
-		for (uint32_t i = 0; i < nd->adj.len; i++) {
-			r[i] = rows_of(w, nd->adj.data[i], v);
-			zero[i] = edge_zeros(w, nd->adj.data[i], v);
-		}
-		for (int32_t a = 0; a < nd->ns && left > 1; a++)
+		uint64_t *order[DOMINANCE_MAX_DEGREE];
+		for (uint32_t i = 0; i < nd->adj.len; i++)
+			order[i] = edge_order(w, nd->adj.data[i], v);
+		for (int32_t a = 0; a < nd->ns && left > 1; a++) {
+			/* The strategies known not to dominate a. */
+			uint64_t not_below = 1ull << a;
+			for (uint32_t i = 0; i < nd->adj.len; i++)
+				not_below |= order[i][nd->ns + a] &
+					     ~order[i][2 * nd->ns + a];
 			for (int32_t b = 0; b < nd->ns && kept[a]; b++)
-				if (b != a && kept[b] && dominates(w, v, r, zero, b, a)) {
+				if (!(not_below >> b & 1) && kept[b] &&
+				    dominates(w, v, order, b, a)) {
 					kept[a] = false;
 					left--;
 				}
+		}
 	}
 	bool changed = left < nd->ns;
 	if (changed)
@@ -275,10 +331,11 @@ static bool prune(struct work *w, int32_t v)
 }
 
 static void record(struct work *w, enum step_kind kind, int32_t v, int32_t u,
-		   int32_t x, int32_t fixed, int32_t *table)
+		   int32_t x, int32_t fixed, int32_t *table, struct series series)
 {
 	dt_vec_push(&w->steps, ((struct dt_reduce_step){kind, v, u, x, fixed,
-							 w->n[v].usage[0], table}));
+							 w->n[v].usage[0], table,
+							 series}));
 	w->n[v].alive = false;
 	w->eliminated++;
 }
@@ -296,7 +353,7 @@ static void fix_node(struct work *w, int32_t v)
 		kill_edge(w, e);
 		push(w, u);
 	}
-	record(w, STEP_FIX, v, -1, -1, nd->map[0], NULL);
+	record(w, STEP_FIX, v, -1, -1, nd->map[0], NULL, (struct series){0});
 }
 
 /* A choice table of n entries, all -1: neighbour strategies dropped before
@@ -319,7 +376,7 @@ static void eliminate_leaf(struct work *w, int32_t v)
 			best = nd->cost[s] < nd->cost[best] ? s : best;
 		w->offset = dt_solve_add(w->offset, nd->cost[best]);
 		nd->usage[0] = nd->usage[best];
-		record(w, STEP_FIX, v, -1, -1, nd->map[best], NULL);
+		record(w, STEP_FIX, v, -1, -1, nd->map[best], NULL, (struct series){0});
 		return;
 	}
 	int32_t e = nd->adj.data[0], u = other(w, e, v);
@@ -340,37 +397,54 @@ static void eliminate_leaf(struct work *w, int32_t v)
 		table[nu->map[su]] = nd->map[best];
 	}
 	kill_edge(w, e);
-	record(w, STEP_LEAF, v, u, -1, -1, table);
+	record(w, STEP_LEAF, v, u, -1, -1, table, (struct series){0});
 	push(w, u);
 }
 
-/* row[sx] = min(row[sx], a + b[sx]) for sx < nx, and arg[sx] = sv where
- * the sum is less (a is finite; an infinite b[sx] never is): the inner
- * loop of a min-plus product, without branches so that it vectorizes,
- * with an AVX2 clone where the CPU has it. */
+/* row[sx] = min(row[sx], a + b[sx]) for sx < nx (a is finite; an
+ * infinite b[sx] never is less): the inner loop of a min-plus product,
+ * without branches so that it vectorizes, with an AVX2 clone where the
+ * CPU has it. */
 DT_SOLVE_VECTOR_CLONES
-static void min_plus_row(int64_t *restrict row, int32_t *restrict arg,
-			 const int64_t *restrict b, int64_t a, int32_t sv,
-			 int32_t nx)
+static void min_plus_row(int64_t *restrict row, const int64_t *restrict b,
+			 int64_t a, int32_t nx)
 {
 	int64_t lim = DT_SOLVE_INFINITE - a;
 	for (int32_t sx = 0; sx < nx; sx++) {
 		int64_t c = b[sx] < lim ? a + b[sx] : DT_SOLVE_INFINITE;
-		bool less = c < row[sx];
-		row[sx] = less ? c : row[sx];
-		arg[sx] = less ? sv : arg[sx];
+		row[sx] = c < row[sx] ? c : row[sx];
 	}
 }
 
-/* Degree 2, usage fixed: an edge u-x carrying v's best choice. */
+/* [orig S_v]: v's strategy now per original one, -1 where dropped. */
+static int32_t *strategy_at(const struct work *w, int32_t v)
+{
+	int32_t n = w->p->nodes[v].nstrategies;
+	int32_t *at = dt_malloc(sizeof(int32_t) * ((size_t)n + 1));
+	for (int32_t s = 0; s < n; s++)
+		at[s] = -1;
+	for (int32_t s = 0; s < w->n[v].ns; s++)
+		at[w->n[v].map[s]] = s;
+	return at;
+}
+
+/* Edge e's matrix, which is about to die, kept for a series step: its
+ * rows from v, and the matrix in *own when allocated here. */
+static struct rows keep_rows(struct work *w, int32_t e, int32_t v, int64_t **own)
+{
+	struct wedge *ed = &w->e.data[e];
+	*own = ed->own_m ? ed->m : NULL;
+	ed->own_m = false;
+	return rows_of(w, e, v);
+}
+
+/* Degree 2, usage fixed: an edge u-x carrying v's best cost. */
 static void eliminate_series(struct work *w, int32_t v)
 {
 	struct wnode *nd = &w->n[v];
 	int32_t e1 = nd->adj.data[0], e2 = nd->adj.data[1];
 	int32_t u = other(w, e1, v), x = other(w, e2, v);
 	int32_t nu = w->n[u].ns, nx = w->n[x].ns;
-	int32_t onx = w->p->nodes[x].nstrategies;
-	int32_t *table = unset_table((size_t)w->p->nodes[u].nstrategies * onx);
 	int64_t *m = dt_malloc(sizeof(int64_t) * ((size_t)nu * nx + 1));
 	/* Row by row of u (min-plus product, rows of v's matrix towards x
 	 * contiguous; v's strategies infinite towards su skipped). */
@@ -379,32 +453,50 @@ static void eliminate_series(struct work *w, int32_t v)
 	for (int32_t sv = 0; sv < nd->ns; sv++)
 		for (int32_t sx = 0; sx < nx; sx++)
 			vx[(int64_t)sv * nx + sx] = entry(&rx, sv, sx);
-	int32_t *arg = dt_malloc(sizeof(int32_t) * ((size_t)nx + 1));
 	for (int32_t su = 0; su < nu; su++) {
 		int64_t *row = &m[(int64_t)su * nx];
-		for (int32_t sx = 0; sx < nx; sx++) {
+		for (int32_t sx = 0; sx < nx; sx++)
 			row[sx] = DT_SOLVE_INFINITE;
-			arg[sx] = 0;
-		}
 		for (int32_t sv = 0; sv < nd->ns; sv++) {
 			int64_t a = dt_solve_add(nd->cost[sv], entry(&ru, sv, su));
 			if (a < DT_SOLVE_INFINITE)
-				min_plus_row(row, arg, &vx[(int64_t)sv * nx], a,
-					     sv, nx);
+				min_plus_row(row, &vx[(int64_t)sv * nx], a, nx);
 		}
-		for (int32_t sx = 0; sx < nx; sx++)
-			table[(int64_t)w->n[u].map[su] * onx + w->n[x].map[sx]] =
-				nd->map[arg[sx]];
 	}
 	dt_free(vx);
-	dt_free(arg);
+	struct series s = {.nv = nd->ns, .cost = nd->cost, .map = nd->map,
+			   .u_at = strategy_at(w, u), .w_at = strategy_at(w, x)};
+	nd->cost = NULL;
+	nd->map = NULL;
+	s.ru = keep_rows(w, e1, v, &s.own[0]);
+	s.rw = keep_rows(w, e2, v, &s.own[1]);
 	kill_edge(w, e1);
 	kill_edge(w, e2);
-	record(w, STEP_SERIES, v, u, x, -1, table);
-	add_edge(w, u, x, m);
+	record(w, STEP_SERIES, v, u, x, -1, NULL, s);
+	add_edge(w, u, x, m, true);
 	merge_parallel(w, u);
 	push(w, u);
 	push(w, x);
+}
+
+/* The original strategy of a series step's v for original strategies su
+ * of u and sw of w (eliminate_series' choice: the first least), -1 where
+ * the reduction had dropped either before. */
+static int32_t series_choice(const struct series *s, int32_t su, int32_t sw)
+{
+	int32_t iu = s->u_at[su], iw = s->w_at[sw], best = 0;
+	if (iu < 0 || iw < 0)
+		return -1;
+	int64_t least = DT_SOLVE_INFINITE;
+	for (int32_t sv = 0; sv < s->nv; sv++) {
+		int64_t a = dt_solve_add(s->cost[sv], entry(&s->ru, sv, iu));
+		int64_t c = dt_solve_add(a, entry(&s->rw, sv, iw));
+		if (a < DT_SOLVE_INFINITE && c < least) {
+			least = c;
+			best = sv;
+		}
+	}
+	return s->map[best];
 }
 
 /* One worklist visit of v. */
@@ -432,7 +524,10 @@ static void visit(struct work *w, int32_t v)
 		eliminate_series(w, v);
 }
 
-static void work_init(struct work *w, const struct dt_solve_problem *p)
+/* The work graph of p: its matrices and the given row orders (orders:
+ * NULL or as red->orders) used in place until changed. */
+static void work_init(struct work *w, const struct dt_solve_problem *p,
+		      uint64_t *const *orders)
 {
 	memset(w, 0, sizeof(*w));
 	w->p = p;
@@ -454,10 +549,9 @@ static void work_init(struct work *w, const struct dt_solve_problem *p)
 	}
 	for (int32_t e = 0; e < p->nedges; e++) {
 		const struct dt_solve_edge *o = &p->edges[e];
-		size_t n = (size_t)p->nodes[o->from].nstrategies * p->nodes[o->to].nstrategies;
-		int64_t *m = dt_malloc(sizeof(int64_t) * (n + 1));
-		memcpy(m, o->cost, sizeof(int64_t) * n);
-		add_edge(w, o->from, o->to, m);
+		int32_t id = add_edge(w, o->from, o->to, o->cost, false);
+		for (int k = 0; orders && k < 2; k++)
+			w->e.data[id].order[k] = orders[2 * e + k];
 	}
 }
 
@@ -482,6 +576,7 @@ static void emit(struct work *w, struct dt_solve_reduction *red)
 	r->usage_limit = p->usage_limit;
 	r->nodes = dt_calloc((size_t)n + 1, sizeof(*r->nodes));
 	r->edges = dt_calloc((size_t)m + 1, sizeof(*r->edges));
+	red->orders = dt_calloc(2 * (size_t)m + 1, sizeof *red->orders);
 	red->orig_node = dt_malloc(sizeof(int32_t) * ((size_t)n + 1));
 	red->orig_strat = dt_calloc((size_t)n + 1, sizeof(int32_t *));
 	for (int32_t v = 0; v < p->nnodes; v++) {
@@ -520,16 +615,31 @@ static void emit(struct work *w, struct dt_solve_reduction *red)
 		struct wedge *ed = &w->e.data[e];
 		if (!ed->alive)
 			continue;
-		r->edges[m++] = (struct dt_solve_edge){id[ed->a], id[ed->b], ed->m};
-		ed->m = NULL;
+		int32_t ns[2] = {w->n[ed->a].ns, w->n[ed->b].ns};
+		r->edges[m] = (struct dt_solve_edge){
+		    id[ed->a], id[ed->b],
+		    ed->own_m ? ed->m
+			      : copy_words(ed->m, (size_t)ns[0] * (size_t)ns[1],
+					   sizeof *ed->m)};
+		ed->own_m = false;
+		for (int k = 0; k < 2; k++)
+			if (ed->order[k])
+				red->orders[2 * m + k] =
+				    ed->own_order[k]
+					? ed->order[k]
+					: copy_words(ed->order[k], 3 * (size_t)ns[k],
+						     sizeof *ed->order[k]);
+		ed->own_order[0] = ed->own_order[1] = false;
+		m++;
 	}
 	dt_free(id);
 }
 
-void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction *red)
+void dt_solve_reduce(const struct dt_solve_problem *p, uint64_t *const *orders,
+		     struct dt_solve_reduction *red)
 {
 	struct work w;
-	work_init(&w, p);
+	work_init(&w, p, orders);
 	for (int32_t v = p->nnodes - 1; v >= 0; v--)
 		push(&w, v);
 	while (w.queue.len > 0) {
@@ -556,10 +666,8 @@ void dt_solve_reduce(const struct dt_solve_problem *p, struct dt_solve_reduction
 		dt_free(w.n[v].usage);
 		dt_vec_free(&w.n[v].adj);
 	}
-	for (uint32_t e = 0; e < w.e.len; e++) {
-		dt_free(w.e.data[e].m);
-		stale_zeros(&w.e.data[e]);
-	}
+	for (uint32_t e = 0; e < w.e.len; e++)
+		set_matrix(&w.e.data[e], NULL);
 	dt_free(w.n);
 	dt_free(w.mark);
 	dt_vec_free(&w.e);
@@ -582,8 +690,7 @@ void dt_solve_reduction_expand(const struct dt_solve_reduction *red, const int32
 			out[st->v] = st->table[out[st->u]];
 			break;
 		case STEP_SERIES:
-			out[st->v] = st->table[(int64_t)out[st->u] *
-						red->orig_nstrategies[st->w] + out[st->w]];
+			out[st->v] = series_choice(&st->series, out[st->u], out[st->w]);
 			break;
 		}
 	}
@@ -598,11 +705,10 @@ void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const in
 								 want[st->w] < 0)))
 			continue;
 		int32_t su = want[st->u] >= 0 ? want[st->u] : cur[st->u];
-		int32_t s = st->table[su];
-		if (st->kind == STEP_SERIES) {
-			int32_t sw = want[st->w] >= 0 ? want[st->w] : cur[st->w];
-			s = st->table[(int64_t)su * red->orig_nstrategies[st->w] + sw];
-		}
+		int32_t s = st->kind == STEP_LEAF
+				    ? st->table[su]
+				    : series_choice(&st->series, su,
+						    want[st->w] >= 0 ? want[st->w] : cur[st->w]);
 		if (s < 0) /* a neighbour choice the reduction had dropped */
 			s = cur[st->v];
 		if (want[st->v] < 0)
@@ -637,10 +743,21 @@ void dt_solve_reduction_fini(struct dt_solve_reduction *red)
 		dt_free(red->orig_strat[i]);
 	dt_free(red->orig_strat);
 	dt_free(red->orig_node);
-	for (int32_t i = 0; i < red->nsteps; i++)
-		dt_free(red->steps[i].table);
+	for (int32_t i = 0; i < red->nsteps; i++) {
+		struct dt_reduce_step *st = &red->steps[i];
+		dt_free(st->table);
+		dt_free(st->series.cost);
+		dt_free(st->series.map);
+		dt_free(st->series.u_at);
+		dt_free(st->series.w_at);
+		dt_free(st->series.own[0]);
+		dt_free(st->series.own[1]);
+	}
 	dt_free(red->steps);
 	dt_free(red->orig_nstrategies);
+	for (int32_t e = 0; e < 2 * red->r.nedges; e++)
+		dt_free(red->orders[e]);
+	dt_free(red->orders);
 	dt_solve_problem_fini(&red->r);
 	memset(red, 0, sizeof(*red));
 }

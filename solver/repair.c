@@ -90,7 +90,8 @@ static void keep(struct chosen *c, const struct dt_lns *l, struct move m, bool f
 	c->set = true;
 }
 
-bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), void *ud)
+bool dt_repair(struct dt_local *ls, uint64_t *const *orders, int32_t max_steps,
+	       bool (*stop)(void *), void *ud)
 {
 	const struct dt_solve_problem *p = ls->p;
 	int64_t limit = p->usage_limit;
@@ -99,7 +100,7 @@ bool dt_repair(struct dt_local *ls, int32_t max_steps, bool (*stop)(void *), voi
 	int32_t n = p->nnodes;
 	size_t sz = (size_t)n + 1;
 	struct dt_lns l;
-	dt_lns_init(&l, ls, 1);
+	dt_lns_init(&l, ls, orders, 1);
 	double *price = dt_calloc(sz, sizeof(double));
 	int64_t *gain = dt_calloc(sz, sizeof(int64_t));
 	int32_t *roots = dt_malloc(sizeof(int32_t) * sz);

@@ -120,7 +120,7 @@ static bool search(struct shared *sh, int32_t *x, dt_wide *cost,
 	for (int i = 0; i < nthreads; i++) {
 		wk[i].sh = sh;
 		wk[i].seed = sh->opt->seed + (uint64_t)i;
-		dt_lagrange_init(&wk[i].lg, r, wk[i].seed);
+		dt_lagrange_init(&wk[i].lg, r, sh->red->orders, wk[i].seed);
 		wk[i].lg.trws = i % 2 == 1;
 		wk[i].lg.lower_bound = sh->lower_bound;
 	}
@@ -156,7 +156,7 @@ int dt_solve(const struct dt_solve_problem *p, const struct dt_solve_options *op
 			    .cpu_start = clock_s(CLOCK_THREAD_CPUTIME_ID)};
 	sh.deadline = sh.start + opt->timeout_s;
 	struct dt_solve_reduction red;
-	dt_solve_reduce(p, &red);
+	dt_solve_reduce(p, NULL, &red);
 	sh.red = &red;
 	const struct dt_solve_problem *r = &red.r;
 	int64_t free_nodes = 0;

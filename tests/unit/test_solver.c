@@ -217,11 +217,94 @@ static void test_example(void **state)
 
 /* ---- random problems against brute force ---- */
 
+/* Every pair of rows a row order (struct dt_solve_reduction) says it
+ * compared is what comparing them says, and its zero masks are the rows'
+ * zeros. */
+static void check_orders(const struct dt_solve_problem *p, uint64_t *const *orders)
+{
+	for (int32_t e = 0; e < 2 * p->nedges; e++) {
+		const struct dt_solve_edge *ed = &p->edges[e / 2];
+		int32_t nf = p->nodes[ed->from].nstrategies, nt = p->nodes[ed->to].nstrategies;
+		int32_t ns = e % 2 ? nt : nf, no = e % 2 ? nf : nt;
+		const uint64_t *order = orders[e];
+		for (int32_t a = 0; order && a < ns; a++) {
+			uint64_t zero = 0;
+			for (int32_t o = 0; o < no && o < 64; o++)
+				zero |= (uint64_t)(ed->cost[e % 2 ? o * nt + a : a * nt + o] == 0) << o;
+			assert_true(order[a] == zero);
+			for (int32_t b = 0; b < ns; b++) {
+				if (!(order[ns + a] >> b & 1))
+					continue;
+				bool below = true;
+				for (int32_t o = 0; o < no; o++)
+					below &= e % 2 ? ed->cost[o * nt + b] <= ed->cost[o * nt + a]
+						       : ed->cost[b * nt + o] <= ed->cost[a * nt + o];
+				assert_int_equal(order[2 * ns + a] >> b & 1, below);
+			}
+		}
+	}
+}
+
+/* Two reductions are the same: offset, nodes, costs and matrices. */
+static void assert_same_reduction(const struct dt_solve_reduction *a,
+				  const struct dt_solve_reduction *b)
+{
+	assert_int_equal(a->offset, b->offset);
+	assert_int_equal(a->r.nnodes, b->r.nnodes);
+	assert_int_equal(a->r.nedges, b->r.nedges);
+	for (int32_t v = 0; v < a->r.nnodes; v++) {
+		int32_t ns = a->r.nodes[v].nstrategies;
+		assert_int_equal(ns, b->r.nodes[v].nstrategies);
+		assert_memory_equal(a->r.nodes[v].cost, b->r.nodes[v].cost, sizeof(int64_t) * (size_t)ns);
+		assert_memory_equal(a->orig_strat[v], b->orig_strat[v], sizeof(int32_t) * (size_t)ns);
+	}
+	for (int32_t e = 0; e < a->r.nedges; e++) {
+		const struct dt_solve_edge *x = &a->r.edges[e], *y = &b->r.edges[e];
+		assert_int_equal(x->from, y->from);
+		assert_int_equal(x->to, y->to);
+		assert_memory_equal(x->cost, y->cost, sizeof(int64_t) *
+				    (size_t)a->r.nodes[x->from].nstrategies *
+				    (size_t)a->r.nodes[x->to].nstrategies);
+	}
+}
+
+/* A problem with red->r's edges and other costs (as a round prices it)
+ * reduces the same given red->r's row orders, which the dominance test
+ * fills in, as without them; the orders hold what the rows say. */
+static void check_orders_reused(const struct dt_solve_reduction *red)
+{
+	struct dt_solve_problem q = red->r;
+	q.usage_limit = -1;
+	q.nodes = dt_calloc((size_t)q.nnodes + 1, sizeof *q.nodes);
+	for (int32_t v = 0; v < q.nnodes; v++) {
+		q.nodes[v] = red->r.nodes[v];
+		q.nodes[v].cost = dt_malloc(sizeof(int64_t) * (size_t)q.nodes[v].nstrategies);
+		for (int32_t s = 0; s < q.nodes[v].nstrategies; s++)
+			q.nodes[v].cost[s] = dt_solve_add(red->r.nodes[v].cost[s],
+							  (v * 7 + s * 3) % 4);
+	}
+	struct dt_solve_reduction fresh, reused, again;
+	dt_solve_reduce(&q, NULL, &fresh);
+	dt_solve_reduce(&q, red->orders, &reused);
+	dt_solve_reduce(&q, red->orders, &again);
+	assert_same_reduction(&fresh, &reused);
+	assert_same_reduction(&fresh, &again);
+	check_orders(&red->r, red->orders);
+	check_orders(&reused.r, reused.orders);
+	dt_solve_reduction_fini(&fresh);
+	dt_solve_reduction_fini(&reused);
+	dt_solve_reduction_fini(&again);
+	for (int32_t v = 0; v < q.nnodes; v++)
+		dt_free(q.nodes[v].cost);
+	dt_free(q.nodes);
+}
+
 /* Reductions keep the optimum exactly, and expand it back. */
 static void check_reduction(const struct dt_solve_problem *p, int64_t opt)
 {
 	struct dt_solve_reduction red;
-	dt_solve_reduce(p, &red);
+	dt_solve_reduce(p, NULL, &red);
+	check_orders_reused(&red);
 	int32_t *x = dt_calloc((size_t)red.r.nnodes + 1, sizeof(int32_t));
 	int32_t *full = dt_calloc((size_t)p->nnodes + 1, sizeof(int32_t));
 	int64_t ropt = brute_force(&red.r, x);
@@ -471,7 +554,7 @@ static void test_proven(void **state)
 	/* The search alone, from the plan of least usage. */
 	struct dt_lagrange lg;
 	p.usage_limit = -1;
-	dt_lagrange_init(&lg, &p, 1);
+	dt_lagrange_init(&lg, &p, NULL, 1);
 	for (int i = 0; i < 3; i++)
 		dt_lagrange_round(&lg, NULL, NULL);
 	assert_true(lg.best_cost >= r.cost);
