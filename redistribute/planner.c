@@ -326,7 +326,9 @@ static int check_request(const struct dt_redist_request *req, char *err,
 		bool new_op = a->kind == DT_PL_PARTIAL && a->reduce != b->reduce;
 		if (b->kind != DT_PL_PARTIAL || !(from_shard || new_op))
 			continue;
-		char sa[32], sb[32]; /* named only in the message */
+		if (errlen == 0) /* priced only: no message to name them in */
+			return DT_EINPUT;
+		char sa[32], sb[32];
 		struct dt_placements one = {.ndim = 1};
 		one.p[0] = *a;
 		dt_placements_print(&one, sa, sizeof sa);

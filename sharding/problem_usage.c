@@ -34,26 +34,27 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 	/* Where no strided shard splits a dim, the device at coordinate 0
 	 * holds a largest shard of it (as in dt_redist_local_bytes): a
 	 * chunk's length never grows with its index, and chunk 0's never
-	 * shrinks with the length chunked. A strided shard's pieces break
-	 * the second: there every coordinate is walked. */
-	static const int64_t origin[DT_MAX_MESH_DIMS] = {0};
+	 * shrinks with the length chunked. Chunk 0 of l in n is ceil(l / n),
+	 * and ceil(ceil(l / a) / b) = ceil(l / (a b)): the mesh dims
+	 * sharding the dim divide it at once, in whatever order. A strided
+	 * shard's pieces break the first: there every coordinate is
+	 * walked. */
 	double n = dt_dtype_size((enum dt_dtype)t->dtype);
 	for (int d = 0; d < t->rank; d++) {
-		bool sharded = false, strided = false;
+		bool strided = false;
+		int64_t parts = 1;
 		for (int k = 0; k < pl->ndim; k++)
 			if ((pl->p[k].kind == DT_PL_SHARD ||
 			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
 			    pl->p[k].dim == d) {
-				sharded = true;
+				parts *= mesh->shape[k];
 				strided |= pl->p[k].kind == DT_PL_STRIDED_SHARD;
 			}
-		int64_t len = t->shape[d];
+		int64_t len = (t->shape[d] + parts - 1) / parts;
 		if (strided) {
 			struct dt_shard_lengths l;
-			dt_shard_lengths(pl, mesh->shape, d, len, &l);
+			dt_shard_lengths(pl, mesh->shape, d, t->shape[d], &l);
 			len = l.max;
-		} else if (sharded) {
-			len = dt_shard_length(pl, mesh->shape, origin, d, len);
 		}
 		n *= (double)len;
 	}

@@ -4,13 +4,15 @@
  * keeps (one per result placement first, by forward cost), the
  * node-by-node choices and the anchored and chained ones kept beyond the
  * cap, and the forward costs a consumer ranks by (a chain's from the
- * chained strategy it reads). */
+ * chained strategy it reads); and the per-rank bytes usages count
+ * (dt_shard_local_bytes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "problem_internal.h"
 #include "problem_prune.h"
 
 /* R or S(d), on a 1-D mesh. */
@@ -364,6 +366,59 @@ static void test_chain_continued(void **state)
 	dt_prune_fini(&p);
 }
 
+/* dt_shard_local_bytes is the largest shard over every device of a 2x3x4
+ * mesh, walked with dt_shard_length: lengths that split unevenly (7, 13,
+ * and 2 over 24 devices, which leaves most of them empty), every mesh dim
+ * R or S of either tensor dim, both shard orders of a dim split twice,
+ * and a strided shard. */
+static void test_local_bytes(void **state)
+{
+	(void)state;
+	struct dt_mesh mesh = {.ndim = 3, .shape = {2, 3, 4}, .size = 24};
+	struct dt_rule_tensor t = {.dtype = DT_FLOAT32, .rank = 2};
+	const int64_t lengths[][2] = {{7, 13}, {24, 5}, {2, 1}, {0, 9}};
+	int checked = 0;
+	for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+		t.shape[0] = lengths[li][0];
+		t.shape[1] = lengths[li][1];
+		for (int code = 0; code < 27 * 2; code++) {
+			struct dt_placements pl = {.ndim = 3};
+			for (int m = 0, c = code; m < 3; m++, c /= 3)
+				if (c % 3)
+					pl.p[m] = (struct dt_placement){
+					    .kind = DT_PL_SHARD,
+					    .dim = (int16_t)(c % 3 - 1)};
+			dt_placements_default_order(&pl);
+			if (code >= 27) { /* mesh dims 0 and 2 shard dim 0, in reverse; 1 strided */
+				if (pl.p[0].kind != DT_PL_SHARD || pl.p[2].kind != DT_PL_SHARD ||
+				    pl.p[0].dim != 0 || pl.p[2].dim != 0)
+					continue;
+				pl.order_pos[0] = 1;
+				pl.order_pos[2] = 0;
+				if (pl.p[1].kind == DT_PL_SHARD && pl.p[1].dim == 1)
+					pl.p[1] = (struct dt_placement){
+					    .kind = DT_PL_STRIDED_SHARD, .dim = 1,
+					    .split_factor = 2};
+			}
+			double want = 4;
+			for (int d = 0; d < 2; d++) {
+				int64_t most = 0, coord[3];
+				for (coord[0] = 0; coord[0] < 2; coord[0]++)
+					for (coord[1] = 0; coord[1] < 3; coord[1]++)
+						for (coord[2] = 0; coord[2] < 4; coord[2]++) {
+							int64_t l = dt_shard_length(&pl, mesh.shape, coord, d,
+										    t.shape[d]);
+							most = l > most ? l : most;
+						}
+				want *= (double)most;
+			}
+			assert_true(dt_shard_local_bytes(&mesh, &t, &pl) == want);
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 4 * (27 + 3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +429,7 @@ int main(void)
 	    cmocka_unit_test(test_chain_from_partial),
 	    cmocka_unit_test(test_chain_slices),
 	    cmocka_unit_test(test_chain_continued),
+	    cmocka_unit_test(test_local_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
