@@ -107,8 +107,8 @@ struct dt_solve_reduction {
  * with one strategy, merge parallel edges, and eliminate nodes of degree 0,
  * 1 and 2 by dynamic programming when their usage is the same whatever they
  * choose (the problem has no limit, the interval is empty, or the usages are
- * equal). Without a limit (priced problems) everything of degree <= 2 goes. */
-/* orders: NULL, or the row orders of p's edges as red->orders (those of
+ * equal). Without a limit (priced problems) everything of degree <= 2 goes.
+ * orders: NULL, or the row orders of p's edges as red->orders (those of
  * a reduction whose r has p's edges), which the dominance test reads and
  * adds to (so one thread's). */
 void dt_solve_reduce(const struct dt_solve_problem *p, uint64_t *const *orders,
@@ -282,8 +282,8 @@ struct dt_lagrange {
 	int32_t *undo;               /* [r nodes] strategy before the ball */
 };
 /* Start from the plan of least usage (ties: least cost), within the limit
- * when dt_solve_problem_check passed. */
-/* orders: NULL or the row orders of r's edges, copied. */
+ * when dt_solve_problem_check passed. orders: NULL or the row orders of
+ * r's edges, copied. */
 void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 		      uint64_t *const *orders, uint64_t seed);
 void dt_lagrange_fini(struct dt_lagrange *lg);

@@ -18,7 +18,7 @@
 #define BALL_WORK (1 << 18) /* variable elimination of a ball's core, up to
 			       this many table entries; else */
 #define BALL_BNB_NODES 16  /* branch and bound what it reduces to, up */
-#define BALL_VISITS 40000  /* to this many nodes and visits */
+#define BALL_VISITS 10000  /* to this many nodes and visits */
 
 static uint64_t next_random(uint64_t *s)
 {
