@@ -37,21 +37,25 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 	 * shrinks with the length chunked. Chunk 0 of l in n is ceil(l / n),
 	 * and ceil(ceil(l / a) / b) = ceil(l / (a b)): the mesh dims
 	 * sharding the dim divide it at once, in whatever order. A strided
-	 * shard's pieces break the first: there every coordinate is
-	 * walked. */
+	 * shard's pieces break the second (a longer piece can leave less to
+	 * each chunk), so there every coordinate is walked, unless the dim
+	 * divides evenly into every mesh dim's chunks of every piece: then
+	 * each device holds l / (a b ...). */
 	double n = dt_dtype_size((enum dt_dtype)t->dtype);
 	for (int d = 0; d < t->rank; d++) {
-		bool strided = false;
-		int64_t parts = 1;
-		for (int k = 0; k < pl->ndim; k++)
-			if ((pl->p[k].kind == DT_PL_SHARD ||
-			     pl->p[k].kind == DT_PL_STRIDED_SHARD) &&
-			    pl->p[k].dim == d) {
+		int64_t parts = 1, grain = 1;
+		for (int k = 0; k < pl->ndim; k++) {
+			const struct dt_placement *p = &pl->p[k];
+			if ((p->kind == DT_PL_SHARD ||
+			     p->kind == DT_PL_STRIDED_SHARD) && p->dim == d) {
 				parts *= mesh->shape[k];
-				strided |= pl->p[k].kind == DT_PL_STRIDED_SHARD;
+				grain *= mesh->shape[k] *
+					 (p->kind == DT_PL_STRIDED_SHARD
+						  ? p->split_factor : 1);
 			}
+		}
 		int64_t len = (t->shape[d] + parts - 1) / parts;
-		if (strided) {
+		if (t->shape[d] % grain != 0 && grain != parts) {
 			struct dt_shard_lengths l;
 			dt_shard_lengths(pl, mesh->shape, d, t->shape[d], &l);
 			len = l.max;

@@ -366,22 +366,43 @@ static void test_chain_continued(void **state)
 	dt_prune_fini(&p);
 }
 
+/* The largest shard of t under pl over every device of `mesh` (a 2x3x4
+ * mesh), in bytes, walked with dt_shard_length. */
+static double largest_shard(const struct dt_mesh *mesh,
+			    const struct dt_rule_tensor *t,
+			    const struct dt_placements *pl)
+{
+	double bytes = 4;
+	for (int d = 0; d < t->rank; d++) {
+		int64_t most = 0, c[3];
+		for (c[0] = 0; c[0] < mesh->shape[0]; c[0]++)
+			for (c[1] = 0; c[1] < mesh->shape[1]; c[1]++)
+				for (c[2] = 0; c[2] < mesh->shape[2]; c[2]++) {
+					int64_t l = dt_shard_length(pl, mesh->shape, c, d,
+								    t->shape[d]);
+					most = l > most ? l : most;
+				}
+		bytes *= (double)most;
+	}
+	return bytes;
+}
+
 /* dt_shard_local_bytes is the largest shard over every device of a 2x3x4
- * mesh, walked with dt_shard_length: lengths that split unevenly (7, 13,
- * and 2 over 24 devices, which leaves most of them empty), every mesh dim
- * R or S of either tensor dim, both shard orders of a dim split twice,
- * and a strided shard. */
+ * mesh: every mesh dim R or S of either dim of tensors whose dims split
+ * unevenly (7, 13, and 2 over 24 devices, which leaves most of them
+ * empty) and evenly (16, 12), both shard orders of a dim split twice; and
+ * strided shards over every length up to 48, where a longer piece can
+ * leave a device less (9 in 2 pieces over 3: 4, where 9 / 3 is 3). */
 static void test_local_bytes(void **state)
 {
 	(void)state;
 	struct dt_mesh mesh = {.ndim = 3, .shape = {2, 3, 4}, .size = 24};
 	struct dt_rule_tensor t = {.dtype = DT_FLOAT32, .rank = 2};
-	const int64_t lengths[][2] = {{7, 13}, {24, 5}, {2, 1}, {0, 9}};
-	int checked = 0;
+	const int64_t lengths[][2] = {{7, 13}, {24, 5}, {2, 1}, {0, 9}, {16, 12}};
 	for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
 		t.shape[0] = lengths[li][0];
 		t.shape[1] = lengths[li][1];
-		for (int code = 0; code < 27 * 2; code++) {
+		for (int code = 0; code < 27; code++) {
 			struct dt_placements pl = {.ndim = 3};
 			for (int m = 0, c = code; m < 3; m++, c /= 3)
 				if (c % 3)
@@ -389,34 +410,35 @@ static void test_local_bytes(void **state)
 					    .kind = DT_PL_SHARD,
 					    .dim = (int16_t)(c % 3 - 1)};
 			dt_placements_default_order(&pl);
-			if (code >= 27) { /* mesh dims 0 and 2 shard dim 0, in reverse; 1 strided */
-				if (pl.p[0].kind != DT_PL_SHARD || pl.p[2].kind != DT_PL_SHARD ||
-				    pl.p[0].dim != 0 || pl.p[2].dim != 0)
-					continue;
-				pl.order_pos[0] = 1;
+			assert_true(dt_shard_local_bytes(&mesh, &t, &pl) ==
+				    largest_shard(&mesh, &t, &pl));
+			if (pl.p[0].kind == DT_PL_SHARD && pl.p[2].kind == DT_PL_SHARD &&
+			    pl.p[0].dim == pl.p[2].dim) {
+				pl.order_pos[0] = 1; /* mesh dim 2 shards first */
 				pl.order_pos[2] = 0;
-				if (pl.p[1].kind == DT_PL_SHARD && pl.p[1].dim == 1)
-					pl.p[1] = (struct dt_placement){
-					    .kind = DT_PL_STRIDED_SHARD, .dim = 1,
-					    .split_factor = 2};
+				assert_true(dt_shard_local_bytes(&mesh, &t, &pl) ==
+					    largest_shard(&mesh, &t, &pl));
 			}
-			double want = 4;
-			for (int d = 0; d < 2; d++) {
-				int64_t most = 0, coord[3];
-				for (coord[0] = 0; coord[0] < 2; coord[0]++)
-					for (coord[1] = 0; coord[1] < 3; coord[1]++)
-						for (coord[2] = 0; coord[2] < 4; coord[2]++) {
-							int64_t l = dt_shard_length(&pl, mesh.shape, coord, d,
-										    t.shape[d]);
-							most = l > most ? l : most;
-						}
-				want *= (double)most;
-			}
-			assert_true(dt_shard_local_bytes(&mesh, &t, &pl) == want);
-			checked++;
 		}
 	}
-	assert_int_equal(checked, 4 * (27 + 3));
+	const struct dt_placement S1 = {.kind = DT_PL_SHARD, .dim = 1},
+				  S1_2 = {.kind = DT_PL_STRIDED_SHARD, .dim = 1,
+					  .split_factor = 2},
+				  S1_3 = {.kind = DT_PL_STRIDED_SHARD, .dim = 1,
+					  .split_factor = 3};
+	const struct dt_placements strided[] = {
+	    {.ndim = 3, .p = {{0}, S1_2, {0}}},
+	    {.ndim = 3, .p = {S1, S1_3, {0}}},
+	    {.ndim = 3, .p = {S1_3, S1, S1_2}},
+	};
+	t.shape[0] = 3;
+	for (size_t k = 0; k < sizeof strided / sizeof *strided; k++) {
+		struct dt_placements pl = strided[k];
+		dt_placements_default_order(&pl);
+		for (t.shape[1] = 0; t.shape[1] <= 48; t.shape[1]++)
+			assert_true(dt_shard_local_bytes(&mesh, &t, &pl) ==
+				    largest_shard(&mesh, &t, &pl));
+	}
 }
 
 int main(void)
