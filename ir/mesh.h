@@ -196,6 +196,21 @@ struct dt_shard_lengths {
 };
 void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
 		      int d, int64_t len, struct dt_shard_lengths *out);
+/* Whether the rank at coordinate 0 holds a largest shard of tensor dim
+ * d (global length len) under pl: a chunk's length never grows with its
+ * index, and chunk 0's never shrinks with the length chunked, so without
+ * `_S` it does; a strided shard's pieces break the second (a longer piece
+ * can leave less to each chunk: 9 in 2 pieces over 3 leaves 4 to rank 0
+ * but 10 leaves 3), so with them only where len divides into every mesh
+ * dim's chunks of every piece (all ranks alike). */
+bool dt_shard_origin_largest(const struct dt_placements *pl,
+			     const int64_t *mesh_shape, int d, int64_t len);
+/* The largest local length of tensor dim d over every rank: where the
+ * origin holds it, ceil(len / (a b ...)) over the mesh dims sharding d
+ * (chunk 0 of chunk 0: ceil(ceil(l / a) / b) = ceil(l / (a b))), else
+ * dt_shard_lengths' max. */
+int64_t dt_shard_largest(const struct dt_placements *pl,
+			 const int64_t *mesh_shape, int d, int64_t len);
 /* Chunk i of n of a length-L range: start and length (torch.chunk). */
 void dt_chunk(int64_t len, int64_t n, int64_t i, int64_t *start,
 	      int64_t *length);

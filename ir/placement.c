@@ -638,6 +638,42 @@ void dt_shard_lengths(const struct dt_placements *pl, const int64_t *mesh_shape,
 	}
 }
 
+/* The product of the mesh dims sharding tensor dim d into *parts; returns
+ * that times every strided shard's split factor (= *parts without _S). */
+static int64_t shard_grain(const struct dt_placements *pl,
+			   const int64_t *mesh_shape, int d, int64_t *parts)
+{
+	int64_t grain = 1;
+	*parts = 1;
+	for (int m = 0; m < pl->ndim; m++)
+		if (shards_dim(&pl->p[m], d)) {
+			*parts *= mesh_shape[m];
+			grain *= mesh_shape[m] * (pl->p[m].kind == DT_PL_STRIDED_SHARD
+							  ? pl->p[m].split_factor
+							  : 1);
+		}
+	return grain;
+}
+
+bool dt_shard_origin_largest(const struct dt_placements *pl,
+			     const int64_t *mesh_shape, int d, int64_t len)
+{
+	int64_t parts, grain = shard_grain(pl, mesh_shape, d, &parts);
+	return grain == parts || len % grain == 0;
+}
+
+int64_t dt_shard_largest(const struct dt_placements *pl,
+			 const int64_t *mesh_shape, int d, int64_t len)
+{
+	int64_t parts, grain = shard_grain(pl, mesh_shape, d, &parts);
+	if (grain != parts && len % grain != 0) {
+		struct dt_shard_lengths l;
+		dt_shard_lengths(pl, mesh_shape, d, len, &l);
+		return l.max;
+	}
+	return (len + parts - 1) / parts;
+}
+
 void dt_shard_shape(const struct dt_mesh *mesh, const struct dt_placements *pl,
 		    int64_t pos, const int64_t *g, int rank, int64_t *out)
 {
@@ -649,15 +685,7 @@ void dt_shard_shape(const struct dt_mesh *mesh, const struct dt_placements *pl,
 		return;
 	}
 	for (int d = 0; d < rank; d++)
-		out[d] = 0;
-	for (int64_t p = 0; p < mesh->size; p++) {
-		dt_mesh_coords(mesh, p, coord);
-		for (int d = 0; d < rank; d++) {
-			int64_t n = dt_shard_length(pl, mesh->shape, coord, d,
-						    g[d]);
-			out[d] = n > out[d] ? n : out[d];
-		}
-	}
+		out[d] = dt_shard_largest(pl, mesh->shape, d, g[d]);
 }
 
 bool dt_placements_refine(const struct dt_placements *src,

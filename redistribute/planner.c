@@ -492,12 +492,16 @@ double dt_redist_local_bytes(const struct dt_redist_plan *plan,
 			     const struct dt_placements *pl)
 {
 	int64_t coord[DT_MAX_MESH_DIMS], shape[DT_MAX_RANK], most = 0;
-	/* Without strided shards the device at coordinate 0 holds a largest
-	 * shard: a chunk's length never grows with its index, chunk 0's never
-	 * shrinks with the length chunked, and each tensor dim depends only
+	/* Where the device at coordinate 0 holds a largest shard of every
+	 * dim (dt_shard_origin_largest: all but some strided shards) it
+	 * holds a largest one of the tensor, each tensor dim depending only
 	 * on the mesh dims sharding it. So one device, not the whole mesh
 	 * (a 999992 x 3 mesh took seconds per call). */
-	int64_t devices = has_strided(pl) ? plan->mesh.size : 1;
+	int64_t devices = 1;
+	for (int d = 0; d < plan->rank; d++)
+		if (!dt_shard_origin_largest(pl, plan->mesh.shape, d,
+					     plan->shape[d]))
+			devices = plan->mesh.size;
 	for (int64_t pos = 0; pos < devices; pos++) {
 		dt_mesh_coords(&plan->mesh, pos, coord);
 		dt_redist_local_shape(plan, pl, coord, shape);

@@ -31,37 +31,9 @@ double dt_shard_local_bytes(const struct dt_mesh *mesh,
 			  const struct dt_rule_tensor *t,
 			  const struct dt_placements *pl)
 {
-	/* Where no strided shard splits a dim, the device at coordinate 0
-	 * holds a largest shard of it (as in dt_redist_local_bytes): a
-	 * chunk's length never grows with its index, and chunk 0's never
-	 * shrinks with the length chunked. Chunk 0 of l in n is ceil(l / n),
-	 * and ceil(ceil(l / a) / b) = ceil(l / (a b)): the mesh dims
-	 * sharding the dim divide it at once, in whatever order. A strided
-	 * shard's pieces break the second (a longer piece can leave less to
-	 * each chunk), so there every coordinate is walked, unless the dim
-	 * divides evenly into every mesh dim's chunks of every piece: then
-	 * each device holds l / (a b ...). */
 	double n = dt_dtype_size((enum dt_dtype)t->dtype);
-	for (int d = 0; d < t->rank; d++) {
-		int64_t parts = 1, grain = 1;
-		for (int k = 0; k < pl->ndim; k++) {
-			const struct dt_placement *p = &pl->p[k];
-			if ((p->kind == DT_PL_SHARD ||
-			     p->kind == DT_PL_STRIDED_SHARD) && p->dim == d) {
-				parts *= mesh->shape[k];
-				grain *= mesh->shape[k] *
-					 (p->kind == DT_PL_STRIDED_SHARD
-						  ? p->split_factor : 1);
-			}
-		}
-		int64_t len = (t->shape[d] + parts - 1) / parts;
-		if (t->shape[d] % grain != 0 && grain != parts) {
-			struct dt_shard_lengths l;
-			dt_shard_lengths(pl, mesh->shape, d, t->shape[d], &l);
-			len = l.max;
-		}
-		n *= (double)len;
-	}
+	for (int d = 0; d < t->rank; d++)
+		n *= (double)dt_shard_largest(pl, mesh->shape, d, t->shape[d]);
 	return n;
 }
 

@@ -392,7 +392,8 @@ static double largest_shard(const struct dt_mesh *mesh,
  * unevenly (7, 13, and 2 over 24 devices, which leaves most of them
  * empty) and evenly (16, 12), both shard orders of a dim split twice; and
  * strided shards over every length up to 48, where a longer piece can
- * leave a device less (9 in 2 pieces over 3: 4, where 9 / 3 is 3). */
+ * leave a device less (9 in 2 pieces over 3: 4, where 9 / 3 is 3); and
+ * dt_shard_origin_largest's claim. */
 static void test_local_bytes(void **state)
 {
 	(void)state;
@@ -435,9 +436,18 @@ static void test_local_bytes(void **state)
 	for (size_t k = 0; k < sizeof strided / sizeof *strided; k++) {
 		struct dt_placements pl = strided[k];
 		dt_placements_default_order(&pl);
-		for (t.shape[1] = 0; t.shape[1] <= 48; t.shape[1]++)
+		for (t.shape[1] = 0; t.shape[1] <= 48; t.shape[1]++) {
 			assert_true(dt_shard_local_bytes(&mesh, &t, &pl) ==
 				    largest_shard(&mesh, &t, &pl));
+			/* Where the origin is said to hold a largest shard,
+			 * it does (7 as S then _S(3) over 2 and 3: 2 at the
+			 * origin, 3 elsewhere). */
+			static const int64_t origin[3] = {0};
+			if (dt_shard_origin_largest(&pl, mesh.shape, 1, t.shape[1]))
+				assert_true(4.0 * 3 * (double)dt_shard_length(&pl, mesh.shape,
+						origin, 1, t.shape[1]) ==
+					    largest_shard(&mesh, &t, &pl));
+		}
 	}
 }
 
