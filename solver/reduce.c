@@ -401,18 +401,24 @@ static void eliminate_leaf(struct work *w, int32_t v)
 	push(w, u);
 }
 
-/* row[sx] = min(row[sx], a + b[sx]) for sx < nx (a is finite; an
- * infinite b[sx] never is less): the inner loop of a min-plus product,
- * without branches so that it vectorizes, with an AVX2 clone where the
- * CPU has it. */
+/* m[su][sx] = min(m[su][sx], a[su] + b[sx]) for su < nu and sx < n (an
+ * infinite a[su] or b[sx] never is less), n a multiple of 4 (rows padded
+ * with infinities, so no remainder loop: the rows are short): one term of
+ * a min-plus product, branch-free inside so that it vectorizes, with an
+ * AVX2 clone where the CPU has it. */
 DT_SOLVE_VECTOR_CLONES
-static void min_plus_row(int64_t *restrict row, const int64_t *restrict b,
-			 int64_t a, int32_t nx)
+static void min_plus_term(int64_t *restrict m, const int64_t *restrict a,
+			  const int64_t *restrict b, int32_t nu, int32_t n)
 {
-	int64_t lim = DT_SOLVE_INFINITE - a;
-	for (int32_t sx = 0; sx < nx; sx++) {
-		int64_t c = b[sx] < lim ? a + b[sx] : DT_SOLVE_INFINITE;
-		row[sx] = c < row[sx] ? c : row[sx];
+	n &= ~3; /* as it is: tells the compiler */
+	for (int32_t su = 0; su < nu; su++) {
+		if (a[su] == DT_SOLVE_INFINITE)
+			continue;
+		int64_t *row = &m[(int64_t)su * n], lim = DT_SOLVE_INFINITE - a[su];
+		for (int32_t sx = 0; sx < n; sx++) {
+			int64_t c = b[sx] < lim ? a[su] + b[sx] : DT_SOLVE_INFINITE;
+			row[sx] = c < row[sx] ? c : row[sx];
+		}
 	}
 }
 
@@ -446,24 +452,27 @@ static void eliminate_series(struct work *w, int32_t v)
 	int32_t u = other(w, e1, v), x = other(w, e2, v);
 	int32_t nu = w->n[u].ns, nx = w->n[x].ns;
 	int64_t *m = dt_malloc(sizeof(int64_t) * ((size_t)nu * nx + 1));
-	/* Row by row of u (min-plus product, rows of v's matrix towards x
-	 * contiguous; v's strategies infinite towards su skipped). */
-	int64_t *vx = dt_malloc(sizeof(int64_t) * ((size_t)nd->ns * nx + 1));
+	/* The min-plus product, a term per strategy sv of v (v's cost plus
+	 * its column towards u, a; its row towards x, contiguous and padded,
+	 * b), in t of rows padded to nx4, then copied into m. */
+	int32_t nx4 = (nx + 3) & ~3;
+	int64_t *a = dt_malloc(sizeof(int64_t) * ((size_t)nu + (size_t)nx4 * (nu + 1) + 1));
+	int64_t *b = a + nu, *t = b + nx4;
 	struct rows ru = rows_of(w, e1, v), rx = rows_of(w, e2, v);
-	for (int32_t sv = 0; sv < nd->ns; sv++)
+	for (int64_t i = 0; i < (int64_t)nu * nx4; i++)
+		t[i] = DT_SOLVE_INFINITE;
+	for (int32_t sx = nx; sx < nx4; sx++)
+		b[sx] = DT_SOLVE_INFINITE;
+	for (int32_t sv = 0; sv < nd->ns; sv++) {
+		for (int32_t su = 0; su < nu; su++)
+			a[su] = dt_solve_add(nd->cost[sv], entry(&ru, sv, su));
 		for (int32_t sx = 0; sx < nx; sx++)
-			vx[(int64_t)sv * nx + sx] = entry(&rx, sv, sx);
-	for (int32_t su = 0; su < nu; su++) {
-		int64_t *row = &m[(int64_t)su * nx];
-		for (int32_t sx = 0; sx < nx; sx++)
-			row[sx] = DT_SOLVE_INFINITE;
-		for (int32_t sv = 0; sv < nd->ns; sv++) {
-			int64_t a = dt_solve_add(nd->cost[sv], entry(&ru, sv, su));
-			if (a < DT_SOLVE_INFINITE)
-				min_plus_row(row, &vx[(int64_t)sv * nx], a, nx);
-		}
+			b[sx] = entry(&rx, sv, sx);
+		min_plus_term(t, a, b, nu, nx4);
 	}
-	dt_free(vx);
+	for (int32_t su = 0; su < nu; su++)
+		memcpy(&m[(int64_t)su * nx], &t[(int64_t)su * nx4], sizeof(int64_t) * (size_t)nx);
+	dt_free(a);
 	struct series s = {.nv = nd->ns, .cost = nd->cost, .map = nd->map,
 			   .u_at = strategy_at(w, u), .w_at = strategy_at(w, x)};
 	nd->cost = NULL;
