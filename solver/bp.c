@@ -11,6 +11,7 @@
  * twice. */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
@@ -94,15 +95,23 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v)
 				out[su] = c < out[su] ? c : out[su];
 			}
 		}
-	} else { /* mat[su][sv]: rows of u */
+	} else { /* mat[su][sv]: rows of u, each a minimum over 4 lanes */
+		int32_t n4 = nv & ~3;
 		for (int32_t su = 0; su < nu; su++) {
 			const double *row = &mat[(int64_t)su * nv];
-			double best = h[0] + row[0];
-			for (int32_t s = 1; s < nv; s++) {
+			double lane[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+			for (int32_t s = 0; s < n4; s += 4)
+				for (int k = 0; k < 4; k++) {
+					double c = h[s + k] + row[s + k];
+					lane[k] = c < lane[k] ? c : lane[k];
+				}
+			for (int32_t s = n4; s < nv; s++) {
 				double c = h[s] + row[s];
-				best = c < best ? c : best;
+				lane[0] = c < lane[0] ? c : lane[0];
 			}
-			out[su] = best;
+			double best = lane[0] < lane[1] ? lane[0] : lane[1];
+			double other = lane[2] < lane[3] ? lane[2] : lane[3];
+			out[su] = best < other ? best : other;
 		}
 	}
 	double lo = out[0];
