@@ -83,7 +83,6 @@ struct dt_solve_reduction {
 	struct dt_solve_problem r;
 	int64_t offset;
 	int32_t norig;          /* nodes of the original */
-	int32_t *orig_nstrategies; /* [norig] */
 	int32_t *orig_node;     /* [r.nnodes]: original node, -1 for ballast */
 	int32_t **orig_strat;   /* [r.nnodes][r's strategies]: original index */
 	int32_t nsteps;
@@ -110,7 +109,8 @@ struct dt_solve_reduction {
  * equal). Without a limit (priced problems) everything of degree <= 2 goes.
  * orders: NULL, or the row orders of p's edges as red->orders (those of
  * a reduction whose r has p's edges), which the dominance test reads and
- * adds to (so one thread's). */
+ * adds to (so one thread's). red's series steps read p's edge matrices
+ * when a plan expands: p's edges must outlive red. */
 void dt_solve_reduce(const struct dt_solve_problem *p, uint64_t *const *orders,
 		     struct dt_solve_reduction *red);
 void dt_solve_reduction_fini(struct dt_solve_reduction *red);

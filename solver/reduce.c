@@ -174,7 +174,10 @@ static void merge_parallel(struct work *w, int32_t v)
 		}
 		struct wedge *k = &w->e.data[keep];
 		struct rows r = rows_of(w, e, v);
-		if (!k->own_m)
+		/* k's matrix changes: its own copy, its orders stale. */
+		if (k->own_m)
+			stale_orders(k);
+		else
 			set_matrix(k, copy_words(k->m, (size_t)w->n[k->a].ns *
 						 (size_t)w->n[k->b].ns,
 						 sizeof *k->m));
@@ -184,7 +187,6 @@ static void merge_parallel(struct work *w, int32_t v)
 				int32_t sv = k->a == v ? a : b, su = k->a == v ? b : a;
 				*x = dt_solve_add(*x, entry(&r, sv, su));
 			}
-		stale_orders(k);
 		kill_edge(w, e);
 		w->merged++;
 	}
@@ -666,9 +668,6 @@ void dt_solve_reduce(const struct dt_solve_problem *p, uint64_t *const *orders,
 	red->removed_strategies = w.removed;
 	red->eliminated_nodes = w.eliminated;
 	red->merged_edges = w.merged;
-	red->orig_nstrategies = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
-	for (int32_t v = 0; v < p->nnodes; v++)
-		red->orig_nstrategies[v] = p->nodes[v].nstrategies;
 	for (int32_t v = 0; v < p->nnodes; v++) {
 		dt_free(w.n[v].map);
 		dt_free(w.n[v].cost);
@@ -763,7 +762,6 @@ void dt_solve_reduction_fini(struct dt_solve_reduction *red)
 		dt_free(st->series.own[1]);
 	}
 	dt_free(red->steps);
-	dt_free(red->orig_nstrategies);
 	for (int32_t e = 0; e < 2 * red->r.nedges; e++)
 		dt_free(red->orders[e]);
 	dt_free(red->orders);
