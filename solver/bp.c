@@ -6,13 +6,43 @@
  * descent and large neighbourhoods then improve (trws.c is the odd
  * threads'). Exact on trees; on the loopy cores it is a heuristic that
  * sees far beyond one node. Messages are doubles (costs up to the
- * contest's 1e18 keep their order), normalised to a minimum of 0 and
- * damped by half. Cost per iteration: the sum of the edge matrix sizes,
- * twice. */
+ * contest's 1e18 keep their order; infinite ones stand as dt_messages'
+ * `big`), normalised to a minimum of 0 and damped by half. Cost per
+ * iteration: the sum of the edge matrix sizes, twice. */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
+
+/* The most a plan of finite costs can cost: every node's and every
+ * edge's largest finite cost, summed. */
+static double finite_bound(const struct dt_solve_problem *p)
+{
+	double sum = 0;
+	for (int32_t v = 0; v < p->nnodes; v++) {
+		int64_t most = 0;
+		for (int32_t s = 0; s < p->nodes[v].nstrategies; s++)
+			if (p->nodes[v].cost[s] != DT_SOLVE_INFINITE &&
+			    p->nodes[v].cost[s] > most)
+				most = p->nodes[v].cost[s];
+		sum += (double)most;
+	}
+	for (int32_t e = 0; e < p->nedges; e++) {
+		int64_t n = (int64_t)p->nodes[p->edges[e].from].nstrategies *
+			    p->nodes[p->edges[e].to].nstrategies, most = 0;
+		for (int64_t k = 0; k < n; k++)
+			if (p->edges[e].cost[k] != DT_SOLVE_INFINITE &&
+			    p->edges[e].cost[k] > most)
+				most = p->edges[e].cost[k];
+		sum += (double)most;
+	}
+	return sum;
+}
+
+double dt_messages_cost(const struct dt_messages *m, int64_t cost)
+{
+	return cost == DT_SOLVE_INFINITE ? m->big : (double)cost;
+}
 
 void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
 {
@@ -34,6 +64,7 @@ void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
 	for (int32_t v = 0; v < p->nnodes; v++)
 		most = p->nodes[v].nstrategies > most ? p->nodes[v].nstrategies : most;
 	m->msg = dt_calloc(total + 1, sizeof(double));
+	m->big = 1.0 + finite_bound(p);
 	/* The edge matrices as doubles, converted once, not per iteration:
 	 * the min-sum loops then vectorize. */
 	m->costs = dt_malloc(sizeof(double) * (entries + 1));
@@ -41,7 +72,8 @@ void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
 		size_t n = (size_t)p->nodes[p->edges[e].from].nstrategies *
 			   (size_t)p->nodes[p->edges[e].to].nstrategies;
 		for (size_t k = 0; k < n; k++)
-			m->costs[m->first[e] + k] = (double)p->edges[e].cost[k];
+			m->costs[m->first[e] + k] =
+			    dt_messages_cost(m, p->edges[e].cost[k]);
 	}
 	m->belief = dt_malloc(sizeof(double) * (size_t)most);
 	m->h = dt_malloc(sizeof(double) * (size_t)most);
@@ -69,7 +101,7 @@ void dt_messages_gather(struct dt_messages *m, int32_t v)
 {
 	const struct dt_solve_node *nd = &m->p->nodes[v];
 	for (int32_t s = 0; s < nd->nstrategies; s++)
-		m->belief[s] = (double)nd->cost[s];
+		m->belief[s] = dt_messages_cost(m, nd->cost[s]);
 	for (int32_t i = m->adj.off[v]; i < m->adj.off[v + 1]; i++) {
 		const double *in = dt_messages_into(m, m->adj.edge[i], v);
 		for (int32_t s = 0; s < nd->nstrategies; s++)

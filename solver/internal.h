@@ -294,7 +294,12 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 
 /* Min-sum messages over the edges of `p` (both directions; doubles,
  * zero at first), its edge matrices as doubles, and scratch of the most
- * strategies a node has. */
+ * strategies a node has. An infinite cost (node or edge entry) stands as
+ * `big`, one more than the costliest plan of finite costs could be (every
+ * node's and every edge's largest finite cost summed): a plan through it
+ * still costs more than any finite one, while sums and differences of
+ * messages stay exact where INT64_MAX as a double would swallow the
+ * finite costs beside it (x + 9.2e18 - 9.2e18 is 0 for x below 1024). */
 struct dt_messages {
 	const struct dt_solve_problem *p;
 	struct dt_adjacency adj;
@@ -302,9 +307,12 @@ struct dt_messages {
 	size_t *first;          /* costs[first[e]]: e's matrix */
 	double *msg, *costs;
 	double *belief, *h, *out;
+	double big;
 };
 void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p);
 void dt_messages_fini(struct dt_messages *m);
+/* A cost as the messages weigh it: an infinite one is m->big. */
+double dt_messages_cost(const struct dt_messages *m, int64_t cost);
 /* The message along edge e into its end v (indexed by v's strategy). */
 double *dt_messages_into(const struct dt_messages *m, int32_t e, int32_t v);
 /* m->belief[] = v's cost plus every message into v. */
@@ -317,5 +325,7 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v);
  * of damped min-sum message passing, each node then at its least belief,
  * into x[]. */
 void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);
-/* The same start by sequential tree-reweighted message passing (trws.c). */
+/* The same start by sequential tree-reweighted message passing (trws.c):
+ * up to `iterations`, stopping sooner once decoded plans stop improving;
+ * x[] is the cheapest plan decoded. */
 void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);

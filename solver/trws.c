@@ -9,11 +9,22 @@
  * message) less the reverse message. Unlike damped loopy belief
  * propagation it never oscillates: each pass raises a lower bound of the
  * linear relaxation, and where that relaxation is tight its plan is the
- * optimum. The plan is decoded on a last forward pass, each node choosing
+ * optimum. A plan is decoded on a forward pass, each node choosing
  * against its earlier neighbours' choices and its later neighbours'
- * messages. Messages are doubles normalised to a minimum of 0 (bp.c's
- * store). Cost per iteration: the sum of the edge matrix sizes, twice. */
+ * messages, every TRWS_DECODE_EVERY iterations; the cheapest decoded is
+ * the plan. Messages are doubles normalised to a minimum of 0 (bp.c's
+ * store, where infinite costs stand finite: as INT64_MAX they cancelled
+ * out of the differences and left the decoded plans at twice the optimum
+ * after 3000 passes). Cost per iteration: the sum of the edge matrix
+ * sizes, twice. */
 #include "internal.h"
+
+#include <string.h>
+
+/* The plan is decoded every this many iterations, and the passing stops
+ * once this many decodes in a row found no cheaper plan than the best. */
+#define TRWS_DECODE_EVERY 10
+#define TRWS_PATIENCE 5
 
 /* gamma[v] of each node (above). */
 static double *gammas(const struct dt_messages *m)
@@ -61,13 +72,14 @@ static void decode(struct dt_messages *m, int32_t *x)
 	for (int32_t v = 0; v < p->nnodes; v++) {
 		const struct dt_solve_node *nd = &p->nodes[v];
 		for (int32_t s = 0; s < nd->nstrategies; s++)
-			m->belief[s] = (double)nd->cost[s];
+			m->belief[s] = dt_messages_cost(m, nd->cost[s]);
 		for (int32_t i = m->adj.off[v]; i < m->adj.off[v + 1]; i++) {
 			int32_t e = m->adj.edge[i], u = dt_edge_other(p, e, v);
 			const double *in = dt_messages_into(m, e, v);
 			for (int32_t s = 0; s < nd->nstrategies; s++)
 				m->belief[s] += u > v ? in[s]
-					: (double)dt_edge_cost(p, e, v, s, x[u]);
+					: dt_messages_cost(m, dt_edge_cost(
+						p, e, v, s, x[u]));
 		}
 		x[v] = 0;
 		for (int32_t s = 1; s < nd->nstrategies; s++)
@@ -80,11 +92,26 @@ void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 	struct dt_messages m;
 	dt_messages_init(&m, p);
 	double *gamma = gammas(&m);
-	for (int it = 0; it < iterations; it++) {
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
+	dt_wide best = -1;
+	for (int it = 1, stale = 0; it <= iterations && stale < TRWS_PATIENCE;
+	     it++) {
 		pass(&m, gamma, true);
 		pass(&m, gamma, false);
+		if (it % TRWS_DECODE_EVERY != 0 && it < iterations)
+			continue;
+		decode(&m, y);
+		dt_wide cost = dt_plan_cost(p, y);
+		stale++;
+		if (best < 0 || cost < best) {
+			best = cost;
+			stale = 0;
+			memcpy(x, y, sizeof(int32_t) * (size_t)p->nnodes);
+		}
 	}
-	decode(&m, x);
+	if (best < 0)
+		decode(&m, x);
+	dt_free(y);
 	dt_free(gamma);
 	dt_messages_fini(&m);
 }
