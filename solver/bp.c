@@ -7,7 +7,7 @@
  * threads'). Exact on trees; on the loopy cores it is a heuristic that
  * sees far beyond one node. Messages are doubles (costs up to the
  * contest's 1e18 keep their order; infinite ones stand as dt_messages'
- * `big`), normalised to a minimum of 0 and damped by half. Cost per
+ * `big`, finite with only_start), normalised to a minimum of 0 and damped by half. Cost per
  * iteration: the sum of the edge matrix sizes, twice. */
 #include "internal.h"
 
@@ -44,7 +44,8 @@ double dt_messages_cost(const struct dt_messages *m, int64_t cost)
 	return cost == DT_SOLVE_INFINITE ? m->big : (double)cost;
 }
 
-void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
+void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
+		      bool only_start)
 {
 	m->p = p;
 	dt_adjacency_init(&m->adj, p);
@@ -64,7 +65,8 @@ void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p)
 	for (int32_t v = 0; v < p->nnodes; v++)
 		most = p->nodes[v].nstrategies > most ? p->nodes[v].nstrategies : most;
 	m->msg = dt_calloc(total + 1, sizeof(double));
-	m->big = 1.0 + finite_bound(p);
+	m->only_start = only_start;
+	m->big = only_start ? 1.0 + finite_bound(p) : (double)DT_SOLVE_INFINITE;
 	/* The edge matrices as doubles, converted once, not per iteration:
 	 * the min-sum loops then vectorize. */
 	m->costs = dt_malloc(sizeof(double) * (entries + 1));
@@ -152,10 +154,11 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v)
 	return lo;
 }
 
-void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
+void dt_bp_plan(const struct dt_solve_problem *p, int iterations,
+		bool only_start, int32_t *x)
 {
 	struct dt_messages m;
-	dt_messages_init(&m, p);
+	dt_messages_init(&m, p, only_start);
 	for (int it = 0; it <= iterations; it++) {
 		for (int32_t v = 0; v < p->nnodes; v++) {
 			const struct dt_solve_node *nd = &p->nodes[v];

@@ -308,8 +308,19 @@ struct dt_messages {
 	double *msg, *costs;
 	double *belief, *h, *out;
 	double big;
+	bool only_start;
 };
-void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p);
+/* only_start: the start of a problem without a limit, which the search
+ * never starts again: infinite costs weigh as `big`, and TRW-S decodes
+ * every TRWS_DECODE_EVERY passes and keeps the cheapest. A priced core's
+ * start (false) keeps the arithmetic the priced search was tuned with:
+ * an infinite cost as INT64_MAX in a double, one decode after the last
+ * pass. With `big` there, at 30 passes llama/fsdp_tp under its budget
+ * lost its plan (71153 -> 104462) at 2 seeds of 4; at 70 it held on all
+ * 4, but gpt2/3d's opt under budget took 29% more instructions on its
+ * critical path (session 18). */
+void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
+		      bool only_start);
 void dt_messages_fini(struct dt_messages *m);
 /* A cost as the messages weigh it: an infinite one is m->big. */
 double dt_messages_cost(const struct dt_messages *m, int64_t cost);
@@ -324,8 +335,10 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v);
 /* A plan of `p` (its costs only; usage is ignored) from `iterations` rounds
  * of damped min-sum message passing, each node then at its least belief,
  * into x[]. */
-void dt_bp_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);
+void dt_bp_plan(const struct dt_solve_problem *p, int iterations,
+		bool only_start, int32_t *x);
 /* The same start by sequential tree-reweighted message passing (trws.c):
- * up to `iterations`, stopping sooner once decoded plans stop improving;
- * x[] is the cheapest plan decoded. */
-void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x);
+ * `iterations` passes; with only_start, up to that many, stopping sooner
+ * once decoded plans stop improving, x[] the cheapest decoded. */
+void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
+		  bool only_start, int32_t *x);

@@ -25,17 +25,14 @@
 #include <math.h>
 #include <string.h>
 
-#define START_ITERATIONS 30 /* belief propagation's rounds of a core's start */
-/* TRW-S's passes at most (dt_trws_plan stops sooner once its decoded
- * plans stop improving), where BP's plan settles within 30: 70 on a
- * priced core, which 30 left on a different plan from seed to seed
- * (llama/fsdp_tp under its budget: 71153 on 4 seeds of 4 at 70, 2 of 4 at
- * 30); 1000 on a problem without a limit, whose first round's start is
- * the start of all (the medium-size llama/fsdp_tp core, 198 nodes,
- * reaches the optimum of its linear relaxation, integral there, 5% below
- * BP's). */
-#define PRICED_TRWS_ITERATIONS 70
-#define UNLIMITED_TRWS_ITERATIONS 1000
+#define START_ITERATIONS 30 /* message passing rounds of a core's start */
+/* TRW-S's passes at most on a problem without a limit, whose first
+ * round's start is the start of all (dt_messages_init's only_start):
+ * its decoded plan keeps improving for hundreds of passes where BP's
+ * settles (dt_trws_plan stops once it no longer does); the medium-size
+ * llama/fsdp_tp core, 198 nodes, reaches the optimum of its linear
+ * relaxation, integral there, 5% below BP's. */
+#define ONLY_START_TRWS_ITERATIONS 1000
 #define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
 #define REPAIR_STEPS 8 /* repair steps of a priced plan over the limit */
 #define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
@@ -298,10 +295,11 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 		if (bound > (double)lg->lower_bound && bound < 9e18)
 			lg->lower_bound = (int64_t)bound;
 	} else if (lg->trws) {
-		dt_trws_plan(c, r->usage_limit < 0 ? UNLIMITED_TRWS_ITERATIONS
-						   : PRICED_TRWS_ITERATIONS, y);
+		bool only = r->usage_limit < 0;
+		dt_trws_plan(c, only ? ONLY_START_TRWS_ITERATIONS
+				     : START_ITERATIONS, only, y);
 	} else {
-		dt_bp_plan(c, START_ITERATIONS, y);
+		dt_bp_plan(c, START_ITERATIONS, r->usage_limit < 0, y);
 	}
 	struct dt_local start;
 	dt_local_init(&start, c);

@@ -11,18 +11,19 @@
  * linear relaxation, and where that relaxation is tight its plan is the
  * optimum. A plan is decoded on a forward pass, each node choosing
  * against its earlier neighbours' choices and its later neighbours'
- * messages, every TRWS_DECODE_EVERY iterations; the cheapest decoded is
- * the plan. Messages are doubles normalised to a minimum of 0 (bp.c's
- * store, where infinite costs stand finite: as INT64_MAX they cancelled
- * out of the differences and left the decoded plans at twice the optimum
- * after 3000 passes). Cost per iteration: the sum of the edge matrix
- * sizes, twice. */
+ * messages: after the last pass, or with only_start (a problem without a
+ * limit) every TRWS_DECODE_EVERY passes, the cheapest decoded being the
+ * plan. Messages are doubles normalised to a minimum of 0 (bp.c's store;
+ * with only_start infinite costs stand finite: as INT64_MAX they cancelled
+ * out of the differences and left the decoded plans of the medium-size
+ * llama/fsdp_tp core at twice the optimum after 3000 passes). Cost per
+ * iteration: the sum of the edge matrix sizes, twice. */
 #include "internal.h"
 
 #include <string.h>
 
-/* The plan is decoded every this many iterations, and the passing stops
- * once this many decodes in a row found no cheaper plan than the best. */
+/* With only_start, the plan is decoded every this many passes, and the
+ * passing stops once this many decodes in a row found no cheaper plan. */
 #define TRWS_DECODE_EVERY 10
 #define TRWS_PATIENCE 5
 
@@ -87,10 +88,11 @@ static void decode(struct dt_messages *m, int32_t *x)
 	}
 }
 
-void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
+void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
+		  bool only_start, int32_t *x)
 {
 	struct dt_messages m;
-	dt_messages_init(&m, p);
+	dt_messages_init(&m, p, only_start);
 	double *gamma = gammas(&m);
 	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
 	dt_wide best = -1;
@@ -98,7 +100,8 @@ void dt_trws_plan(const struct dt_solve_problem *p, int iterations, int32_t *x)
 	     it++) {
 		pass(&m, gamma, true);
 		pass(&m, gamma, false);
-		if (it % TRWS_DECODE_EVERY != 0 && it < iterations)
+		if ((!only_start || it % TRWS_DECODE_EVERY != 0) &&
+		    it < iterations)
 			continue;
 		decode(&m, y);
 		dt_wide cost = dt_plan_cost(p, y);

@@ -36,13 +36,32 @@ Needs torch (Debian's python3-torch 1.13, /usr/bin/python3).
 import functools
 import inspect
 import math
+import os
 
 import torch
 import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
-# One size set for all models: batch, sequence, hidden, vocabulary.
-B, T, H, V = 8, 8, 32, 64
+# One size set for all models: batch, sequence, hidden, vocabulary, and
+# the blocks' inner widths. "toy", the suite's: runs check in seconds, and
+# a collective's latency outweighs its bytes, so a plan that gathers
+# weights once and computes replicated beats the expert's. "medium": 16
+# times the tokens and 8 times the width (128 tokens a sequence, hidden
+# 256, GPT-2's 4x MLP), where bytes weigh as in real blocks; for tables
+# (run_models.py --no-check: a checked run there takes minutes).
+# DTOPT_MODEL_SIZES in the environment picks one (default toy).
+SIZES = {
+    "toy": dict(B=8, T=8, H=32, V=64, LLAMA_FFN=64, MLP_HIDDEN=64,
+                MIX_TOKEN_HIDDEN=16, MIX_CHANNEL_HIDDEN=64),
+    "medium": dict(B=8, T=128, H=256, V=512, LLAMA_FFN=768, MLP_HIDDEN=1024,
+                   MIX_TOKEN_HIDDEN=256, MIX_CHANNEL_HIDDEN=1024),
+}
+SIZE_SET = os.environ.get("DTOPT_MODEL_SIZES", "toy")
+if SIZE_SET not in SIZES:
+    raise SystemExit("DTOPT_MODEL_SIZES=%s: not one of %s"
+                     % (SIZE_SET, ", ".join(SIZES)))
+_SIZE = SIZES[SIZE_SET]
+B, T, H, V = _SIZE["B"], _SIZE["T"], _SIZE["H"], _SIZE["V"]
 
 # ---------------------------------------------------------------------------
 # GPT-2 block
@@ -94,7 +113,7 @@ GPT2_PARAMS = [  # name, shape, tp role
 # ---------------------------------------------------------------------------
 # Llama block
 
-LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_FFN = 8, 4, 64
+LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_FFN = 8, 4, _SIZE["LLAMA_FFN"]
 
 
 def rms_norm(x, w, eps=1e-5):
@@ -159,7 +178,7 @@ LLAMA_PARAMS = [
 # ---------------------------------------------------------------------------
 # MLP with an SGD step
 
-MLP_HIDDEN, SGD_LR = 64, 0.1
+MLP_HIDDEN, SGD_LR = _SIZE["MLP_HIDDEN"], 0.1
 
 
 def mlp_sgd_forward(x, y, w1, b1, w2, b2):
@@ -175,7 +194,8 @@ MLP_SGD_PARAMS = [
 # ---------------------------------------------------------------------------
 # MLP-Mixer block
 
-MIX_TOKEN_HIDDEN, MIX_CHANNEL_HIDDEN, MIX_CLASSES = 16, 64, 16
+MIX_TOKEN_HIDDEN, MIX_CHANNEL_HIDDEN, MIX_CLASSES = (
+    _SIZE["MIX_TOKEN_HIDDEN"], _SIZE["MIX_CHANNEL_HIDDEN"], 16)
 
 
 def mixer_forward(x, labels, ln1_w, ln1_b, tok1_w, tok1_b, tok2_w, tok2_b,

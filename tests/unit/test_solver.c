@@ -723,9 +723,9 @@ static void test_trws_long(void **state)
 		grid(&p, 8);
 		p.usage_limit = -1;
 		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
-		dt_trws_plan(&p, 30, x);
+		dt_trws_plan(&p, 30, true, x);
 		dt_wide brief = dt_plan_cost(&p, x);
-		dt_trws_plan(&p, 1000, x);
+		dt_trws_plan(&p, 1000, true, x);
 		dt_wide longer = dt_plan_cost(&p, x);
 		assert_true(longer <= brief);
 		better += longer < brief;
@@ -753,10 +753,10 @@ static void test_trws(void **state)
 			submodular_grid(&p);
 		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
 		int64_t opt = brute_force(&p, NULL);
-		dt_trws_plan(&p, 30, x);
+		dt_trws_plan(&p, 30, true, x);
 		assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
 		if (i < 60) {
-			dt_bp_plan(&p, 30, x);
+			dt_bp_plan(&p, 30, true, x);
 			assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
 		}
 		dt_free(x);
