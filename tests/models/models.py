@@ -43,25 +43,21 @@ import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
 # One size set for all models: batch, sequence, hidden, vocabulary, and
-# the blocks' inner widths. "toy", the suite's: runs check in seconds, and
-# a collective's latency outweighs its bytes, so a plan that gathers
-# weights once and computes replicated beats the expert's. "medium": 16
-# times the tokens and 8 times the width (128 tokens a sequence, hidden
-# 256, GPT-2's 4x MLP), where bytes weigh as in real blocks; for tables
-# (run_models.py --no-check: a checked run there takes minutes).
-# DTOPT_MODEL_SIZES in the environment picks one (default toy).
-SIZES = {
-    "toy": dict(B=8, T=8, H=32, V=64, LLAMA_FFN=64, MLP_HIDDEN=64,
-                MIX_TOKEN_HIDDEN=16, MIX_CHANNEL_HIDDEN=64),
-    "medium": dict(B=8, T=128, H=256, V=512, LLAMA_FFN=768, MLP_HIDDEN=1024,
-                   MIX_TOKEN_HIDDEN=256, MIX_CHANNEL_HIDDEN=1024),
-}
+# the blocks' inner widths (one line: variants.py replaces them). These
+# are "toy", the suite's: runs check in seconds, and a collective's
+# latency outweighs its bytes, so a plan that gathers weights once and
+# computes replicated beats the expert's. DTOPT_MODEL_SIZES=medium in the
+# environment takes MEDIUM instead: 16 times the tokens and 8 times the
+# width (128 tokens a sequence, hidden 256, GPT-2's 4x MLP), where bytes
+# weigh as in real blocks; for tables (run_models.py --no-check: a checked
+# run there takes minutes).
+B, T, H, V, LLAMA_FFN, MLP_HIDDEN, MIX_TOKEN_HIDDEN, MIX_CHANNEL_HIDDEN = 8, 8, 32, 64, 64, 64, 16, 64
+MEDIUM = dict(B=8, T=128, H=256, V=512, LLAMA_FFN=768, MLP_HIDDEN=1024,
+              MIX_TOKEN_HIDDEN=256, MIX_CHANNEL_HIDDEN=1024)
 SIZE_SET = os.environ.get("DTOPT_MODEL_SIZES", "toy")
-if SIZE_SET not in SIZES:
-    raise SystemExit("DTOPT_MODEL_SIZES=%s: not one of %s"
-                     % (SIZE_SET, ", ".join(SIZES)))
-_SIZE = SIZES[SIZE_SET]
-B, T, H, V = _SIZE["B"], _SIZE["T"], _SIZE["H"], _SIZE["V"]
+if SIZE_SET not in ("toy", "medium"):
+    raise SystemExit("DTOPT_MODEL_SIZES=%s: not toy or medium" % SIZE_SET)
+globals().update(MEDIUM if SIZE_SET == "medium" else {})
 
 # ---------------------------------------------------------------------------
 # GPT-2 block
@@ -113,7 +109,7 @@ GPT2_PARAMS = [  # name, shape, tp role
 # ---------------------------------------------------------------------------
 # Llama block
 
-LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_FFN = 8, 4, _SIZE["LLAMA_FFN"]
+LLAMA_HEADS, LLAMA_KV_HEADS = 8, 4
 
 
 def rms_norm(x, w, eps=1e-5):
@@ -178,7 +174,7 @@ LLAMA_PARAMS = [
 # ---------------------------------------------------------------------------
 # MLP with an SGD step
 
-MLP_HIDDEN, SGD_LR = _SIZE["MLP_HIDDEN"], 0.1
+SGD_LR = 0.1
 
 
 def mlp_sgd_forward(x, y, w1, b1, w2, b2):
@@ -194,8 +190,7 @@ MLP_SGD_PARAMS = [
 # ---------------------------------------------------------------------------
 # MLP-Mixer block
 
-MIX_TOKEN_HIDDEN, MIX_CHANNEL_HIDDEN, MIX_CLASSES = (
-    _SIZE["MIX_TOKEN_HIDDEN"], _SIZE["MIX_CHANNEL_HIDDEN"], 16)
+MIX_CLASSES = 16
 
 
 def mixer_forward(x, labels, ln1_w, ln1_b, tok1_w, tok1_b, tok2_w, tok2_b,
