@@ -7,8 +7,9 @@
  * threads'). Exact on trees; on the loopy cores it is a heuristic that
  * sees far beyond one node. Messages are doubles (costs up to the
  * contest's 1e18 keep their order; infinite ones stand as dt_messages'
- * `big`, finite with only_start), normalised to a minimum of 0 and damped by half. Cost per
- * iteration: the sum of the edge matrix sizes, twice. */
+ * `big`, finite with only_start), normalised to a minimum of 0 and
+ * damped by half. Cost per iteration: the sum of the edge matrix sizes,
+ * twice. */
 #include "internal.h"
 
 #include <math.h>
@@ -65,7 +66,6 @@ void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
 	for (int32_t v = 0; v < p->nnodes; v++)
 		most = p->nodes[v].nstrategies > most ? p->nodes[v].nstrategies : most;
 	m->msg = dt_calloc(total + 1, sizeof(double));
-	m->only_start = only_start;
 	m->big = only_start ? 1.0 + finite_bound(p) : (double)DT_SOLVE_INFINITE;
 	/* The edge matrices as doubles, converted once, not per iteration:
 	 * the min-sum loops then vectorize. */

@@ -295,11 +295,12 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 /* Min-sum messages over the edges of `p` (both directions; doubles,
  * zero at first), its edge matrices as doubles, and scratch of the most
  * strategies a node has. An infinite cost (node or edge entry) stands as
- * `big`, one more than the costliest plan of finite costs could be (every
- * node's and every edge's largest finite cost summed): a plan through it
- * still costs more than any finite one, while sums and differences of
- * messages stay exact where INT64_MAX as a double would swallow the
- * finite costs beside it (x + 9.2e18 - 9.2e18 is 0 for x below 1024). */
+ * `big`: with only_start (dt_messages_init) one more than the costliest
+ * plan of finite costs could be (every node's and every edge's largest
+ * finite cost summed), so a plan through it still costs more than any
+ * finite one while sums and differences of messages stay exact, where
+ * INT64_MAX as a double (else) swallows the finite costs beside it
+ * (x + 9.2e18 - 9.2e18 is 0 for x below 1024). */
 struct dt_messages {
 	const struct dt_solve_problem *p;
 	struct dt_adjacency adj;
@@ -308,7 +309,6 @@ struct dt_messages {
 	double *msg, *costs;
 	double *belief, *h, *out;
 	double big;
-	bool only_start;
 };
 /* only_start: the start of a problem without a limit, which the search
  * never starts again: infinite costs weigh as `big`, and TRW-S decodes

@@ -680,8 +680,9 @@ static void random_tree_infinite(struct dt_solve_problem *p)
 /* A 3 x 3 grid of three-strategy nodes whose edges favour near choices:
  * w (a - b)^2 plus separable terms, a submodular (Monge) matrix, so the
  * linear relaxation is tight and TRW-S's plan is the optimum. */
-static void submodular_grid_of(struct dt_solve_problem *p, int32_t side)
+static void submodular_grid(struct dt_solve_problem *p)
 {
+	const int32_t side = 3;
 	init_problem(p, side * side, 2 * side * (side - 1));
 	for (int32_t v = 0; v < side * side; v++)
 		set_node(p, v, 0, 0, 3, (int64_t[]){rnd(300), rnd(300), rnd(300)},
@@ -701,11 +702,6 @@ static void submodular_grid_of(struct dt_solve_problem *p, int32_t side)
 			set_edge(p, e++, v, w, m);
 		}
 	assert_int_equal(e, p->nedges);
-}
-
-static void submodular_grid(struct dt_solve_problem *p)
-{
-	submodular_grid_of(p, 3);
 }
 
 /* TRW-S keeps the cheapest plan it decodes (every 10 passes) and goes on
