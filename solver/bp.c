@@ -46,7 +46,7 @@ double dt_messages_cost(const struct dt_messages *m, int64_t cost)
 }
 
 void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
-		      bool only_start)
+		      bool finite_big)
 {
 	m->p = p;
 	dt_adjacency_init(&m->adj, p);
@@ -66,7 +66,7 @@ void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
 	for (int32_t v = 0; v < p->nnodes; v++)
 		most = p->nodes[v].nstrategies > most ? p->nodes[v].nstrategies : most;
 	m->msg = dt_calloc(total + 1, sizeof(double));
-	m->big = only_start ? 1.0 + finite_bound(p) : (double)DT_SOLVE_INFINITE;
+	m->big = finite_big ? 1.0 + finite_bound(p) : (double)DT_SOLVE_INFINITE;
 	/* The edge matrices as doubles, converted once, not per iteration:
 	 * the min-sum loops then vectorize. */
 	m->costs = dt_malloc(sizeof(double) * (entries + 1));

@@ -250,6 +250,23 @@ bool dt_lns_ball(struct dt_lns *l, int32_t root, bool (*stop)(void *), void *ud)
 bool dt_repair(struct dt_local *ls, uint64_t *const *orders, int32_t max_steps,
 	       bool (*stop)(void *), void *ud);
 
+/* Messages carried from one priced core to the next (trws.c): the cores
+ * of consecutive rounds hold mostly the same nodes and edges, each round
+ * with its own indices and strategies. A message is kept under its
+ * edge's ends as nodes of `orig` (sender, receiver) and the receiver's
+ * strategy of `orig`; node[] and strat[] map the current core to orig. */
+struct dt_message_memory {
+	const struct dt_solve_problem *orig;
+	const int32_t *node;          /* [core nodes] original node */
+	int32_t *const *strat;        /* [core nodes][strategies] original */
+	struct dt_intern pairs;       /* (sender, receiver) -> id */
+	DT_VEC(size_t) first;         /* id -> its receiver's messages */
+	DT_VEC(double) values;
+};
+void dt_message_memory_init(struct dt_message_memory *mem,
+			    const struct dt_solve_problem *orig);
+void dt_message_memory_fini(struct dt_message_memory *mem);
+
 /* ---- lagrange.c: the usage limit relaxed into prices ---- */
 
 /* One search thread over a reduced problem `r` (internal.h): see
@@ -269,6 +286,7 @@ struct dt_lagrange {
 	bool over_limit;             /* the round's priced plan broke it */
 	bool trws;                   /* a core's start by TRW-S, not belief
 					propagation */
+	struct dt_message_memory memory; /* TRW-S's, from core to core */
 	uint64_t seed;
 	int32_t *best;               /* best plan of r within the limit */
 	dt_wide best_cost;           /* of `best`, when `found` */
@@ -295,7 +313,7 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud);
 /* Min-sum messages over the edges of `p` (both directions; doubles,
  * zero at first), its edge matrices as doubles, and scratch of the most
  * strategies a node has. An infinite cost (node or edge entry) stands as
- * `big`: with only_start (dt_messages_init) one more than the costliest
+ * `big`: with finite_big (dt_messages_init) one more than the costliest
  * plan of finite costs could be (every node's and every edge's largest
  * finite cost summed), so a plan through it still costs more than any
  * finite one while sums and differences of messages stay exact, where
@@ -310,17 +328,12 @@ struct dt_messages {
 	double *belief, *h, *out;
 	double big;
 };
-/* only_start: the start of a problem without a limit, which the search
- * never starts again: infinite costs weigh as `big`, and TRW-S decodes
- * every TRWS_DECODE_EVERY passes and keeps the cheapest. A priced core's
- * start (false) keeps the arithmetic the priced search was tuned with:
- * an infinite cost as INT64_MAX in a double, one decode after the last
- * pass. With `big` there, at 30 passes llama/fsdp_tp under its budget
- * lost its plan (71153 -> 104462) at 2 seeds of 4; at 70 it held on all
- * 4, but gpt2/3d's opt under budget took 29% more instructions on its
- * critical path (session 18). */
+/* finite_big: infinite costs weigh as `big` (TRW-S always; belief
+ * propagation on a problem without a limit). Else, as INT64_MAX in a
+ * double: belief propagation's priced cores keep the arithmetic the
+ * priced search was tuned with. */
 void dt_messages_init(struct dt_messages *m, const struct dt_solve_problem *p,
-		      bool only_start);
+		      bool finite_big);
 void dt_messages_fini(struct dt_messages *m);
 /* A cost as the messages weigh it: an infinite one is m->big. */
 double dt_messages_cost(const struct dt_messages *m, int64_t cost);
@@ -338,7 +351,9 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v);
 void dt_bp_plan(const struct dt_solve_problem *p, int iterations,
 		bool only_start, int32_t *x);
 /* The same start by sequential tree-reweighted message passing (trws.c):
- * `iterations` passes; with only_start, up to that many, stopping sooner
- * once decoded plans stop improving, x[] the cheapest decoded. */
+ * at most `iterations` passes, stopping sooner once decoded plans stop
+ * improving (only_start: x[] the cheapest decoded) or settle (else: x[]
+ * the last). mem: NULL, or the messages to start from and to keep for
+ * the next core, mem->node and mem->strat mapping p to mem->orig. */
 void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
-		  bool only_start, int32_t *x);
+		  bool only_start, struct dt_message_memory *mem, int32_t *x);

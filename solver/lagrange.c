@@ -6,7 +6,8 @@
  *  1. prices the problem (prices = mu * weight per segment) and reduces it
  *     to its core;
  *  2. solves the priced core by belief propagation (bp.c; with lg->trws
- *     tree-reweighted message passing, trws.c) and descent, and
+ *     tree-reweighted message passing, trws.c, from the messages of the
+ *     thread's previous core) and descent, and
  *     takes the expanded plan when it fits the limit and its priced cost is
  *     no more than the current plan's; where it breaks the limit, the
  *     segments' weights grow by the excess;
@@ -25,14 +26,21 @@
 #include <math.h>
 #include <string.h>
 
-#define START_ITERATIONS 30 /* message passing rounds of a core's start */
+#define BP_ITERATIONS 30 /* belief propagation's rounds of a core's start */
 /* TRW-S's passes at most on a problem without a limit, whose first
- * round's start is the start of all (dt_messages_init's only_start):
- * its decoded plan keeps improving for hundreds of passes where BP's
- * settles (dt_trws_plan stops once it no longer does); the medium-size
- * llama/fsdp_tp core, 198 nodes, reaches the optimum of its linear
- * relaxation, integral there, 5% below BP's. */
+ * round's start is the start of all: its decoded plan keeps improving for
+ * hundreds of passes where BP's settles (dt_trws_plan stops once it no
+ * longer does); the medium-size llama/fsdp_tp core, 198 nodes, reaches
+ * the optimum of its linear relaxation, integral there, 5% below BP's. */
 #define ONLY_START_TRWS_ITERATIONS 1000
+/* TRW-S's passes at most on a priced core, which starts from the
+ * messages the thread's previous cores ended with (lg->memory) and stops
+ * once its decoded plan settles. Cold starts of 30 passes left toy
+ * gpt2/dp_tp under its budget at 61505 where the carried messages reach
+ * 47786; at most 40 or 60 carried passes, without settling, lost toy
+ * llama/fsdp_tp's plan at some seeds (70859 -> 91058); settling, most
+ * cores stop well before 80 (session 19). */
+#define PRICED_TRWS_ITERATIONS 80
 #define ELIM_WORK (1 << 20) /* a core solved exactly up to these entries */
 #define REPAIR_STEPS 8 /* repair steps of a priced plan over the limit */
 #define WEIGHT_DECAY 0.5 /* of a segment's weight where a priced plan fits */
@@ -45,6 +53,7 @@ void dt_lagrange_init(struct dt_lagrange *lg, const struct dt_solve_problem *r,
 	lg->r = r;
 	lg->seed = seed;
 	dt_local_init(&lg->ls, r);
+	dt_message_memory_init(&lg->memory, r);
 	int32_t nseg = lg->ls.tl.nseg;
 	lg->lambda = dt_calloc((size_t)nseg + 1, sizeof(double));
 	lg->prefix = dt_calloc((size_t)nseg + 2, sizeof(double));
@@ -89,6 +98,7 @@ void dt_lagrange_fini(struct dt_lagrange *lg)
 		dt_free(lg->q.nodes[v].cost);
 	dt_free(lg->q.nodes);
 	dt_local_fini(&lg->ls);
+	dt_message_memory_fini(&lg->memory);
 	dt_free(lg->lambda);
 	dt_free(lg->prefix);
 	dt_free(lg->weight);
@@ -296,10 +306,13 @@ bool dt_lagrange_round(struct dt_lagrange *lg, bool (*stop)(void *), void *ud)
 			lg->lower_bound = (int64_t)bound;
 	} else if (lg->trws) {
 		bool only = r->usage_limit < 0;
+		lg->memory.node = red.orig_node;
+		lg->memory.strat = red.orig_strat;
 		dt_trws_plan(c, only ? ONLY_START_TRWS_ITERATIONS
-				     : START_ITERATIONS, only, y);
+				     : PRICED_TRWS_ITERATIONS,
+			     only, &lg->memory, y);
 	} else {
-		dt_bp_plan(c, START_ITERATIONS, r->usage_limit < 0, y);
+		dt_bp_plan(c, BP_ITERATIONS, r->usage_limit < 0, y);
 	}
 	struct dt_local start;
 	dt_local_init(&start, c);

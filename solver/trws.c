@@ -11,18 +11,22 @@
  * linear relaxation, and where that relaxation is tight its plan is the
  * optimum. A plan is decoded on a forward pass, each node choosing
  * against its earlier neighbours' choices and its later neighbours'
- * messages: after the last pass, or with only_start (a problem without a
- * limit) every TRWS_DECODE_EVERY passes, the cheapest decoded being the
- * plan. Messages are doubles normalised to a minimum of 0 (bp.c's store;
- * with only_start infinite costs stand finite: as INT64_MAX they cancelled
- * out of the differences and left the decoded plans of the medium-size
- * llama/fsdp_tp core at twice the optimum after 3000 passes). Cost per
- * iteration: the sum of the edge matrix sizes, twice. */
+ * messages, every TRWS_DECODE_EVERY passes: with only_start (a problem
+ * without a limit, solved once) the cheapest decoded is the plan; on a
+ * priced core, whose messages start where the thread's previous core's
+ * ended (struct dt_message_memory: the prices move a little from round to
+ * round, the dual optimum with them), the passing stops once a decoded
+ * plan repeats the one before. Messages are doubles normalised to a
+ * minimum of 0 (bp.c's store), infinite costs standing finite (as
+ * INT64_MAX they cancelled out of the differences and left the decoded
+ * plans of the medium-size llama/fsdp_tp core at twice the optimum after
+ * 3000 passes). Cost per iteration: the sum of the edge matrix sizes,
+ * twice. */
 #include "internal.h"
 
 #include <string.h>
 
-/* With only_start, the plan is decoded every this many passes, and the
+/* The plan is decoded every this many passes; with only_start the
  * passing stops once this many decodes in a row found no cheaper plan. */
 #define TRWS_DECODE_EVERY 10
 #define TRWS_PATIENCE 5
@@ -88,32 +92,92 @@ static void decode(struct dt_messages *m, int32_t *x)
 	}
 }
 
-void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
-		  bool only_start, int32_t *x)
+void dt_message_memory_init(struct dt_message_memory *mem,
+			    const struct dt_solve_problem *orig)
 {
-	struct dt_messages m;
-	dt_messages_init(&m, p, only_start);
-	double *gamma = gammas(&m);
-	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
-	dt_wide best = -1;
-	for (int it = 1, stale = 0; it <= iterations && stale < TRWS_PATIENCE;
-	     it++) {
-		pass(&m, gamma, true);
-		pass(&m, gamma, false);
-		if ((!only_start || it % TRWS_DECODE_EVERY != 0) &&
-		    it < iterations)
-			continue;
-		decode(&m, y);
-		dt_wide cost = dt_plan_cost(p, y);
-		stale++;
-		if (best < 0 || cost < best) {
-			best = cost;
-			stale = 0;
-			memcpy(x, y, sizeof(int32_t) * (size_t)p->nnodes);
+	memset(mem, 0, sizeof(*mem));
+	mem->orig = orig;
+	dt_intern_init(&mem->pairs);
+	dt_vec_push(&mem->first, 0); /* id 0: the empty key */
+}
+
+void dt_message_memory_fini(struct dt_message_memory *mem)
+{
+	dt_intern_fini(&mem->pairs);
+	dt_vec_free(&mem->first);
+	dt_vec_free(&mem->values);
+}
+
+/* The kept messages from core node u to core node v, indexed by v's
+ * original strategies: made (zero) where none are kept yet. */
+static double *kept(struct dt_message_memory *mem, int32_t u, int32_t v)
+{
+	int32_t key[2] = {mem->node[u], mem->node[v]};
+	uint32_t id = dt_intern(&mem->pairs, key, sizeof key);
+	if (id == mem->first.len) {
+		size_t n = (size_t)mem->orig->nodes[key[1]].nstrategies;
+		dt_vec_push(&mem->first, mem->values.len);
+		dt_vec_grow(&mem->values, (uint32_t)n);
+		memset(&mem->values.data[mem->values.len - n], 0, sizeof(double) * n);
+	}
+	return &mem->values.data[mem->first.data[id]];
+}
+
+/* Between m's messages and the kept ones: load or save. */
+static void carry(struct dt_messages *m, struct dt_message_memory *mem, bool save)
+{
+	const struct dt_solve_problem *p = m->p;
+	for (int32_t e = 0; e < 2 * p->nedges; e++) {
+		const struct dt_solve_edge *ed = &p->edges[e / 2];
+		int32_t v = e % 2 ? ed->from : ed->to, u = e % 2 ? ed->to : ed->from;
+		double *msg = dt_messages_into(m, e / 2, v), *k = kept(mem, u, v);
+		for (int32_t s = 0; s < p->nodes[v].nstrategies; s++) {
+			double *at = &k[mem->strat[v][s]];
+			if (save)
+				*at = msg[s];
+			else
+				msg[s] = *at;
 		}
 	}
-	if (best < 0)
-		decode(&m, x);
+}
+
+void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
+		  bool only_start, struct dt_message_memory *mem, int32_t *x)
+{
+	struct dt_messages m;
+	dt_messages_init(&m, p, true);
+	if (mem)
+		carry(&m, mem, false);
+	double *gamma = gammas(&m);
+	int32_t *y = dt_malloc(sizeof(int32_t) * ((size_t)p->nnodes + 1));
+	size_t plan_bytes = sizeof(int32_t) * (size_t)p->nnodes;
+	bool decoded = false; /* x holds a decoded plan */
+	dt_wide best = 0;     /* with only_start, its cost */
+	for (int it = 1, stale = 0; it <= iterations; it++) {
+		pass(&m, gamma, true);
+		pass(&m, gamma, false);
+		if (it % TRWS_DECODE_EVERY != 0 && it < iterations)
+			continue;
+		decode(&m, y);
+		if (only_start) {
+			dt_wide cost = dt_plan_cost(p, y);
+			if (!decoded || cost < best) {
+				best = cost;
+				stale = 0;
+				memcpy(x, y, plan_bytes);
+			} else if (++stale == TRWS_PATIENCE) {
+				break;
+			}
+		} else {
+			bool settled = decoded && !memcmp(x, y, plan_bytes);
+			memcpy(x, y, plan_bytes);
+			if (settled)
+				break;
+		}
+		decoded = true;
+	}
+	if (mem)
+		carry(&m, mem, true);
 	dt_free(y);
 	dt_free(gamma);
 	dt_messages_fini(&m);

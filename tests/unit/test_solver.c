@@ -719,9 +719,9 @@ static void test_trws_long(void **state)
 		grid(&p, 8);
 		p.usage_limit = -1;
 		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
-		dt_trws_plan(&p, 30, true, x);
+		dt_trws_plan(&p, 30, true, NULL, x);
 		dt_wide brief = dt_plan_cost(&p, x);
-		dt_trws_plan(&p, 1000, true, x);
+		dt_trws_plan(&p, 1000, true, NULL, x);
 		dt_wide longer = dt_plan_cost(&p, x);
 		assert_true(longer <= brief);
 		better += longer < brief;
@@ -729,6 +729,95 @@ static void test_trws_long(void **state)
 		dt_solve_problem_fini(&p);
 	}
 	assert_true(better > 0);
+}
+
+/* q: p (4 strategies a node) with node v's strategies in the order
+ * perm[v] (q's strategy k is p's perm[v][k]). */
+static void permuted(const struct dt_solve_problem *p, int32_t (*perm)[4],
+		     struct dt_solve_problem *q)
+{
+	init_problem(q, p->nnodes, p->nedges);
+	for (int32_t v = 0; v < p->nnodes; v++) {
+		const struct dt_solve_node *nd = &p->nodes[v];
+		int64_t cost[4], usage[4];
+		for (int k = 0; k < 4; k++) {
+			cost[k] = nd->cost[perm[v][k]];
+			usage[k] = nd->usage[perm[v][k]];
+		}
+		set_node(q, v, nd->start, nd->end, 4, cost, usage);
+	}
+	for (int32_t e = 0; e < p->nedges; e++) {
+		const struct dt_solve_edge *ed = &p->edges[e];
+		int64_t m[16];
+		for (int a = 0; a < 4; a++)
+			for (int b = 0; b < 4; b++)
+				m[4 * a + b] = ed->cost[4 * perm[ed->from][a] + perm[ed->to][b]];
+		set_edge(q, e, ed->from, ed->to, m);
+	}
+}
+
+/* A priced core's TRW-S goes on from the messages the previous core left
+ * (struct dt_message_memory): 10 passes on a loopy grid (costs apart
+ * enough for no ties), then 10 on the same grid with its strategies
+ * shuffled, decode the plan 20 passes in one go decode (mapped back),
+ * on each of 20 draws; 10 passes alone decode another plan on some of
+ * them. */
+static void test_trws_carried(void **state)
+{
+	(void)state;
+	rng_state = 31337;
+	int apart = 0;
+	for (int i = 0; i < 20; i++) {
+		struct dt_solve_problem p, q;
+		grid(&p, 8);
+		for (int32_t v = 0; v < p.nnodes; v++)
+			for (int s = 0; s < 4; s++)
+				p.nodes[v].cost[s] = 4096 * p.nodes[v].cost[s] + rnd(4096);
+		for (int32_t e = 0; e < p.nedges; e++)
+			for (int k = 0; k < 16; k++)
+				p.edges[e].cost[k] = 4096 * p.edges[e].cost[k] + rnd(4096);
+		int32_t(*perm)[4] = dt_malloc(sizeof(*perm) * (size_t)p.nnodes);
+		int32_t **strat = dt_malloc(sizeof(*strat) * (size_t)p.nnodes);
+		int32_t *node = dt_malloc(sizeof(int32_t) * (size_t)p.nnodes);
+		for (int32_t v = 0; v < p.nnodes; v++) {
+			node[v] = v;
+			for (int k = 0; k < 4; k++)
+				perm[v][k] = k;
+			for (int k = 3; k > 0; k--) {
+				int j = (int)rnd((uint32_t)k + 1), t = perm[v][k];
+				perm[v][k] = perm[v][j];
+				perm[v][j] = t;
+			}
+			strat[v] = perm[v];
+		}
+		permuted(&p, perm, &q);
+		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
+		int32_t *whole = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
+		dt_trws_plan(&p, 20, false, NULL, whole);
+		struct dt_message_memory mem;
+		dt_message_memory_init(&mem, &p);
+		static int32_t identity[4] = {0, 1, 2, 3};
+		int32_t *same[24];
+		for (int32_t v = 0; v < p.nnodes; v++)
+			same[v] = identity;
+		mem.node = node;
+		mem.strat = same;
+		dt_trws_plan(&p, 10, false, &mem, x);
+		apart += memcmp(x, whole, sizeof(int32_t) * (size_t)p.nnodes) != 0;
+		mem.strat = strat;
+		dt_trws_plan(&q, 10, false, &mem, x);
+		for (int32_t v = 0; v < p.nnodes; v++)
+			assert_int_equal(perm[v][x[v]], whole[v]);
+		dt_message_memory_fini(&mem);
+		dt_free(x);
+		dt_free(whole);
+		dt_free(node);
+		dt_free(strat);
+		dt_free(perm);
+		dt_solve_problem_fini(&q);
+		dt_solve_problem_fini(&p);
+	}
+	assert_true(apart > 0);
 }
 
 /* TRW-S (the start of the odd search threads' priced cores) is exact on
@@ -749,7 +838,7 @@ static void test_trws(void **state)
 			submodular_grid(&p);
 		int32_t *x = dt_calloc((size_t)p.nnodes, sizeof(int32_t));
 		int64_t opt = brute_force(&p, NULL);
-		dt_trws_plan(&p, 30, true, x);
+		dt_trws_plan(&p, 30, true, NULL, x);
 		assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
 		if (i < 60) {
 			dt_bp_plan(&p, 30, true, x);
@@ -890,6 +979,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trws, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trws_long, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trws_carried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
