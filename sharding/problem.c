@@ -85,6 +85,7 @@ struct builder {
 						 the node's pin or reaching
 						 it (reaches_pin()) */
 	bool matmul;
+	bool view;                            /* aliases its input: no kernel */
 };
 
 static struct dt_node *gnode(const struct builder *b, uint32_t id)
@@ -102,10 +103,13 @@ static void replicated(struct dt_placements *pl, int ndim)
 /* Modelled compute of a strategy (µs): flops (2·M·N·K for the matmul
  * family, one per element of the largest tensor otherwise) divided by the
  * size of every mesh dim on which some tensor is sharded, against the
- * per-rank bytes touched. */
+ * per-rank bytes touched; none for a view, which aliases its input
+ * (dt_compute_cost's model). */
 static double compute_us(const struct builder *b,
 			 const struct dt_placements *pl)
 {
+	if (b->view)
+		return 0;
 	const struct dt_rules *r = &b->rules;
 	const struct dt_mesh *mesh = &b->space.mesh;
 	double flops = 0, bytes = 0;
@@ -417,6 +421,7 @@ static int add_call(struct builder *b, uint32_t id)
 	n->nout = b->rules.nout;
 	n->width = b->rules.nout + b->rules.nin;
 	b->matmul = have_rules && strcmp(b->rules.family, "matmul") == 0;
+	b->view = dt_op_has((enum dt_op)dt_node_get(m, id)->op, DT_OPF_VIEW);
 	if (pin) {
 		n->pinned = true;
 		n->pin = pin->placements;

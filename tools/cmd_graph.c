@@ -427,8 +427,7 @@ static void give_room(const struct opt_job *job,
  * first member's read on. The program replaces *best when it fits and is
  * modelled faster.
  * mixer/fsdp_tp under its expert's budget: 76.5 -> 68.7 µs, 10 -> 9
- * collectives; mixer/3d, within the 36280 give_room kept: 129.9 -> 116.1
- * µs. */
+ * collectives. */
 static void price_inputs_unbucketed(const struct opt_job *job,
 				    const struct dt_pipeline *pipeline,
 				    const struct dt_module *input,
