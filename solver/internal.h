@@ -351,9 +351,8 @@ double dt_messages_min_sum(struct dt_messages *m, int32_t e, int32_t v);
 void dt_bp_plan(const struct dt_solve_problem *p, int iterations,
 		bool only_start, int32_t *x);
 /* The same start by sequential tree-reweighted message passing (trws.c):
- * at most `iterations` passes, stopping sooner once decoded plans stop
- * improving (only_start: x[] the cheapest decoded) or settle (else: x[]
- * the last). mem: NULL, or the messages to start from and to keep for
+ * `iterations` passes, x[] the cheapest plan decoded (only_start), or at
+ * most that many, stopping once decoded plans settle, x[] the last. mem: NULL, or the messages to start from and to keep for
  * the next core, mem->node and mem->strat mapping p to mem->orig. */
 void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
 		  bool only_start, struct dt_message_memory *mem, int32_t *x);

@@ -704,8 +704,8 @@ static void submodular_grid(struct dt_solve_problem *p)
 	assert_int_equal(e, p->nedges);
 }
 
-/* TRW-S keeps the cheapest plan it decodes (every 10 passes) and goes on
- * while they improve: on loopy grids (3 x 8, four strategies, no limit),
+/* TRW-S keeps the cheapest plan it decodes (every 10 passes) over all
+ * its passes: on loopy grids (3 x 8, four strategies, no limit),
  * 1000 passes are never worse than 30, whose decodes they start with, and
  * better on some (one of these 40; 8 of them miss the optimum either way:
  * the relaxation is not tight there). */
