@@ -352,7 +352,8 @@ void dt_bp_plan(const struct dt_solve_problem *p, int iterations,
 		bool only_start, int32_t *x);
 /* The same start by sequential tree-reweighted message passing (trws.c):
  * `iterations` passes, x[] the cheapest plan decoded (only_start), or at
- * most that many, stopping once decoded plans settle, x[] the last. mem: NULL, or the messages to start from and to keep for
- * the next core, mem->node and mem->strat mapping p to mem->orig. */
+ * most that many, stopping once decoded plans settle, x[] the last.
+ * mem: NULL, or the messages to start from and to keep for the next
+ * core, mem->node and mem->strat mapping p to mem->orig. */
 void dt_trws_plan(const struct dt_solve_problem *p, int iterations,
 		  bool only_start, struct dt_message_memory *mem, int32_t *x);

@@ -759,9 +759,9 @@ static void permuted(const struct dt_solve_problem *p, int32_t (*perm)[4],
 /* A priced core's TRW-S goes on from the messages the previous core left
  * (struct dt_message_memory): 10 passes on a loopy grid (costs apart
  * enough for no ties), then 10 on the same grid with its strategies
- * shuffled, decode the plan 20 passes in one go decode (mapped back),
- * on each of 20 draws; 10 passes alone decode another plan on some of
- * them. */
+ * shuffled, decode the plan that 20 passes in one go decode (mapped
+ * back), on each of 20 draws; 10 passes alone decode another plan on
+ * some of them. */
 static void test_trws_carried(void **state)
 {
 	(void)state;
@@ -797,7 +797,7 @@ static void test_trws_carried(void **state)
 		struct dt_message_memory mem;
 		dt_message_memory_init(&mem, &p);
 		static int32_t identity[4] = {0, 1, 2, 3};
-		int32_t *same[24];
+		int32_t **same = dt_malloc(sizeof(*same) * (size_t)p.nnodes);
 		for (int32_t v = 0; v < p.nnodes; v++)
 			same[v] = identity;
 		mem.node = node;
@@ -812,6 +812,7 @@ static void test_trws_carried(void **state)
 		dt_free(x);
 		dt_free(whole);
 		dt_free(node);
+		dt_free(same);
 		dt_free(strat);
 		dt_free(perm);
 		dt_solve_problem_fini(&q);
