@@ -38,7 +38,11 @@ and, where experts.py has a plan for the placement (all but naive):
 (collectives per kind and group, bytes, bytes sent per rank, modelled µs
 from `--report=json`),
 the greedy search's plan (`--search=greedy`, lowered only for its report)
-beside dtopt's default unless --search picks greedy;
+beside dtopt's default unless --search picks greedy, and a summary: per
+metric (modelled µs, collectives, bytes sent per rank, bytes) the
+configurations where dtopt's plan is not above the expert's, then each
+where it is, named with what the whole-graph problem scores both plans
+(with --report-expert): the trade its search made;
 --assert-not-worse-than-expert fails where dtopt's is worse on any of them
 (off in the suite: the whole-graph optimizer, dtopt's default, does not
 meet it on every configuration yet).
@@ -674,24 +678,62 @@ def print_memory(results):
             e.measured, _ratio(e)))
 
 
+# The metrics dtopt's plan is held to against the expert's, in the order
+# the summary names them: (name, value of a Result, slack on the expert's).
+# Bytes sent per rank is the traffic the cost model charges (an all_reduce
+# sends twice its bytes: cost_model.h dt_comm_sent); bytes is each
+# collective's own size.
+EXPERT_METRICS = (("µs", lambda r: r.time_us, 1.0001),
+                  ("collectives", lambda r: sum(r.collectives.values()), 1),
+                  ("bytes sent", lambda r: r.sent, 1),
+                  ("bytes", lambda r: r.bytes, 1))
+
+
+def metrics_worse(d, e):
+    """[(metric, dtopt's, expert's)] where dtopt's plan d is above the
+    expert's e."""
+    return [(name, get(d), get(e)) for name, get, slack in EXPERT_METRICS
+            if get(d) > get(e) * slack]
+
+
 def worse_than_expert(results):
     """Messages for each configuration where dtopt's plan moves more
     (collectives, bytes or modelled time) than the expert's."""
     msgs = []
     for config, d, e, _ in compare_rows(results):
-        dn, en = sum(d.collectives.values()), sum(e.collectives.values())
-        worse = [w for w, x, y in (("collectives", dn, en),
-                                   ("bytes", d.bytes, e.bytes),
-                                   ("bytes sent", d.sent, e.sent),
-                                   ("µs", d.time_us, e.time_us * 1.0001))
-                 if x > y]
+        worse = metrics_worse(d, e)
         if worse:
-            msgs.append("%s: dtopt is worse than the expert in %s (%d "
-                        "collectives, %d bytes, %d sent per rank, %.1f µs "
-                        "against %d, %d, %d, %.1f)"
-                        % (config, ", ".join(worse), dn, d.bytes, d.sent,
-                           d.time_us, en, e.bytes, e.sent, e.time_us))
+            msgs.append("%s: dtopt is worse than the expert in %s"
+                        % (config, ", ".join("%s (%s against %s)" % w
+                                             for w in worse)))
     return msgs
+
+
+def print_expert_summary(results):
+    """Per metric, the configurations where dtopt's plan is not above the
+    expert's; then each one where it is, with what the whole-graph problem
+    scores both plans (compute and communication; with --report-expert):
+    the trade the search made."""
+    rows = compare_rows(results)
+    counts = ["%s %d" % (name, sum(1 for _, d, e, _ in rows
+                                   if get(d) <= get(e) * slack))
+              for name, get, slack in EXPERT_METRICS]
+    print("dtopt's plan not above the expert's, of %d configurations: %s; "
+          "in all of them %d" % (len(rows), ", ".join(counts),
+                                 sum(1 for _, d, e, _ in rows
+                                     if not metrics_worse(d, e))))
+    for config, d, e, _ in rows:
+        worse = metrics_worse(d, e)
+        if not worse:
+            continue
+        scored = ""
+        if d.space and d.space[3] is not None:
+            scored = ("; the problem scores dtopt's plan %.2f µs, the best "
+                      "keeping the expert's pins %.2f" % (d.space[4],
+                                                         d.space[3]))
+        print("  %-16s above in %s%s" % (
+            config, ", ".join("%s (%g against %g)" % w for w in worse),
+            scored))
 
 
 # ---------------------------------------------------------------------------
@@ -792,6 +834,8 @@ def main():
         print_table(results)
         print()
         print_comparison(results, a.search)
+        print()
+        print_expert_summary(results)
     if a.memory:
         print()
         print_memory(results)
