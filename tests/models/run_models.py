@@ -715,6 +715,8 @@ def print_expert_summary(results):
     scores both plans (compute and communication; with --report-expert):
     the trade the search made."""
     rows = compare_rows(results)
+    if not rows:
+        return
     counts = ["%s %d" % (name, sum(1 for _, d, e, _ in rows
                                    if get(d) <= get(e) * slack))
               for name, get, slack in EXPERT_METRICS]
