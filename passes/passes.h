@@ -216,18 +216,10 @@ bool dt_shard_global_built(struct dt_pass_ctx *ctx,
 			   const struct dt_shard_problem *pr,
 			   enum dt_severity sev, const char *then);
 /* Build the whole-graph problem of ctx->m into `pr` (zeroed) with options
- * `po`: where an edge is closed at a pinned node (dt_shard_global_closed_pin),
- * widen that node and build again (remark shard-prop:widen), as often as
- * that opens one. po->widen is this function's. Returns a dt_status. */
+ * `po`, timed as the pass's phase "whole-graph problem build". Returns a
+ * dt_status. */
 int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
-			  struct dt_shard_problem_options *po);
-/* A pinned graph node to widen (dt_shard_problem_options.widen) where an
- * edge of `pr` has no finite move between its ends' strategies: the
- * edge's consumer when pinned and not widened yet, else its producer when
- * so; 0 when no edge is closed or widening cannot open one. */
-uint32_t dt_shard_global_closed_pin(const struct dt_shard_problem *pr,
-				    const struct dt_module *m,
-				    const uint8_t *widened);
+			  const struct dt_shard_problem_options *po);
 /* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
  * `strategy` gets one entry per problem node and *solved is set. A budget
  * below the smallest footprint and a budget no plan found meets are errors

@@ -100,26 +100,6 @@ static bool check_edges(struct dt_pass_ctx *ctx, const struct dt_shard_problem *
 	return true;
 }
 
-uint32_t dt_shard_global_closed_pin(const struct dt_shard_problem *pr,
-				    const struct dt_module *m,
-				    const uint8_t *widened)
-{
-	const struct dt_solve_problem *p = &pr->solve;
-	for (int32_t k = 0; k < p->nedges; k++) {
-		if (dt_solve_edge_open(p, k))
-			continue;
-		const struct dt_solve_edge *e = &p->edges[k];
-		uint32_t ends[2] = {pr->pnodes.data[e->to].node,
-				    pr->pnodes.data[e->from].node};
-		for (int i = 0; i < 2; i++)
-			if (dt_node_sharding(m, dt_node_get(m, ends[i])) &&
-			    !widened[ends[i]])
-				return ends[i];
-		return 0;
-	}
-	return 0;
-}
-
 /* The peak over time of every node's least usage, the node live at the
  * peak with the largest share in *at: no plan uses less. */
 static int64_t smallest_footprint(const struct dt_solve_problem *p,
@@ -245,31 +225,10 @@ static void take_if_cheaper(const struct dt_solve_problem *p, const int32_t *x,
 }
 
 int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
-			  struct dt_shard_problem_options *po)
+			  const struct dt_shard_problem_options *po)
 {
-	/* A closed edge at a pinned node: that node also computes its result
-	 * elsewhere and moves it to the pin, as the node search would. */
-	uint8_t *widen = dt_calloc(ctx->m->nodes.len + 1, 1);
-	po->widen = widen;
-	int rc;
-	uint32_t again;
 	double start = dt_now();
-	do {
-		rc = dt_shard_problem_build(pr, ctx->m, po, ctx->diag);
-		again = rc == DT_OK && pr->entries <= DT_SHARD_PROBLEM_MAX_ENTRIES
-				? dt_shard_global_closed_pin(pr, ctx->m, widen)
-				: 0;
-		if (again) {
-			node_diag(ctx, DT_REMARK, again, "shard-prop:widen",
-				  "no strategy of '%s' giving its pin reads what its inputs' producers make in the whole-graph problem: it also takes those computing elsewhere, moving the result to its pin (problem rebuilt)",
-				  node_name(ctx->m, again));
-			widen[again] = 1;
-			dt_shard_problem_fini(pr);
-			memset(pr, 0, sizeof *pr);
-		}
-	} while (again);
-	po->widen = NULL;
-	dt_free(widen);
+	int rc = dt_shard_problem_build(pr, ctx->m, po, ctx->diag);
 	dt_pass_phase_time(ctx, "whole-graph problem build", dt_now() - start);
 	return rc;
 }

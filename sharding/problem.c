@@ -80,10 +80,6 @@ struct builder {
 	DT_VEC(uint8_t) keep;
 	uint32_t prune_first;                 /* its first entry of inputs */
 	const struct dt_placements *hint;     /* per graph node, or NULL */
-	const uint8_t *widen;                 /* per graph node, or NULL */
-	bool pin_only;                        /* take only strategies giving
-						 the node's pin or reaching
-						 it (reaches_pin()) */
 	bool matmul;
 	bool view;                            /* aliases its input: no kernel */
 };
@@ -155,32 +151,6 @@ static void add_strategy(struct builder *b, const struct dt_placements *pl,
 	dt_vec_push(&b->usage, held);
 }
 
-/* Whether result placements pl reach pin by reductions and local slices
- * alone: on each mesh dim the pin's placement, a partial sum (or average)
- * where the pin is R or a shard (an all-reduce, a reduce-scatter: a
- * weight gradient's move to its parameter's placements), or R where the
- * pin is a shard (each rank keeps its slice: a gradient all-reduced on
- * the data dims, then sliced to its parameter's tensor-parallel shard). */
-static bool reaches_pin(const struct dt_placements *pl,
-			const struct dt_placements *pin)
-{
-	for (int m = 0; m < pl->ndim; m++) {
-		const struct dt_placement *p = &pl->p[m], *q = &pin->p[m];
-		bool same = p->kind == q->kind && p->dim == q->dim &&
-			    p->split_factor == q->split_factor &&
-			    p->reduce == q->reduce &&
-			    pl->order_pos[m] == pin->order_pos[m];
-		bool reduced = p->kind == DT_PL_PARTIAL &&
-			       (p->reduce == DT_REDUCE_SUM ||
-				p->reduce == DT_REDUCE_AVG) &&
-			       q->kind != DT_PL_PARTIAL;
-		bool sliced = p->kind == DT_PL_REPLICATE && q->kind == DT_PL_SHARD;
-		if (!same && !reduced && !sliced)
-			return false;
-	}
-	return true;
-}
-
 static uint32_t getitem_result(const struct builder *b, uint32_t g)
 {
 	return (uint32_t)dt_node_arg(b->m, gnode(b, g), 1)->v.i;
@@ -208,9 +178,7 @@ static void take_strategy(void *ud, const struct dt_shard_choice *c)
 	double pin_us = 0;
 	uint64_t joins = 0;
 	if (b->node->pinned && !dt_placements_equal(&pl[0], &b->node->pin))
-		pin_us = b->node->nout != 1 ||
-				 (b->pin_only &&
-				  !reaches_pin(&pl[0], &b->node->pin))
+		pin_us = b->node->nout != 1
 			     ? INFINITY
 			     : move_to_pin(b, b->node->node, 0, &pl[0],
 					   &b->node->pin, &joins);
@@ -427,11 +395,11 @@ static int add_call(struct builder *b, uint32_t id)
 		n->pin = pin->placements;
 	}
 	pin_results(b, n, pin != NULL);
-	/* A pinned node: the strategies giving its pin or reaching it by
-	 * reductions (a weight gradient's P(sum) and its all-reduce, which
-	 * joins a bucket: the data-parallel plan), with the move; else (or
-	 * widened) every one with its move to the pin. */
-	b->pin_only = pin != NULL && !(b->widen && b->widen[id]);
+	/* A pinned node takes every strategy, with the move of its result to
+	 * the pin: a weight gradient's P(sum) and its all-reduce (which joins
+	 * a bucket: the data-parallel plan), as well as a shard computed where
+	 * the inputs are and all-gathered, or a result computed replicated
+	 * and sliced. */
 	if (have_rules && dt_shard_enumerate(&b->space, take_strategy, b) ==
 			      UINT64_MAX) {
 		/* Too many to weigh: the problem is too large, as with too
@@ -439,9 +407,6 @@ static int add_call(struct builder *b, uint32_t id)
 		b->pr->entries = INFINITY;
 		return DT_OK;
 	}
-	b->pin_only = false;
-	if (have_rules && b->cost.len == 0 && pin)
-		dt_shard_enumerate(&b->space, take_strategy, b);
 	if (have_rules && b->cost.len == 0)
 		n->kind = DT_PNODE_NO_STRATEGY;
 	if (b->cost.len == 0) {
@@ -694,7 +659,6 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 				      .redistribute = o->redistribute,
 				      .inputs_unbucketed = o->inputs_unbucketed},
 			    .hint = o->hint,
-			    .widen = o->widen,
 			    .prune.cap = DT_SHARD_PRUNE_CAP};
 	dt_shard_edges_init(&b.edges);
 	uint32_t count = 0, npos = 0;

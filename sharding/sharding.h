@@ -560,11 +560,6 @@ struct dt_shard_problem_options {
 	 * plan, --expert-pins; ndim 0: none), or NULL: pr->hint says where
 	 * each went. They change nothing in the problem. */
 	const struct dt_placements *hint;
-	/* Per graph node, nonzero for a pinned node that also takes the
-	 * strategies computing its result elsewhere and moving it to the pin
-	 * (where the ones giving the pin cannot read what their inputs'
-	 * producers make: dt_shard_global_closed_pin), or NULL. */
-	const uint8_t *widen;
 };
 
 /* Where a hinted node's strategy went in the problem: the expert's is,
