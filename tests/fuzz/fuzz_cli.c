@@ -5,8 +5,10 @@
  * input is the argument vector, one argument per line. Any vector must end
  * in an exit code (0, 1 or 2), never a crash or a hang. The tool's sources
  * are linked with main renamed (-Dmain=dtopt_main); only `plan` runs: it
- * reads and writes no file. Run with -close_fd_mask=3 (the command prints
- * its plan and errors). Build with -Dfuzz=true. */
+ * reads no file, and writes one only where a vector says `-o NAME` (into
+ * the working directory: run_fuzz.sh runs it in a scratch folder). Run
+ * with -close_fd_mask=3 (the command prints its plan and errors). Build
+ * with -Dfuzz=true. */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -26,6 +26,10 @@ bin=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
 work=$bin/../../fuzz
 mkdir -p "$work/artifacts"
 (cd "$src" && sh tests/fuzz/make_corpus.sh "$work" >/dev/null)
+# The targets run in a scratch folder: fuzz_cli's `plan -o NAME` writes
+# NAME where it runs (every other path here is absolute).
+mkdir -p "$work/scratch"
+cd "$work/scratch"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1
