@@ -689,11 +689,18 @@ EXPERT_METRICS = (("µs", lambda r: r.time_us, 1.0001),
                   ("bytes", lambda r: r.bytes, 1))
 
 
+def above(metric, d, e):
+    """Whether dtopt's plan d is above the expert's e in `metric` (an
+    entry of EXPERT_METRICS)."""
+    _, get, slack = metric
+    return get(d) > get(e) * slack
+
+
 def metrics_worse(d, e):
     """[(metric, dtopt's, expert's)] where dtopt's plan d is above the
     expert's e."""
-    return [(name, get(d), get(e)) for name, get, slack in EXPERT_METRICS
-            if get(d) > get(e) * slack]
+    return [(m[0], m[1](d), m[1](e)) for m in EXPERT_METRICS
+            if above(m, d, e)]
 
 
 def worse_than_expert(results):
@@ -717,9 +724,9 @@ def print_expert_summary(results):
     rows = compare_rows(results)
     if not rows:
         return
-    counts = ["%s %d" % (name, sum(1 for _, d, e, _ in rows
-                                   if get(d) <= get(e) * slack))
-              for name, get, slack in EXPERT_METRICS]
+    counts = ["%s %d" % (m[0], sum(1 for _, d, e, _ in rows
+                                   if not above(m, d, e)))
+              for m in EXPERT_METRICS]
     print("dtopt's plan not above the expert's, of %d configurations: %s; "
           "in all of them %d" % (len(rows), ", ".join(counts),
                                  sum(1 for _, d, e, _ in rows
