@@ -157,6 +157,11 @@ static void plan_frees(struct dt_interp *ip)
 		c.pos = p;
 		dt_node_for_each_input(ip->m, dt_node_get(ip->m, ip->order[p]), mark_use, &c);
 	}
+	for (uint32_t p = 0; p < ip->count; p++) {
+		uint32_t id = ip->order[p], in = arg_node(ip, id, 0);
+		ip->reads_last[id] = ip->step[id] == DT_STEP_COLLECTIVE && in &&
+				     last[in] == p;
+	}
 	for (uint32_t p = 0; p < ip->count; p++) /* in flight until drained */
 		if (ip->step[ip->order[p]] == DT_STEP_COLLECTIVE && last[ip->order[p]] == p)
 			last[ip->order[p]] = ip->count - 1;
@@ -196,6 +201,7 @@ static int plan(struct dt_interp *ip)
 	ip->inputs = dt_calloc(nn, sizeof(*ip->inputs));
 	ip->pending = dt_calloc(nn, sizeof(*ip->pending));
 	ip->pinned = dt_calloc(nn, sizeof(*ip->pinned));
+	ip->reads_last = dt_calloc(nn, 1);
 	ip->started = dt_calloc(nn, sizeof(*ip->started));
 	ip->stat_of = dt_calloc(nn, sizeof(uint32_t));
 	uint32_t p = 0;
@@ -295,6 +301,25 @@ static int run_kernel(struct dt_interp *ip, uint32_t id)
 	return ip->b->ops->kernel(ip->b, &c);
 }
 
+/* Whether collective `id` (call c, input x as it reads it, x->buf held
+ * by it and its `pinned` reference, result y) all-reduces into its
+ * input's buffer, as DDP's buckets and PyTorch's reinplacing do: an
+ * all_reduce that is its input's last reader, the input unstaged and its
+ * buffer held by nothing else (no view of it, no cat's slab or kept
+ * buffer, no graph input), so no value but its result can see the buffer
+ * change. Its result then holds no buffer of its own: one bucket less at
+ * a gradient bucket's peak. */
+static bool reduces_in_place(const struct dt_interp *ip, uint32_t id,
+			     const struct dt_collective_call *c,
+			     const struct dt_rt_tensor *x,
+			     const struct dt_rt_tensor *y)
+{
+	return c->kind == DT_COLL_ALL_REDUCE && ip->reads_last[id] &&
+	       ip->pinned[id] == x->buf && x->buf->refs == 2 &&
+	       x->dtype == y->dtype &&
+	       dt_rt_storage_bytes(y) <= x->buf->bytes;
+}
+
 static int run_collective(struct dt_interp *ip, uint32_t id)
 {
 	const struct dt_node *n = dt_node_get(ip->m, id);
@@ -326,8 +351,13 @@ static int run_collective(struct dt_interp *ip, uint32_t id)
 	dt_rt_from_meta(y, ip->m, dt_node_tensor(ip->m, n, 0));
 	if (!dt_rt_is_contiguous(y) || y->offset != 0)
 		return dt_rt_fail(ip->b, ip->m, n, "a collective's result must be contiguous");
-	if (!(y->buf = dt_interp_buffer_new(ip, n, dt_rt_storage_bytes(y), true)))
+	if (reduces_in_place(ip, id, &c, x, y)) {
+		y->buf = x->buf;
+		y->buf->refs++;
+	} else if (!(y->buf = dt_interp_buffer_new(ip, n, dt_rt_storage_bytes(y),
+						   true))) {
 		return DT_ERUNTIME;
+	}
 	c.input = x;
 	c.output = y;
 	int rc = ip->b->ops->collective(ip->b, &c, &ip->pending[id]);
@@ -497,7 +527,7 @@ static void interp_fini(struct dt_interp *ip)
 		dt_interp_buffer_drop(ip, ip->kept[id]);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
-			 ip->pinned, ip->stat_of, ip->started, ip->host, ip->slot,
+			 ip->pinned, ip->reads_last, ip->stat_of, ip->started, ip->host, ip->slot,
 			 ip->slab, ip->slab_at, ip->kept};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);

@@ -34,6 +34,8 @@ struct dt_interp {
 	uint32_t *free_first, *free_list; /* position -> nodes last read there */
 	struct dt_pending **pending;     /* collective node -> in flight */
 	struct dt_buffer **pinned;       /* collective node -> input kept alive */
+	uint8_t *reads_last;             /* collective node -> nothing reads its
+					    input after it */
 	double *started;                 /* collective node -> its start time */
 	uint32_t in_flight;              /* collectives started, not waited */
 	double comm_count, comm_flight, comm_exposed; /* timed iterations */

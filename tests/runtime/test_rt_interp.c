@@ -299,6 +299,56 @@ static void test_collectives(void **state)
 	run_fini(&u);
 }
 
+/* An all_reduce that is its input's last reader, on a buffer nothing
+ * else holds, reduces into it: its result holds no buffer of its own.
+ * Read after it (directly or through a view), the input keeps its
+ * buffer and the result gets one. (Groups of one rank reduce to the
+ * identity: what tells the cases apart is the memory.) */
+static void test_all_reduce_in_place(void **state)
+{
+	(void)state;
+	struct run u;
+	/* x, a (= ar's result) */
+	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
+		MESH1 PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
+		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
+		OUT("w") "</dtopt-graph>\n", NULL);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(u.res.memory_bytes, 2 * 65536);
+	assert_true(rt_at(&u.res.outputs[0], 5) == -x_at("x@0", 5));
+	run_fini(&u);
+
+	/* a read after ar: x, a, ar's result and c at c */
+	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
+		MESH1 PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
+		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
+		CALL("c", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"a\"/>")
+		OUT("c") "</dtopt-graph>\n", NULL);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(u.res.memory_bytes, 4 * 65536);
+	assert_true(rt_at(&u.res.outputs[0], 5) == -2 * x_at("x@0", 5));
+	run_fini(&u);
+
+	/* a view of a, read after ar, holds a's buffer: x, a, ar's result
+	 * and c at c */
+	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
+		MESH1 PH("x", "16384", "1")
+		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+		CALL("v", "aten.view.default", "<arg node=\"a\"/><arg ints=\"128 128\"/>")
+		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
+		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
+		CALL("f", "aten.view.default", "<arg node=\"v\"/><arg ints=\"16384\"/>")
+		CALL("c", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"f\"/>")
+		OUT("c") "</dtopt-graph>\n", NULL);
+	assert_int_equal(u.rc, DT_OK);
+	assert_int_equal(u.res.memory_bytes, 4 * 65536);
+	run_fini(&u);
+}
+
 static char *read_text(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -685,6 +735,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cat_copy_inputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_outputs, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_collectives, rt_setup, rt_teardown),
+		cmocka_unit_test_setup_teardown(test_all_reduce_in_place, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_global_view, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_ops_all, rt_setup, rt_teardown),
 		cmocka_unit_test_setup_teardown(test_local_shard, rt_setup, rt_teardown),
