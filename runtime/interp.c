@@ -301,22 +301,24 @@ static int run_kernel(struct dt_interp *ip, uint32_t id)
 	return ip->b->ops->kernel(ip->b, &c);
 }
 
-/* Whether collective `id` (call c, input x as it reads it, x->buf held
- * by it and its `pinned` reference, result y) all-reduces into its
- * input's buffer, as DDP's buckets and PyTorch's reinplacing do: an
- * all_reduce that is its input's last reader, the input unstaged and its
- * buffer held by nothing else (no view of it, no cat's slab or kept
- * buffer, no graph input), so no value but its result can see the buffer
- * change. Its result then holds no buffer of its own: one bucket less at
- * a gradient bucket's peak. */
+/* Whether collective `id` (call c, input x as it reads it: the input's
+ * value, or the copy it staged of a non-contiguous one; x->buf also held
+ * by its `pinned` reference; result y) all-reduces into x's buffer, as
+ * DDP's buckets and PyTorch's reinplacing do: an all_reduce into its own
+ * staged copy, or into the input's buffer where it is the input's last
+ * reader and nothing else holds that buffer (no view of it, no cat's slab
+ * or kept buffer, no graph input), so no value but its result can see
+ * the buffer change. Its result then holds no buffer of its own: one
+ * bucket less at a gradient bucket's peak. */
 static bool reduces_in_place(const struct dt_interp *ip, uint32_t id,
 			     const struct dt_collective_call *c,
 			     const struct dt_rt_tensor *x,
 			     const struct dt_rt_tensor *y)
 {
-	return c->kind == DT_COLL_ALL_REDUCE && ip->reads_last[id] &&
-	       ip->pinned[id] == x->buf && x->buf->refs == 2 &&
-	       x->dtype == y->dtype &&
+	bool staged = x->buf->refs == 1, /* pinned's, created for it */
+	    sole = x->buf->refs == 2 && ip->reads_last[id];
+	return c->kind == DT_COLL_ALL_REDUCE && ip->pinned[id] == x->buf &&
+	       (staged || sole) && x->dtype == y->dtype &&
 	       dt_rt_storage_bytes(y) <= x->buf->bytes;
 }
 
