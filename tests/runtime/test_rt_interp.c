@@ -300,69 +300,66 @@ static void test_collectives(void **state)
 	run_fini(&u);
 }
 
+/* A one-rank graph over MESH1: x of `shape`, a = -x, then `body`, whose
+ * output is o; run, with its memory at peak in *peak. The value of o at
+ * flat index i. */
+#define NEG_X(shape, strides, body)                                           \
+	"<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" "     \
+	"view=\"local\" rank=\"0\">\n" MESH1 PH("x", shape, strides)           \
+	CALL("a", "aten.neg.default", "<arg node=\"x\"/>") body OUT("o")       \
+	"</dtopt-graph>\n"
+#define ALL_REDUCE(of)                                                        \
+	CALL("ar", "_c10d_functional.all_reduce.default",                     \
+	     "<arg node=\"" of "\"/><arg str=\"sum\"/><arg str=\"ga\"/>")      \
+	CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
+
+static double in_place_run(const char *graph, size_t *peak, int64_t i)
+{
+	struct run u;
+	run_graph(&u, graph, NULL);
+	assert_int_equal(u.rc, DT_OK);
+	*peak = u.res.memory_bytes;
+	double o = rt_at(&u.res.outputs[0], i);
+	run_fini(&u);
+	return o;
+}
+
 /* An all_reduce that is its input's last reader, on a buffer nothing
  * else holds, reduces into it, and one that stages a non-contiguous input
- * into the copy: its result holds no buffer of its own.
- * Read after it (directly or through a view), the input keeps its
- * buffer and the result gets one. (Groups of one rank reduce to the
- * identity: what tells the cases apart is the memory.) */
+ * into the copy: its result holds no buffer of its own. Read after it
+ * (directly or through a view), the input keeps its buffer and the
+ * result gets one. (Groups of one rank reduce to the identity: what
+ * tells the cases apart is the memory.) */
 static void test_all_reduce_in_place(void **state)
 {
 	(void)state;
-	struct run u;
-	/* x, a (= ar's result) */
-	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
-		MESH1 PH("x", "16384", "1")
-		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
-		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
-		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
-		OUT("w") "</dtopt-graph>\n", NULL);
-	assert_int_equal(u.rc, DT_OK);
-	assert_int_equal(u.res.memory_bytes, 2 * 65536);
-	assert_true(rt_at(&u.res.outputs[0], 5) == -x_at("x@0", 5));
-	run_fini(&u);
-
-	/* a read after ar: x, a, ar's result and c at c */
-	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
-		MESH1 PH("x", "16384", "1")
-		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
-		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
-		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
-		CALL("c", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"a\"/>")
-		OUT("c") "</dtopt-graph>\n", NULL);
-	assert_int_equal(u.rc, DT_OK);
-	assert_int_equal(u.res.memory_bytes, 4 * 65536);
-	assert_true(rt_at(&u.res.outputs[0], 5) == -2 * x_at("x@0", 5));
-	run_fini(&u);
-
-	/* a non-contiguous input: ar reduces into the copy it stages (x, a,
-	 * the copy at ar), a left as it was */
-	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
-		MESH1 PH("x", "128 128", "128 1")
-		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
-		CALL("t", "aten.t.default", "<arg node=\"a\"/>")
-		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"t\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
-		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
-		OUT("w") "</dtopt-graph>\n", NULL);
-	assert_int_equal(u.rc, DT_OK);
-	assert_int_equal(u.res.memory_bytes, 3 * 65536);
-	assert_true(rt_at(&u.res.outputs[0], 1) == -x_at("x@0", 128));
-	run_fini(&u);
-
-	/* a view of a, read after ar, holds a's buffer: x, a, ar's result
-	 * and c at c */
-	run_graph(&u, "<?xml version=\"1.0\"?>\n<dtopt-graph version=\"1\" name=\"t\" view=\"local\" rank=\"0\">\n"
-		MESH1 PH("x", "16384", "1")
-		CALL("a", "aten.neg.default", "<arg node=\"x\"/>")
+	size_t peak;
+	double o = in_place_run(NEG_X("16384", "1", ALL_REDUCE("a")
+		CALL("o", "aten.view.default", "<arg node=\"w\"/><arg ints=\"128 128\"/>")),
+		&peak, 5);
+	assert_int_equal(peak, 2 * 65536); /* x, a (= w, o) */
+	assert_true(o == -x_at("x@0", 5));
+	o = in_place_run(NEG_X("16384", "1", ALL_REDUCE("a")
+		CALL("o", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"a\"/>")),
+		&peak, 5);
+	assert_int_equal(peak, 4 * 65536); /* x, a, w and o at o */
+	assert_true(o == -2 * x_at("x@0", 5));
+	/* a view of a read after ar holds a's buffer */
+	in_place_run(NEG_X("16384", "1",
 		CALL("v", "aten.view.default", "<arg node=\"a\"/><arg ints=\"128 128\"/>")
-		CALL("ar", "_c10d_functional.all_reduce.default", "<arg node=\"a\"/><arg str=\"sum\"/><arg str=\"ga\"/>")
-		CALL("w", "_c10d_functional.wait_tensor.default", "<arg node=\"ar\"/>")
+		ALL_REDUCE("a")
 		CALL("f", "aten.view.default", "<arg node=\"v\"/><arg ints=\"16384\"/>")
-		CALL("c", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"f\"/>")
-		OUT("c") "</dtopt-graph>\n", NULL);
-	assert_int_equal(u.rc, DT_OK);
-	assert_int_equal(u.res.memory_bytes, 4 * 65536);
-	run_fini(&u);
+		CALL("o", "aten.add.Tensor", "<arg node=\"w\"/><arg node=\"f\"/>")),
+		&peak, 0);
+	assert_int_equal(peak, 4 * 65536);
+	/* a non-contiguous input: ar reduces into the copy it stages, a left
+	 * as it was (x, a, the copy at ar) */
+	o = in_place_run(NEG_X("128 128", "128 1",
+		CALL("t", "aten.t.default", "<arg node=\"a\"/>") ALL_REDUCE("t")
+		CALL("o", "aten.view.default", "<arg node=\"w\"/><arg ints=\"16384\"/>")),
+		&peak, 1);
+	assert_int_equal(peak, 3 * 65536);
+	assert_true(o == -x_at("x@0", 128));
 }
 
 static char *read_text(const char *path)
