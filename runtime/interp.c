@@ -529,8 +529,8 @@ static void interp_fini(struct dt_interp *ip)
 		dt_interp_buffer_drop(ip, ip->kept[id]);
 	void *owned[] = {ip->order, ip->step, ip->args, ip->store, ip->values,
 			 ip->inputs, ip->free_first, ip->free_list, ip->pending,
-			 ip->pinned, ip->reads_last, ip->stat_of, ip->started, ip->host, ip->slot,
-			 ip->slab, ip->slab_at, ip->kept};
+			 ip->pinned, ip->reads_last, ip->stat_of, ip->started,
+			 ip->host, ip->slot, ip->slab, ip->slab_at, ip->kept};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		dt_free(owned[i]);
 	dt_vec_free(&ip->stats);
