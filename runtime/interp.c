@@ -317,8 +317,8 @@ static bool reduces_in_place(const struct dt_interp *ip, uint32_t id,
 {
 	bool staged = x->buf->refs == 1, /* pinned's, created for it */
 	    sole = x->buf->refs == 2 && ip->reads_last[id];
-	return c->kind == DT_COLL_ALL_REDUCE && ip->pinned[id] == x->buf &&
-	       (staged || sole) && x->dtype == y->dtype &&
+	return c->kind == DT_COLL_ALL_REDUCE && (staged || sole) &&
+	       x->dtype == y->dtype &&
 	       dt_rt_storage_bytes(y) <= x->buf->bytes;
 }
 

@@ -28,11 +28,13 @@ def one(dtopt, work, model, placement, plan, budget):
     if budget:
         cmd.append(f"--memory-budget={budget}")
     p = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"peak (\d+) bytes per rank", p.stderr)
-    if not m:
+    # The last remark: the kept plan's, where opt planned again (opt:replan).
+    found = re.findall(r"peak (\d+) bytes per rank \[shard-prop:global\]",
+                       p.stderr)
+    if not found:
         err = (p.stderr.strip().splitlines() or ["?"])[-1]
         return (model, placement, plan, budget, None, None, err[-60:])
-    est = int(m.group(1))
+    est = int(found[-1])
     n = "8" if placement == "3d" else "4"
     r = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe",
                         "-np", n, dtopt, "run", "--backend", "mpi",

@@ -55,11 +55,7 @@ it (`opt --report`'s peak after: values and collective buffers, the most
 any rank holds). --memory adds a table of the whole-graph search's usage
 estimate of each plan (dtopt's and the expert's, the peak of the
 `shard-prop:global` remark) against the peak measured by running it (rank
-0's `N bytes in all` of `run --summary`), and the ratio; then the same plan
-search lowered without bucket-collectives and schedule-collectives, the
-program the estimate models: its estimate, its memory plan's peak and
-their ratio, the estimate's own error (bucketing and scheduling add or
-take memory on top, within the budget).
+0's `N bytes in all` of `run --summary`), and the ratio.
 --opt-arg ARG passes ARG to every `dtopt opt` the suite runs, dtopt's plan,
 greedy's and the expert's alike: `--opt-arg=--bandwidth=0.0877` prices
 them at 1000 times less link bandwidth, as tensors 1000 times larger
@@ -208,18 +204,6 @@ def global_estimate(out):
     return int(found[-1]) if found else None
 
 
-def unbucketed(a, graph, *flags):
-    """(estimate, peak) of `graph` lowered with `flags` through
-    UNBUCKETED_PIPELINE: the whole-graph search's usage estimate of its
-    plan and the per-rank peak of the program as the interpreter runs it
-    (its memory plan), bytes, each None where missing. No bucket-collectives
-    or schedule-collectives: the program the estimate models, so their
-    ratio is the estimate's own error."""
-    out = run(opt_cmd(a, graph, os.devnull, "--report=json", "--remarks",
-                      *flags, "-p", UNBUCKETED_PIPELINE))[1]
-    return global_estimate(out), peak_after(out)
-
-
 def measured_peak(mpirun, low):
     """Rank 0's memory at peak (bytes: values and collective buffers) of a
     plain `run --summary` of the lowered graph `low`, None when it does not
@@ -324,8 +308,6 @@ class Result:
         self.errors = {}  # stage -> max abs error
         self.estimate = None  # the global search's peak usage of the plan
         self.measured = None  # the interpreter's per-rank peak (rank 0)
-        self.unbucketed = (None, None)  # --memory: (estimate, peak) of
-        # the plan lowered without bucket-collectives (unbucketed())
         self.space = None  # --report-expert: the expert's plan in the
         # whole-graph problem (kept, pruned, absent, score µs, plan µs)
         self.lost = []  # --report-expert: 'node placements: why' lines
@@ -410,8 +392,6 @@ def run_config(a, model, placement, gm, inputs, expected):
         if a.memory:
             res.estimate = global_estimate(out)
             res.measured = measured_peak(mpirun[:-1], low)
-            res.unbucketed = unbucketed(
-                a, g, *[f for f in search if f != "--remarks"])
         if a.search not in ("greedy", "pq"):  # the node-by-node plan beside
             # lowered as dtopt's was (one program, or per-rank files)
             grc, gout = run(opt_cmd(
@@ -471,7 +451,6 @@ def run_expert(a, model, placement, gm, inputs, mpirun, work, res):
         ex.estimate = global_estimate(run(
             opt_cmd(a, g, os.devnull, "--search=global", "--remarks"))[1])
         ex.measured = measured_peak(mpirun[:-1], low)
-        ex.unbucketed = unbucketed(a, g, "--search=global")
     res.unmet_pins = out.count("[shard-prop:pin]")
     want = experts.TEXTBOOK.get(res.config)
     if want:
@@ -680,34 +659,23 @@ def print_comparison(results, search):
                  e.time_us, e.peak, "yes" if checked else "NO"))
 
 
-def _ratio(estimate, measured):
-    if estimate is None or not measured:
+def _ratio(r):
+    if r.estimate is None or not r.measured:
         return "-"
-    return "%.2f" % (estimate / measured)
-
-
-def _memory_cells(r):
-    """A plan's cells of the --memory table."""
-    est, peak = r.unbucketed
-    return "%s | %s | %s | %s | %s | %s" % (
-        r.estimate, r.measured, _ratio(r.estimate, r.measured), est, peak,
-        _ratio(est, peak))
+    return "%.2f" % (r.estimate / r.measured)
 
 
 def print_memory(results):
     """The markdown table of --memory: per configuration and plan, the
-    global search's usage estimate against the measured per-rank peak of
-    the program the suite runs, then the same of the plan lowered without
-    bucket-collectives (unbucketed()): the estimate's own error, apart
-    from what bucketing and scheduling add or take under the budget."""
-    print("| config | dtopt: estimate | measured | ratio | unbucketed: "
-          "estimate | peak | ratio | expert: estimate | measured | ratio "
-          "| unbucketed: estimate | peak | ratio |")
-    print("| --- |" + " ---: |" * 12)
+    global search's usage estimate against the measured per-rank peak."""
+    print("| config | dtopt: estimate | measured | ratio | expert: estimate "
+          "| measured | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         e = r.expert or Result(r.config)
-        print("| %s | %s | %s |" % (r.config, _memory_cells(r),
-                                    _memory_cells(e)))
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r.config, r.estimate, r.measured, _ratio(r), e.estimate,
+            e.measured, _ratio(e)))
 
 
 # The metrics dtopt's plan is held to against the expert's, in the order
@@ -809,8 +777,7 @@ def main():
                     "expert plan run without a budget")
     ap.add_argument("--memory", action="store_true",
                     help="print the global search's usage estimate of each "
-                    "plan against the measured per-rank peak, and against "
-                    "the peak of the plan lowered without bucketing")
+                    "plan against the measured per-rank peak")
     ap.add_argument("--no-expert", action="store_true",
                     help="skip the expert plans (experts.py)")
     ap.add_argument("--assert-not-worse-than-expert", action="store_true",
