@@ -140,10 +140,13 @@ static int64_t smallest_footprint(const struct dt_solve_problem *p,
 
 /* The node-by-node plan in the problem's terms, the floor the solver's
  * must beat: in an order with producers first, each node takes the
- * strategy of least node cost plus moves from its producers' choices. */
+ * strategy of least node cost plus moves from its producers' choices.
+ * Time: O(edges + the edges into each node times its strategies). */
 static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 {
 	int32_t n = p->nnodes;
+	struct dt_adjacency adj;
+	dt_adjacency_init(&adj, p);
 	int32_t *indegree = dt_calloc((size_t)n + 1, sizeof *indegree);
 	int32_t *order = dt_calloc((size_t)n + 1, sizeof *order);
 	for (int32_t j = 0; j < p->nedges; j++)
@@ -154,17 +157,17 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 			order[tail++] = k;
 	while (head < tail) {
 		int32_t k = order[head++];
+		int32_t ns = p->nodes[k].nstrategies;
 		int64_t best = DT_SOLVE_INFINITE;
 		x[k] = 0;
-		for (int32_t s = 0; s < p->nodes[k].nstrategies; s++) {
+		for (int32_t s = 0; s < ns; s++) {
 			int64_t c = p->nodes[k].cost[s];
-			for (int32_t j = 0; j < p->nedges; j++) {
-				const struct dt_solve_edge *e = &p->edges[j];
+			for (int32_t i = adj.off[k]; i < adj.off[k + 1]; i++) {
+				const struct dt_solve_edge *e = &p->edges[adj.edge[i]];
 				if (e->to != k)
 					continue;
 				int64_t m = e->cost[(size_t)x[e->from] *
-						    (size_t)p->nodes[k].nstrategies +
-						    (size_t)s];
+						    (size_t)ns + (size_t)s];
 				c = c > DT_SOLVE_INFINITE - m ? DT_SOLVE_INFINITE
 							      : c + m;
 			}
@@ -173,11 +176,13 @@ static void node_by_node(const struct dt_solve_problem *p, int32_t *x)
 				x[k] = s;
 			}
 		}
-		for (int32_t j = 0; j < p->nedges; j++)
-			if (p->edges[j].from == k &&
-			    --indegree[p->edges[j].to] == 0)
-				order[tail++] = p->edges[j].to;
+		for (int32_t i = adj.off[k]; i < adj.off[k + 1]; i++) {
+			const struct dt_solve_edge *e = &p->edges[adj.edge[i]];
+			if (e->from == k && --indegree[e->to] == 0)
+				order[tail++] = e->to;
+		}
 	}
+	dt_adjacency_fini(&adj);
 	dt_free(indegree);
 	dt_free(order);
 }

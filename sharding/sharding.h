@@ -534,8 +534,12 @@ struct dt_shard_problem {
 
 /* Above this many edge matrix entries the problem is not built (its
  * nodes are, its edges left empty): a mesh of 3 dims gives ops hundreds
- * of strategies and GPT-2-size graphs billions of entries. */
-#define DT_SHARD_PROBLEM_MAX_ENTRIES 8e6
+ * of strategies and GPT-2-size graphs billions of entries before
+ * pruning; after it, about 800 an edge. A make_fx GPT-2 of L layers on
+ * 2x2x2 holds 0.8e6 entries a layer: 12 layers (9.7e6) solve in 17 s
+ * and 213 MB, 32 layers (Llama-7B's depth, 26e6) in 49 s and 528 MB
+ * (session 22); at the limit about 650 MB. */
+#define DT_SHARD_PROBLEM_MAX_ENTRIES 32e6
 
 /* The placements of strategy `s` of problem node `k` (width entries). */
 static inline const struct dt_placements *

@@ -132,12 +132,6 @@ void dt_solve_reduction_restrict(const struct dt_solve_reduction *red, const int
 void dt_solve_reduction_propagate(const struct dt_solve_reduction *red, const int32_t *cur,
 			    int32_t *want, struct dt_ids *touched);
 
-/* Incident edges per node: edges of node v are edge[off[v] .. off[v+1]). */
-struct dt_adjacency {
-	int32_t *off, *edge;
-};
-void dt_adjacency_init(struct dt_adjacency *a, const struct dt_solve_problem *p);
-void dt_adjacency_fini(struct dt_adjacency *a);
 /* The cost of edge e with its ends at strategies (sv of node v, so of the
  * other end). */
 static inline int64_t dt_edge_cost(const struct dt_solve_problem *p, int32_t e,

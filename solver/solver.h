@@ -118,6 +118,14 @@ int64_t dt_solve_plan_peak(const struct dt_solve_problem *problem,
 int64_t dt_solve_plan_cost(const struct dt_solve_problem *problem,
                            const int32_t *strategy, int64_t *peak);
 
+/* Incident edges per node: edges of node v are edge[off[v] .. off[v+1]),
+ * in edge order. */
+struct dt_adjacency {
+	int32_t *off, *edge;
+};
+void dt_adjacency_init(struct dt_adjacency *a, const struct dt_solve_problem *p);
+void dt_adjacency_fini(struct dt_adjacency *a);
+
 /* Whether edge `edge` of `problem` has a pair of strategies that can be
  * chosen together: finite at both ends and in its matrix. */
 bool dt_solve_edge_open(const struct dt_solve_problem *problem, int32_t edge);

@@ -63,16 +63,14 @@ globals().update(MEDIUM if SIZE_SET == "medium" else {})
 # GPT-2 block
 
 GPT2_HEADS = 4
+# Blocks: one in the suite; variants.py's deep12 traces 12.
+GPT2_LAYERS = 1
 
 
-def gpt2_forward(idx, targets, wte, wpe, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv,
-                 wo, bo, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj, lnf_w,
-                 lnf_b, w_head):
-    b, t = idx.shape
+def gpt2_block(x, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_w, ln2_b,
+               w_fc, b_fc, w_proj, b_proj):
+    b, t, _ = x.shape
     nh, hd = GPT2_HEADS, H // GPT2_HEADS
-    pos = torch.arange(0, t, dtype=torch.long)
-    x = F.embedding(idx, wte) + F.embedding(pos, wpe)
-
     a = F.layer_norm(x, (H,), ln1_w, ln1_b)
     q = F.linear(a, wq, bq).view(b, t, nh, hd).transpose(1, 2)
     k = F.linear(a, wk, bk).view(b, t, nh, hd).transpose(1, 2)
@@ -86,14 +84,10 @@ def gpt2_forward(idx, targets, wte, wpe, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv,
 
     m = F.layer_norm(x, (H,), ln2_w, ln2_b)
     m = F.gelu(F.linear(m, w_fc, b_fc), approximate="tanh")
-    x = x + F.linear(m, w_proj, b_proj)
-
-    logits = F.linear(F.layer_norm(x, (H,), lnf_w, lnf_b), w_head)
-    return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+    return x + F.linear(m, w_proj, b_proj)
 
 
-GPT2_PARAMS = [  # name, shape, tp role
-    ("wte", (V, H), "col"), ("wpe", (T, H), "rep"),
+GPT2_BLOCK = [  # name, shape, tp role: one block's parameters
     ("ln1_w", (H,), "rep"), ("ln1_b", (H,), "rep"),
     ("wq", (H, H), "col"), ("bq", (H,), "col"),
     ("wk", (H, H), "col"), ("bk", (H,), "col"),
@@ -102,9 +96,43 @@ GPT2_PARAMS = [  # name, shape, tp role
     ("ln2_w", (H,), "rep"), ("ln2_b", (H,), "rep"),
     ("w_fc", (4 * H, H), "col"), ("b_fc", (4 * H,), "col"),
     ("w_proj", (H, 4 * H), "row"), ("b_proj", (H,), "rep"),
-    ("lnf_w", (H,), "rep"), ("lnf_b", (H,), "rep"),
-    ("w_head", (V, H), "col"),
 ]
+# The embeddings, GPT2_LAYERS blocks (block l > 0's names end in _l<l>),
+# the final LayerNorm and the LM head.
+GPT2_PARAMS = ([("wte", (V, H), "col"), ("wpe", (T, H), "rep")]
+               + [(n + ("_l%d" % layer if layer else ""), shape, role)
+                  for layer in range(GPT2_LAYERS)
+                  for n, shape, role in GPT2_BLOCK]
+               + [("lnf_w", (H,), "rep"), ("lnf_b", (H,), "rep"),
+                  ("w_head", (V, H), "col")])
+
+
+def gpt2_layers(idx, targets, wte, wpe, *params):
+    b, t = idx.shape
+    pos = torch.arange(0, t, dtype=torch.long)
+    x = F.embedding(idx, wte) + F.embedding(pos, wpe)
+    per = len(GPT2_BLOCK)
+    for layer in range(GPT2_LAYERS):
+        x = gpt2_block(x, *params[per * layer:per * (layer + 1)])
+    lnf_w, lnf_b, w_head = params[per * GPT2_LAYERS:]
+    logits = F.linear(F.layer_norm(x, (H,), lnf_w, lnf_b), w_head)
+    return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+
+def with_arguments(fn, names):
+    """fn under a signature of positional parameters `names`: make_fx
+    names a placeholder after its parameter in the traced function's code
+    (`wq` -> `wq_1`), so a variable number of them needs the code written
+    out."""
+    code = "def %s(%s):\n    return fn(%s)\n" % (
+        fn.__name__, ", ".join(names), ", ".join(names))
+    scope = {"fn": fn}
+    exec(code, scope)
+    return scope[fn.__name__]
+
+
+gpt2_forward = with_arguments(
+    gpt2_layers, ["idx", "targets"] + [n for n, _, _ in GPT2_PARAMS])
 
 # ---------------------------------------------------------------------------
 # Llama block
