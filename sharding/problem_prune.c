@@ -130,12 +130,19 @@ static void add_variants(struct dt_prune *p, const struct dt_placements *q,
 
 /* The mesh dims (bit m) whose R a chain holding a value at v (one of
  * add_variants') slices to read it at dst, each rank keeping its chunk of
- * what it holds (dt_placements_refine: no data moves); DT_PRUNE_CLOSED
- * where dst is no refinement of v. 0: v itself. */
+ * what it holds (dt_placements_refine: no data moves), or reads as a
+ * partial (R -> P: no data moves either; Megatron's row-parallel linear
+ * adds its replicated bias into a partial sum so); DT_PRUNE_CLOSED where
+ * dst is neither. 0: v itself. */
 static uint16_t chain_slices(const struct dt_placements *v,
 			     const struct dt_placements *dst)
 {
-	if (!dt_placements_refine(v, dst, DT_MAX_RANK))
+	struct dt_placements held = *v;
+	for (int m = 0; m < v->ndim; m++)
+		if (v->p[m].kind == DT_PL_REPLICATE &&
+		    dst->p[m].kind == DT_PL_PARTIAL)
+			held.p[m] = dst->p[m];
+	if (!dt_placements_refine(&held, dst, DT_MAX_RANK))
 		return DT_PRUNE_CLOSED;
 	uint16_t slices = 0;
 	for (int m = 0; m < v->ndim; m++)

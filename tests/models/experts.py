@@ -35,6 +35,11 @@ one; the batch x heads of a bmm under dp x tp is a nested _S, `S(0)
 _S(0,B/dp)`): those few are left to shard-prop, and `dtopt opt --remarks`
 names any pin no strategy gives.
 
+Under tp the mixture of experts splits its experts (expert parallel,
+as DeepSpeed-MoE and Megatron's MoE layers place them): every rank runs
+its experts on every row, and the combined output is a partial sum over
+them, all-reduced.
+
 Embedding and loss, as Megatron has them, need rules dtopt lacks (a masked
 vocab-parallel lookup P(sum) <- table S(0), and log_softmax / the
 cross-entropy over a split class dim), so under TP the expert all-gathers
@@ -73,18 +78,32 @@ AXES = {
         "ln2_w": "hidden", "ln2_b": "hidden", "ch1_w": "ffn hidden",
         "ch1_b": "ffn", "ch2_w": "hidden ffn", "ch2_b": "hidden",
         "head_w": "class hidden", "head_b": "class"},
+    "bert": {
+        "idx": "batch seq", "pad": "batch seq", "labels": "batch",
+        "emb": "vocab hidden", "pos": "seq hidden", "ln0_w": "hidden",
+        "ln0_b": "hidden", "wq": "heads*hd hidden", "bq": "heads*hd",
+        "wk": "heads*hd hidden", "bk": "heads*hd", "wv": "heads*hd hidden",
+        "bv": "heads*hd", "wo": "hidden heads*hd", "bo": "hidden",
+        "ln1_w": "hidden", "ln1_b": "hidden", "w_fc": "ffn hidden",
+        "b_fc": "ffn", "w_proj": "hidden ffn", "b_proj": "hidden",
+        "ln2_w": "hidden", "ln2_b": "hidden", "w_pool": "pool hidden",
+        "b_pool": "pool", "w_cls": "class pool", "b_cls": "class"},
+    "moe": {"x": "batch hidden", "y": "batch hidden",
+            "w_gate": "hidden gate", "w_in": "experts hidden ffn",
+            "w_out": "experts ffn hidden"},
 }
 
 
 def _outer_sizes(models, model):
     """Sizes of the outer axes of merged parameter dims (the inner one
     takes the rest)."""
-    return {"heads": (models.GPT2_HEADS if model == "gpt2"
-                      else models.LLAMA_HEADS),
+    return {"heads": {"gpt2": models.GPT2_HEADS,
+                      "bert": models.BERT_HEADS}.get(model,
+                                                     models.LLAMA_HEADS),
             "kv": models.LLAMA_KV_HEADS}
 
 
-TP_AXES = {"heads", "kv", "ffn"}
+TP_AXES = {"heads", "kv", "ffn", "experts"}  # experts: expert parallel
 BATCH = {"batch"}
 
 # The expert plan of each placement of models.PLACEMENTS (which gives the
@@ -286,9 +305,14 @@ def label(gm, descs, model, models):
             lx = list(lab(x))
             lx.insert(args[1] % (len(lx) + 1), [])
             out = [lx]
-        elif t == "aten.squeeze.dim":
+        elif t in ("aten.squeeze.dim", "aten.select.int"):
             lx = list(lab(x))
             del lx[args[1] % len(lx)]
+            out = [lx]
+        elif t == "aten.select_backward.default":  # (grad, sizes, dim, i)
+            lx = list(lab(x))
+            dim = args[2] % (len(lx) + 1)
+            lx.insert(dim, [(None, shapes[0][dim])])
             out = [lx]
         elif t in ("aten.slice.Tensor", "aten.slice_backward.default",
                    "aten.cat.default"):
@@ -475,7 +499,8 @@ def plan_pins(gm, vals, plan_axes, dims, sizes, output_pins):
             continue
         t = str(n.target)
         if t == "<built-in function getitem>":
-            partial[n] = [partial[n.args[0]][n.args[1]]]
+            src, i = partial[n.args[0]], n.args[1]
+            partial[n] = [src[i] if i < len(src) else {}]  # as label()
             continue
         ins = _inputs(n)
         kept = {}

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The real-model suite's models (issue 10 part 4): four small blocks as
+"""The real-model suite's models (issue 10 part 4): six small blocks as
 real code writes them, traced forward+backward with make_fx, and the seven
 placements each runs under.
 
@@ -18,6 +18,19 @@ the parameters, so make_fx names every parameter's placeholder `<name>_1`):
 - ``mixer``: an MLP-Mixer block: LayerNorm, token mixing (transpose ->
   Linear -> GELU -> Linear -> transpose back), channel MLP with GELU,
   residuals, mean pooling, classifier head, cross-entropy.
+- ``bert``: a BERT encoder block: token + position embedding and
+  LayerNorm, bidirectional attention with HF's additive padding mask
+  (``pad`` 0 masks a key), post-LN residuals, GELU (erf) MLP, the pooler
+  (``tanh`` of a Linear of the first token: ``select``), classifier,
+  cross-entropy.
+- ``moe``: a mixture of experts with top-1 routing computed densely: a
+  softmax gate, ``max`` (value and argmax) choosing each row's expert,
+  every expert's ReLU MLP by ``einsum`` over the experts dim, the outputs
+  combined by the one-hot route times the gate, ``mse_loss`` plus a
+  load-balancing term; under tp the experts split (expert parallel).
+
+``GPT2_LAYERS`` stacks that many GPT-2 blocks (1 here; variants.py's deep12
+traces 12, block l > 0's parameters named ``<name>_l<l>``).
 
 The traced function returns ``(loss, *grads)`` (``mlp_sgd``: ``(loss,
 *grads, *updated_params)``), so output i > 0 belongs to one parameter and is
@@ -245,6 +258,73 @@ MIXER_PARAMS = [  # patches: T, channels: H
 ]
 
 # ---------------------------------------------------------------------------
+# BERT encoder block
+
+BERT_HEADS = 4
+BERT_CLASSES = 16
+
+
+def bert_forward(idx, pad, labels, emb, pos, ln0_w, ln0_b, wq, bq, wk, bk,
+                 wv, bv, wo, bo, ln1_w, ln1_b, w_fc, b_fc, w_proj, b_proj,
+                 ln2_w, ln2_b, w_pool, b_pool, w_cls, b_cls):
+    b, t = idx.shape
+    nh, hd = BERT_HEADS, H // BERT_HEADS
+    x = F.layer_norm(F.embedding(idx, emb) + pos, (H,), ln0_w, ln0_b)
+    q = F.linear(x, wq, bq).view(b, t, nh, hd).permute(0, 2, 1, 3)
+    k = F.linear(x, wk, bk).view(b, t, nh, hd).permute(0, 2, 1, 3)
+    v = F.linear(x, wv, bv).view(b, t, nh, hd).permute(0, 2, 1, 3)
+    # bidirectional attention; padded keys (pad == 0) masked additively,
+    # as HF's BERT extends its attention mask
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)
+    scores = scores + (1.0 - pad[:, None, None, :].float()) * -10000.0
+    y = torch.matmul(F.softmax(scores, dim=-1), v)
+    y = y.permute(0, 2, 1, 3).reshape(b, t, H)
+    x = F.layer_norm(x + F.linear(y, wo, bo), (H,), ln1_w, ln1_b)  # post-LN
+    m = F.linear(F.gelu(F.linear(x, w_fc, b_fc)), w_proj, b_proj)
+    x = F.layer_norm(x + m, (H,), ln2_w, ln2_b)
+    pooled = torch.tanh(F.linear(x[:, 0], w_pool, b_pool))  # [CLS] token
+    return F.cross_entropy(F.linear(pooled, w_cls, b_cls), labels)
+
+
+BERT_PARAMS = [
+    ("emb", (V, H), "col"), ("pos", (T, H), "rep"),
+    ("ln0_w", (H,), "rep"), ("ln0_b", (H,), "rep"),
+    ("wq", (H, H), "col"), ("bq", (H,), "col"),
+    ("wk", (H, H), "col"), ("bk", (H,), "col"),
+    ("wv", (H, H), "col"), ("bv", (H,), "col"),
+    ("wo", (H, H), "row"), ("bo", (H,), "rep"),
+    ("ln1_w", (H,), "rep"), ("ln1_b", (H,), "rep"),
+    ("w_fc", (4 * H, H), "col"), ("b_fc", (4 * H,), "col"),
+    ("w_proj", (H, 4 * H), "row"), ("b_proj", (H,), "rep"),
+    ("ln2_w", (H,), "rep"), ("ln2_b", (H,), "rep"),
+    ("w_pool", (H, H), "col"), ("b_pool", (H,), "col"),
+    ("w_cls", (BERT_CLASSES, H), "col"), ("b_cls", (BERT_CLASSES,), "col"),
+]
+
+# ---------------------------------------------------------------------------
+# Mixture of experts: top-1 routing, computed densely
+
+MOE_EXPERTS = 4
+
+
+def moe_forward(x, y, w_gate, w_in, w_out):
+    gate = F.softmax(x @ w_gate, dim=-1)                 # [B, E]
+    top, choice = gate.max(dim=-1)                       # [B]
+    route = (choice[:, None] == torch.arange(MOE_EXPERTS)).to(x.dtype)
+    h = torch.einsum("bh,ehf->bef", x, w_in).relu()      # every expert
+    out = torch.einsum("bef,efh->beh", h, w_out)         # [B, E, H]
+    out = (out * (route * top[:, None])[:, :, None]).sum(1)
+    # the load-balancing term keeps the gate's gradient dense
+    return F.mse_loss(out, y) + 0.01 * (gate.mean(0) ** 2).sum()
+
+
+MOE_PARAMS = [  # tp: expert parallel (the experts split, "col")
+    ("w_gate", (H, MOE_EXPERTS), "rep"),
+    ("w_in", (MOE_EXPERTS, H, MLP_HIDDEN), "col"),
+    ("w_out", (MOE_EXPERTS, MLP_HIDDEN, H), "col"),
+]
+
+# ---------------------------------------------------------------------------
 # The model table
 
 # name -> (forward, batch inputs [(name, shape, dtype, input_max)], params,
@@ -262,6 +342,13 @@ MODELS = {
     "mixer": (mixer_forward, [("x", (B, T, H), torch.float32, None),
                               ("labels", (B,), torch.long, MIX_CLASSES)],
               MIXER_PARAMS, False),
+    "bert": (bert_forward, [("idx", (B, T), torch.long, V),
+                            ("pad", (B, T), torch.long, 2),
+                            ("labels", (B,), torch.long, BERT_CLASSES)],
+             BERT_PARAMS, False),
+    "moe": (moe_forward, [("x", (B, H), torch.float32, None),
+                          ("y", (B, H), torch.float32, None)],
+            MOE_PARAMS, False),
 }
 
 
