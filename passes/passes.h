@@ -232,10 +232,13 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  const struct dt_shard_problem *pr, int32_t *strategy,
 			  bool *solved);
 
-/* The solver options of --search=global (its threads, time budget and
- * stopping rules). */
+/* The solver options of --search=global for problem p (its threads,
+ * time budget and stopping rules, which depend on whether p has a usage
+ * limit). */
 struct dt_solve_options;
+struct dt_solve_problem;
 void dt_shard_global_options(const struct dt_pass_ctx *ctx,
+			     const struct dt_solve_problem *p,
 			     struct dt_solve_options *so);
 
 /* --expert-pins (shard_prop_expert.c): read FILE's `NODE PLACEMENTS`

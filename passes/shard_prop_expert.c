@@ -130,7 +130,7 @@ void dt_shard_expert_report(struct dt_pass_ctx *ctx,
 	int32_t *x = dt_calloc((size_t)p->nnodes + 1, sizeof *x);
 	struct dt_solve_result res = {.strategy = x};
 	struct dt_solve_options so;
-	dt_shard_global_options(ctx, &so);
+	dt_shard_global_options(ctx, &q, &so);
 	if (dt_solve(&q, &so, &res) != DT_OK)
 		res.cost = DT_SOLVE_INFINITE;
 	char score[256] = "no plan within the limit";
