@@ -79,6 +79,9 @@ struct dt_pass_options {
 	 * bound (0: none was left undone): the room the buckets lacked, which
 	 * opt's replan gives them (tools/cmd_graph.c). */
 	double *bucket_room;
+	/* Whole-graph problems shared by pipeline runs on copies of one
+	 * module (dt_shard_problem_cache); NULL: each run builds its own. */
+	struct dt_shard_problem_cache *problem_cache;
 };
 
 struct dt_pass_timings;
@@ -220,6 +223,27 @@ bool dt_shard_global_built(struct dt_pass_ctx *ctx,
  * dt_status. */
 int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 			  const struct dt_shard_problem_options *po);
+
+/* Whole-graph problems shared by the pipeline runs of opt's replan, which
+ * plans clones of its input again under other usage limits: a problem
+ * depends on its limit only as its usage_limit, so shard-prop builds one
+ * per set of the other options (graph inputs' moves bucketed or not) and
+ * the later runs take it with their own limit. A module is told by its
+ * counts of nodes, arguments, tensors and shardings at shard-prop: the
+ * clones, after the same passes, have the same ones; a second shard-prop
+ * in one pipeline, after redistributions went in, does not. */
+struct dt_shard_problem_cache;
+struct dt_shard_problem_cache *dt_shard_problem_cache_create(void);
+void dt_shard_problem_cache_destroy(struct dt_shard_problem_cache *c);
+/* The whole-graph problem of ctx->m with options `po` into `pr` (zeroed):
+ * a copy of the one ctx->options->problem_cache holds for them (its usage
+ * limit po->budget, its remarks repeated), or dt_shard_global_build's,
+ * which the cache then keeps when built whole. *shared tells that pr's
+ * arrays are the cache's: the caller must not fini it. Returns a
+ * dt_status. */
+int dt_shard_global_problem(struct dt_pass_ctx *ctx,
+			    const struct dt_shard_problem_options *po,
+			    struct dt_shard_problem *pr, bool *shared);
 /* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
  * `strategy` gets one entry per problem node and *solved is set. A budget
  * below the smallest footprint and a budget no plan found meets are errors

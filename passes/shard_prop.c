@@ -74,6 +74,7 @@ struct prop {
 	dt_str redistribute_target;
 	struct dt_shard_watch *watch; /* NULL = none */
 	struct dt_shard_problem problem; /* --search=global, --dump-problem */
+	bool shared_problem; /* problem's arrays are options->problem_cache's */
 	int32_t *plan; /* --search=global: a strategy per problem node */
 };
 
@@ -683,7 +684,8 @@ static int plan_graph(struct prop *p)
 			return rc;
 		}
 	}
-	int rc = dt_shard_global_build(p->ctx, &p->problem, &po);
+	int rc = dt_shard_global_problem(p->ctx, &po, &p->problem,
+					 &p->shared_problem);
 	if (rc != DT_OK) {
 		dt_free(hint);
 		return rc;
@@ -774,7 +776,8 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 		if (rc == DT_OK)
 			publish(&p, id);
 	}
-	dt_shard_problem_fini(&p.problem);
+	if (!p.shared_problem)
+		dt_shard_problem_fini(&p.problem);
 	dt_free(p.plan);
 	dt_vec_free(&p.first);
 	dt_vec_free(&p.values);

@@ -243,6 +243,76 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 	return rc;
 }
 
+/* Problems a cache keeps: one per value of inputs_unbucketed. */
+#define DT_PROBLEM_CACHE_SLOTS 2
+
+struct dt_shard_problem_cache {
+	struct cached_problem {
+		bool used, inputs_unbucketed;
+		uint32_t nodes, args, tensors, shardings; /* the module's */
+		struct dt_shard_problem pr;
+	} slot[DT_PROBLEM_CACHE_SLOTS];
+};
+
+struct dt_shard_problem_cache *dt_shard_problem_cache_create(void)
+{
+	return dt_calloc(1, sizeof(struct dt_shard_problem_cache));
+}
+
+void dt_shard_problem_cache_destroy(struct dt_shard_problem_cache *c)
+{
+	for (int k = 0; c && k < DT_PROBLEM_CACHE_SLOTS; k++)
+		if (c->slot[k].used)
+			dt_shard_problem_fini(&c->slot[k].pr);
+	dt_free(c);
+}
+
+static bool cached_for(const struct cached_problem *c,
+		       const struct dt_module *m,
+		       const struct dt_shard_problem_options *po)
+{
+	return c->used && c->inputs_unbucketed == po->inputs_unbucketed &&
+	       c->nodes == m->nodes.len && c->args == m->args.len &&
+	       c->tensors == m->tensors.len &&
+	       c->shardings == m->shardings.len;
+}
+
+int dt_shard_global_problem(struct dt_pass_ctx *ctx,
+			    const struct dt_shard_problem_options *po,
+			    struct dt_shard_problem *pr, bool *shared)
+{
+	struct dt_shard_problem_cache *cache =
+	    ctx->options ? ctx->options->problem_cache : NULL;
+	const struct dt_module *m = ctx->m;
+	*shared = false;
+	for (int k = 0; cache && !po->hint && k < DT_PROBLEM_CACHE_SLOTS; k++)
+		if (cached_for(&cache->slot[k], m, po)) {
+			*pr = cache->slot[k].pr;
+			pr->solve.usage_limit = po->budget;
+			*shared = true;
+			dt_shard_problem_remark_pruned(pr, m, ctx->diag);
+			return DT_OK;
+		}
+	int rc = dt_shard_global_build(ctx, pr, po);
+	if (rc != DT_OK || !cache || po->hint ||
+	    pr->entries > DT_SHARD_PROBLEM_MAX_ENTRIES)
+		return rc;
+	for (int k = 0; k < DT_PROBLEM_CACHE_SLOTS; k++)
+		if (!cache->slot[k].used) {
+			cache->slot[k] = (struct cached_problem){
+			    .used = true,
+			    .inputs_unbucketed = po->inputs_unbucketed,
+			    .nodes = m->nodes.len,
+			    .args = m->args.len,
+			    .tensors = m->tensors.len,
+			    .shardings = m->shardings.len,
+			    .pr = *pr};
+			*shared = true;
+			break;
+		}
+	return rc;
+}
+
 void dt_shard_global_options(const struct dt_pass_ctx *ctx,
 			     const struct dt_solve_problem *p,
 			     struct dt_solve_options *so)

@@ -734,18 +734,12 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 		dt_shard_usage_build(pr, m, &b.edges, b.pos.data, npos);
 		dt_shard_edges_buckets(&b.edges, pr);
 	}
-	if (rc == DT_OK && diag->remarks && b.prune.capped) {
-		const struct dt_node *w =
-		    gnode(&b, pr->pnodes.data[b.prune.widest].node);
-		dt_diag_report(diag, DT_REMARK, m->file, w->line,
-			       "shard-prop:pruned",
-			       "the whole-graph problem keeps %.0f of %.0f "
-			       "strategies: %u nodes had more than %u (the most, "
-			       "'%s', %.0f) and keep those of least forward cost",
-			       b.prune.after, b.prune.before, b.prune.capped,
-			       b.prune.cap, dt_str_get(m, w->name),
-			       b.prune.widest_n);
-	}
+	pr->pruned = (struct dt_shard_pruned){
+	    .capped = b.prune.capped, .cap = b.prune.cap,
+	    .widest = b.prune.widest, .before = b.prune.before,
+	    .after = b.prune.after, .widest_n = b.prune.widest_n};
+	if (rc == DT_OK)
+		dt_shard_problem_remark_pruned(pr, m, diag);
 	dt_rules_fini(&b.rules);
 	dt_shard_space_fini(&b.space);
 	dt_vec_free(&b.current);
@@ -762,6 +756,23 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 	dt_vec_free(&b.keep);
 	dt_prune_fini(&b.prune);
 	return rc;
+}
+
+void dt_shard_problem_remark_pruned(const struct dt_shard_problem *pr,
+				    const struct dt_module *m,
+				    struct dt_diag *diag)
+{
+	const struct dt_shard_pruned *c = &pr->pruned;
+	if (!diag->remarks || !c->capped)
+		return;
+	const struct dt_node *w =
+	    dt_node_get(m, pr->pnodes.data[c->widest].node);
+	dt_diag_report(diag, DT_REMARK, m->file, w->line, "shard-prop:pruned",
+		       "the whole-graph problem keeps %.0f of %.0f "
+		       "strategies: %u nodes had more than %u (the most, "
+		       "'%s', %.0f) and keep those of least forward cost",
+		       c->after, c->before, c->capped, c->cap,
+		       dt_str_get(m, w->name), c->widest_n);
 }
 
 void dt_shard_problem_fini(struct dt_shard_problem *pr)

@@ -530,6 +530,13 @@ struct dt_shard_problem {
 	DT_VEC(int32_t) hint_at;     /* per problem node: the kept strategy
 					an expert's plan takes (with
 					DT_HINT_KEPT), else -1 */
+	/* What the pruning cap cut (the remark shard-prop:pruned): nodes
+	 * capped, strategies weighed and kept, the problem node with the
+	 * most before the cap and how many it had. */
+	struct dt_shard_pruned {
+		uint32_t capped, cap, widest;
+		double before, after, widest_n;
+	} pruned;
 };
 
 /* Above this many edge matrix entries the problem is not built (its
@@ -588,6 +595,11 @@ int dt_shard_problem_build(struct dt_shard_problem *pr, struct dt_module *m,
 			   const struct dt_shard_problem_options *o,
 			   struct dt_diag *diag);
 void dt_shard_problem_fini(struct dt_shard_problem *pr);
+/* Remark shard-prop:pruned (with remarks on, where the cap cut any
+ * node's strategies): what pr->pruned says, at the widest node. */
+void dt_shard_problem_remark_pruned(const struct dt_shard_problem *pr,
+				    const struct dt_module *m,
+				    struct dt_diag *diag);
 /* Write the problem in the IOPDDL contest's JSON, the form
  * dt_solve_problem_read reads (solver.h): intervals, costs and usages per
  * node, node pairs and row-major cost matrices per edge, the usage limit

@@ -532,14 +532,18 @@ static int optimize(const struct opt_job *job, const char *output)
 		? dt_module_clone(m)
 		: NULL;
 	double room = 0;
-	if (input)
+	if (input) {
 		job->popt->pass.bucket_room = &room;
+		job->popt->pass.problem_cache = dt_shard_problem_cache_create();
+	}
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	job->popt->pass.bucket_room = NULL;
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
 	if (rc == DT_OK && input)
 		replan(job, &pipeline, m, input, room);
+	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
+	job->popt->pass.problem_cache = NULL;
 	dt_module_destroy(input);
 	if (rc == DT_OK)
 		warn_over_budget(m, job->popt->pass.memory_budget, job->diag);
