@@ -141,6 +141,29 @@ static const char opt_help_passes[] =
 	"                        problem (kept, pruned, none) and what the best\n"
 	"                        plan keeping them costs (with --remarks)\n\n";
 
+/* What the whole-graph search planned the kept program with: the usage
+ * limit and whether graph inputs' moves were priced unbucketed. */
+struct search_settings {
+	int64_t limit;
+	bool inputs_unbucketed;
+};
+
+/* What opt -o 'L.{rank}.xml' keeps from rank to rank: the search
+ * settings every rank's program takes under --memory-budget, decided
+ * once (settings_for_rank); what the first rank's program declares and
+ * issues (rank_agreement), which every other rank's must match; and
+ * whether the pipeline runs without bucket-collectives and
+ * schedule-collectives, which weigh each rank's own memory. */
+struct every_rank {
+	bool decided;
+	struct search_settings settings;
+	bool agreed;      /* first_rank and agreement are set */
+	int first_rank;
+	uint64_t agreement;
+	int differs;      /* the first rank whose program did not match, -1 */
+	bool without_memory_passes;
+};
+
 /* What `opt` was told, for one run or one run per rank. */
 struct opt_job {
 	const char *input;
@@ -151,6 +174,7 @@ struct opt_job {
 	struct dt_diag *diag;
 	struct dt_opt_sink *sink;
 	struct dt_dump_dir *dump_dir; /* NULL: no --dump-dir */
+	struct every_rank *every_rank; /* NULL: the rank decides alone */
 };
 
 /* The "before" table of --report, from a copy of m whose metadata
@@ -452,10 +476,11 @@ static void price_inputs_unbucketed(const struct opt_job *job,
  * not fit --memory-budget (fit_replan) or where its buckets lacked `room`
  * bytes (give_room, price_inputs_unbucketed), keeping the fitting program
  * of least modelled communication time (remark opt:replan; its
- * diagnostics follow, those before it were the first plan's). */
+ * diagnostics follow, those before it were the first plan's) and its
+ * settings in *kept (left as they are where the first program stays). */
 static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
 		   struct dt_module *m, const struct dt_module *input,
-		   double room)
+		   double room, struct search_settings *kept)
 {
 	int64_t budget = job->popt->pass.memory_budget;
 	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
@@ -487,8 +512,132 @@ static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline
 			       (long long)best.limit, priced, best.peak,
 			       best.us, first_us);
 	kept_diags_fini(&best.diags, job->diag);
+	*kept = (struct search_settings){best.limit, best.inputs_unbucketed};
 	dt_module_swap(m, best.m);
 	dt_module_destroy(best.m);
+}
+
+/* The settings of the one program for every rank (lower-redistribute
+ * without a rank) that opt keeps under --memory-budget, planning again
+ * as it does, from a copy of global-view `m`, quietly; false when that
+ * program cannot be lowered. A rank's own program holds its own peak:
+ * with uneven shards ranks hold different ones, and ranks planning alone
+ * would plan within different limits and lower different collectives
+ * (an odd-sized mlp_sgd on 2x2x2 under 13250 bytes: 5 collectives on
+ * four ranks, 4 on the other four). */
+static bool plan_for_every_rank(const struct opt_job *job,
+				const struct dt_pipeline *pipeline,
+				const struct dt_module *m,
+				struct search_settings *out)
+{
+	struct dt_diag quiet;
+	dt_diag_init_quiet(&quiet);
+	struct dt_pipeline_options po = {.registry = job->popt->registry,
+					 .verify_each = job->popt->verify_each,
+					 .pass = job->popt->pass};
+	po.pass.rank = -1;
+	po.pass.problem_out = NULL;
+	po.pass.bisect = NULL;
+	double room = 0;
+	po.pass.bucket_room = &room;
+	struct opt_job spmd = *job;
+	spmd.popt = &po;
+	spmd.diag = &quiet;
+	struct dt_module *input = dt_module_clone(m), *c = dt_module_clone(m);
+	*out = (struct search_settings){po.pass.memory_budget, false};
+	bool lowered = dt_pipeline_run(c, pipeline, &po, &quiet) == DT_OK &&
+		       c->view == DT_VIEW_LOCAL;
+	if (lowered) {
+		po.pass.bucket_room = NULL;
+		replan(&spmd, pipeline, c, input, room, out);
+	}
+	dt_module_destroy(c);
+	dt_module_destroy(input);
+	return lowered;
+}
+
+/* Under --memory-budget, a rank's program (--rank R, or each of
+ * -o 'L.{rank}.xml') takes the search settings of the program for every
+ * rank (plan_for_every_rank, decided once for all of -o 'L.{rank}.xml'),
+ * so every rank lowers the same plan; where that program cannot be
+ * lowered the rank plans alone, with a warning. Returns whether
+ * *settings hold them. */
+static bool settings_for_rank(const struct opt_job *job,
+			      const struct dt_pipeline *pipeline,
+			      const struct dt_module *m,
+			      struct search_settings *settings)
+{
+	if (job->popt->pass.rank < 0 || job->popt->pass.memory_budget <= 0 ||
+	    m->view != DT_VIEW_GLOBAL)
+		return false;
+	if (job->every_rank && job->every_rank->decided) {
+		*settings = job->every_rank->settings;
+		return true;
+	}
+	if (!plan_for_every_rank(job, pipeline, m, settings)) {
+		dt_diag_report(job->diag, DT_WARNING, m->file, 0, "opt:ranks",
+			       "the program for every rank cannot be lowered (lower it without --rank to see why), so rank %d plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently",
+			       job->popt->pass.rank);
+		return false;
+	}
+	if (job->every_rank) {
+		job->every_rank->decided = true;
+		job->every_rank->settings = *settings;
+	}
+	return true;
+}
+
+/* What every rank's program must agree on to run together (the runtime
+ * checks the same at start-up): the groups it declares, by name in
+ * order, and the collectives it issues in order (kind, group, dtype,
+ * reduce op: dt_collective_sequence), as one hash. */
+static uint64_t rank_agreement(const struct dt_module *m)
+{
+	struct dt_collective_item *seq;
+	uint32_t n;
+	uint64_t h;
+	dt_collective_sequence(m, &seq, &n, &h);
+	dt_free(seq);
+	for (uint32_t g = 0; g < m->groups.len; g++)
+		for (const char *c = dt_str_get(m, m->groups.data[g].name);; c++) {
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	return h;
+}
+
+/* With job->every_rank, whether m (the program of rank
+ * job->popt->pass.rank) agrees with the first rank's; records the
+ * first's, and the rank that does not agree. */
+static bool agrees_with_first_rank(const struct opt_job *job,
+				   const struct dt_module *m)
+{
+	struct every_rank *e = job->every_rank;
+	if (!e || m->view != DT_VIEW_LOCAL)
+		return true;
+	uint64_t a = rank_agreement(m);
+	if (!e->agreed) {
+		e->agreed = true;
+		e->first_rank = job->popt->pass.rank;
+		e->agreement = a;
+		return true;
+	}
+	if (a == e->agreement)
+		return true;
+	e->differs = job->popt->pass.rank;
+	return false;
+}
+
+/* `p` without bucket-collectives and schedule-collectives. */
+static void drop_memory_passes(struct dt_pipeline *p)
+{
+	int kept = 0;
+	for (int i = 0; i < p->npasses; i++)
+		if (p->passes[i] != &dt_pass_bucket_collectives &&
+		    p->passes[i] != &dt_pass_schedule_collectives)
+			p->passes[kept++] = p->passes[i];
+	p->npasses = kept;
 }
 
 static const char *peak_kind(enum dt_view v)
@@ -515,6 +664,8 @@ static int optimize(const struct opt_job *job, const char *output)
 	else
 		DT_REQUIRE(dt_pipeline_parse(&pipeline, dt_default_pipeline(m),
 					     job->diag) == DT_OK);
+	if (job->every_rank && job->every_rank->without_memory_passes)
+		drop_memory_passes(&pipeline);
 	struct dt_topology topology = m->topology;
 	dt_cli_topology_apply(job->topology_flags, &topology);
 	job->popt->pass.topology = &topology;
@@ -527,23 +678,49 @@ static int optimize(const struct opt_job *job, const char *output)
 		shaped = fill_before(m, &topology, &before);
 		peak_before = report_peak(shaped ? shaped : m, &at_before);
 	}
+	bool own_cache = !job->popt->pass.problem_cache &&
+			 job->popt->pass.memory_budget > 0 &&
+			 m->view == DT_VIEW_GLOBAL;
+	if (own_cache)
+		job->popt->pass.problem_cache = dt_shard_problem_cache_create();
+	struct search_settings settings;
+	bool fixed = settings_for_rank(job, &pipeline, m, &settings);
+	if (fixed) {
+		job->popt->pass.search_budget = settings.limit;
+		job->popt->pass.search_inputs_unbucketed =
+		    settings.inputs_unbucketed;
+		if (settings.limit != job->popt->pass.memory_budget ||
+		    settings.inputs_unbucketed)
+			dt_diag_report(job->diag, DT_REMARK, m->file, 0,
+				       "opt:ranks",
+				       "rank %d takes the plan of the program for every rank, which opt planned again under --memory-budget %lld: the search plans within %lld%s",
+				       job->popt->pass.rank,
+				       (long long)job->popt->pass.memory_budget,
+				       (long long)settings.limit,
+				       settings.inputs_unbucketed
+					   ? ", graph inputs' moves priced unbucketed"
+					   : "");
+	}
 	struct dt_module *input =
-	    job->popt->pass.memory_budget > 0 && m->view == DT_VIEW_GLOBAL
+	    job->popt->pass.memory_budget > 0 && m->view == DT_VIEW_GLOBAL &&
+		    !fixed
 		? dt_module_clone(m)
 		: NULL;
 	double room = 0;
-	if (input) {
+	if (input)
 		job->popt->pass.bucket_room = &room;
-		job->popt->pass.problem_cache = dt_shard_problem_cache_create();
-	}
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	job->popt->pass.bucket_room = NULL;
+	job->popt->pass.search_budget = 0;
+	job->popt->pass.search_inputs_unbucketed = false;
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
 	if (rc == DT_OK && input)
-		replan(job, &pipeline, m, input, room);
-	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
-	job->popt->pass.problem_cache = NULL;
+		replan(job, &pipeline, m, input, room, &settings);
+	if (own_cache) {
+		dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
+		job->popt->pass.problem_cache = NULL;
+	}
 	dt_module_destroy(input);
 	if (rc == DT_OK)
 		warn_over_budget(m, job->popt->pass.memory_budget, job->diag);
@@ -570,6 +747,8 @@ static int optimize(const struct opt_job *job, const char *output)
 	dt_comm_table_fini(&before);
 	dt_comm_table_fini(&after);
 	dt_module_destroy(shaped);
+	if (rc == DT_OK && !agrees_with_first_rank(job, m))
+		rc = DT_EINPUT;
 	if (rc == DT_OK)
 		rc = dt_write_file(m, output, job->diag);
 	double t3 = dt_now();
@@ -579,6 +758,35 @@ static int optimize(const struct opt_job *job, const char *output)
 	job->popt->pass.topology = NULL;
 	dt_opt_sink_fini(job->sink);
 	dt_module_destroy(m);
+	return rc;
+}
+
+/* `output` with its {rank} (at rank_at) replaced by `rank`, in a static
+ * buffer. */
+static const char *rank_path(const char *output, const char *rank_at,
+			     int32_t rank)
+{
+	static char path[4096];
+	snprintf(path, sizeof path, "%.*s%d%s", (int)(rank_at - output),
+		 output, (int)rank, rank_at + strlen("{rank}"));
+	return path;
+}
+
+/* Lower and write every rank's program (ranks[0 .. nranks)); *written:
+ * how many were written, the most of any attempt. Returns a dt_status;
+ * DT_EINPUT with job->every_rank->differs set where a rank's program
+ * does not agree with the first's (it is not written). */
+static int lower_every_rank(struct opt_job *job, const char *output,
+			    const char *rank_at, const int32_t *ranks,
+			    int64_t nranks, int64_t *written)
+{
+	int rc = DT_OK;
+	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
+		job->popt->pass.rank = ranks[i];
+		rc = optimize(job, rank_path(output, rank_at, ranks[i]));
+		if (rc == DT_OK && i + 1 > *written)
+			*written = i + 1;
+	}
 	return rc;
 }
 
@@ -605,13 +813,37 @@ static int optimize_per_rank(struct opt_job *job, const char *output,
 	for (int64_t i = 0; i < nranks; i++)
 		ranks[i] = dt_mesh_device(mesh, i);
 	dt_module_destroy(m);
-	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%.*s%d%s", (int)(rank_at - output),
-			 output, (int)ranks[i], rank_at + strlen("{rank}"));
-		job->popt->pass.rank = ranks[i];
-		rc = optimize(job, path);
+	/* Every rank's program from one problem and, under a budget, one
+	 * plan (settings_for_rank); all must declare and issue the same
+	 * (agrees_with_first_rank), else every rank's is lowered again
+	 * without the passes that weigh each rank's own memory, and where
+	 * they still differ none is left written. */
+	struct every_rank every = {.differs = -1};
+	job->every_rank = &every;
+	job->popt->pass.problem_cache = dt_shard_problem_cache_create();
+	int64_t written = 0;
+	rc = lower_every_rank(job, output, rank_at, ranks, nranks, &written);
+	if (every.differs >= 0) {
+		dt_diag_report(job->diag, DT_WARNING, job->input, 0, "opt:ranks",
+			       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
+			       every.differs, every.first_rank);
+		every = (struct every_rank){.decided = every.decided,
+					    .settings = every.settings,
+					    .differs = -1,
+					    .without_memory_passes = true};
+		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
+				      &written);
 	}
+	if (every.differs >= 0) {
+		dt_diag_report(job->diag, DT_ERROR, job->input, 0, NULL,
+			       "rank %d's program declares or issues other groups or collectives than rank %d's: no rank's program is written",
+			       every.differs, every.first_rank);
+		for (int64_t i = 0; i < written; i++)
+			unlink(rank_path(output, rank_at, ranks[i]));
+	}
+	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
+	job->popt->pass.problem_cache = NULL;
+	job->every_rank = NULL;
 	dt_free(ranks);
 	return dt_exit_code(rc);
 }
