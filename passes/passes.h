@@ -235,17 +235,26 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 struct dt_shard_problem_cache;
 struct dt_shard_problem_cache *dt_shard_problem_cache_create(void);
 void dt_shard_problem_cache_destroy(struct dt_shard_problem_cache *c);
+/* One problem a dt_shard_problem_cache holds, with the plans found for
+ * it (one per usage limit). */
+struct dt_shard_cached;
 /* The whole-graph problem of ctx->m with options `po` into `pr` (zeroed):
  * a copy of the one ctx->options->problem_cache holds for them (its usage
  * limit po->budget, its remarks repeated), or dt_shard_global_build's,
- * which the cache then keeps when built whole. *shared tells that pr's
- * arrays are the cache's: the caller must not fini it. Returns a
- * dt_status. */
+ * which the cache then keeps when built whole. *cached: the cache's entry
+ * whose arrays pr shares (the caller must not fini pr), else NULL.
+ * Returns a dt_status. */
 int dt_shard_global_problem(struct dt_pass_ctx *ctx,
 			    const struct dt_shard_problem_options *po,
-			    struct dt_shard_problem *pr, bool *shared);
+			    struct dt_shard_problem *pr,
+			    struct dt_shard_cached **cached);
 /* Solve `pr` for shard-prop's --search=global (shard_prop_global.c):
- * `strategy` gets one entry per problem node and *solved is set. A budget
+ * `strategy` gets one entry per problem node and *solved is set. With
+ * `cached` (pr's cache entry, or NULL), a plan found for pr's usage limit
+ * before is taken again (its remarks repeated) and a new one is kept
+ * there: every run sharing the problem, each rank of opt -o
+ * 'L.{rank}.xml' among them, takes one plan for a limit, even where the
+ * search is bounded by wall-clock time. A budget
  * below the smallest footprint and a budget no plan found meets are errors
  * naming them; a solver time-out keeps the best plan with a remark; an
  * edge with no finite move between its ends' strategies (pins the
@@ -253,7 +262,8 @@ int dt_shard_global_problem(struct dt_pass_ctx *ctx,
  * budget is a warning, *solved false (the caller decides node by node).
  * Returns DT_OK or DT_EINPUT. */
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
-			  const struct dt_shard_problem *pr, int32_t *strategy,
+			  const struct dt_shard_problem *pr,
+			  struct dt_shard_cached *cached, int32_t *strategy,
 			  bool *solved);
 
 /* The solver options of --search=global for problem p (its threads,

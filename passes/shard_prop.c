@@ -74,7 +74,9 @@ struct prop {
 	dt_str redistribute_target;
 	struct dt_shard_watch *watch; /* NULL = none */
 	struct dt_shard_problem problem; /* --search=global, --dump-problem */
-	bool shared_problem; /* problem's arrays are options->problem_cache's */
+	/* The options->problem_cache entry whose arrays `problem` shares
+	 * (and where its plans are kept), or NULL: problem is its own. */
+	struct dt_shard_cached *cached;
 	int32_t *plan; /* --search=global: a strategy per problem node */
 };
 
@@ -684,8 +686,7 @@ static int plan_graph(struct prop *p)
 			return rc;
 		}
 	}
-	int rc = dt_shard_global_problem(p->ctx, &po, &p->problem,
-					 &p->shared_problem);
+	int rc = dt_shard_global_problem(p->ctx, &po, &p->problem, &p->cached);
 	if (rc != DT_OK) {
 		dt_free(hint);
 		return rc;
@@ -706,7 +707,8 @@ static int plan_graph(struct prop *p)
 	p->plan = dt_calloc((size_t)p->problem.solve.nnodes + 1,
 			    sizeof *p->plan);
 	bool solved;
-	rc = dt_shard_global_solve(p->ctx, &p->problem, p->plan, &solved);
+	rc = dt_shard_global_solve(p->ctx, &p->problem, p->cached, p->plan,
+				   &solved);
 	if (hint && solved)
 		dt_shard_expert_report(p->ctx, &p->problem, hint,
 				       dt_solve_plan_cost(&p->problem.solve,
@@ -776,7 +778,7 @@ int dt_shard_prop(struct dt_pass_ctx *ctx, struct dt_shard_watch *watch)
 		if (rc == DT_OK)
 			publish(&p, id);
 	}
-	if (!p.shared_problem)
+	if (!p.cached)
 		dt_shard_problem_fini(&p.problem);
 	dt_free(p.plan);
 	dt_vec_free(&p.first);

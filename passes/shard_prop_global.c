@@ -246,12 +246,23 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 /* Problems a cache keeps: one per value of inputs_unbucketed. */
 #define DT_PROBLEM_CACHE_SLOTS 2
 
+/* A plan the search found, as its remarks tell it. */
+struct solved_plan {
+	int64_t limit;       /* the problem's usage limit */
+	int32_t *strategy;   /* per problem node */
+	int64_t cost, peak, lower_bound;
+	bool at_timeout, at_rounds; /* the search stopped at its limit */
+};
+
+struct dt_shard_cached {
+	bool used, inputs_unbucketed;
+	uint32_t nodes, args, tensors, shardings; /* the module's */
+	struct dt_shard_problem pr;
+	DT_VEC(struct solved_plan) plans; /* one per usage limit solved */
+};
+
 struct dt_shard_problem_cache {
-	struct cached_problem {
-		bool used, inputs_unbucketed;
-		uint32_t nodes, args, tensors, shardings; /* the module's */
-		struct dt_shard_problem pr;
-	} slot[DT_PROBLEM_CACHE_SLOTS];
+	struct dt_shard_cached slot[DT_PROBLEM_CACHE_SLOTS];
 };
 
 struct dt_shard_problem_cache *dt_shard_problem_cache_create(void)
@@ -261,13 +272,18 @@ struct dt_shard_problem_cache *dt_shard_problem_cache_create(void)
 
 void dt_shard_problem_cache_destroy(struct dt_shard_problem_cache *c)
 {
-	for (int k = 0; c && k < DT_PROBLEM_CACHE_SLOTS; k++)
-		if (c->slot[k].used)
-			dt_shard_problem_fini(&c->slot[k].pr);
+	for (int k = 0; c && k < DT_PROBLEM_CACHE_SLOTS; k++) {
+		if (!c->slot[k].used)
+			continue;
+		dt_shard_problem_fini(&c->slot[k].pr);
+		for (uint32_t i = 0; i < c->slot[k].plans.len; i++)
+			dt_free(c->slot[k].plans.data[i].strategy);
+		dt_vec_free(&c->slot[k].plans);
+	}
 	dt_free(c);
 }
 
-static bool cached_for(const struct cached_problem *c,
+static bool cached_for(const struct dt_shard_cached *c,
 		       const struct dt_module *m,
 		       const struct dt_shard_problem_options *po)
 {
@@ -279,17 +295,18 @@ static bool cached_for(const struct cached_problem *c,
 
 int dt_shard_global_problem(struct dt_pass_ctx *ctx,
 			    const struct dt_shard_problem_options *po,
-			    struct dt_shard_problem *pr, bool *shared)
+			    struct dt_shard_problem *pr,
+			    struct dt_shard_cached **cached)
 {
 	struct dt_shard_problem_cache *cache =
 	    ctx->options ? ctx->options->problem_cache : NULL;
 	const struct dt_module *m = ctx->m;
-	*shared = false;
+	*cached = NULL;
 	for (int k = 0; cache && !po->hint && k < DT_PROBLEM_CACHE_SLOTS; k++)
 		if (cached_for(&cache->slot[k], m, po)) {
 			*pr = cache->slot[k].pr;
 			pr->solve.usage_limit = po->budget;
-			*shared = true;
+			*cached = &cache->slot[k];
 			dt_shard_problem_remark_pruned(pr, m, ctx->diag);
 			return DT_OK;
 		}
@@ -299,7 +316,7 @@ int dt_shard_global_problem(struct dt_pass_ctx *ctx,
 		return rc;
 	for (int k = 0; k < DT_PROBLEM_CACHE_SLOTS; k++)
 		if (!cache->slot[k].used) {
-			cache->slot[k] = (struct cached_problem){
+			cache->slot[k] = (struct dt_shard_cached){
 			    .used = true,
 			    .inputs_unbucketed = po->inputs_unbucketed,
 			    .nodes = m->nodes.len,
@@ -307,7 +324,7 @@ int dt_shard_global_problem(struct dt_pass_ctx *ctx,
 			    .tensors = m->tensors.len,
 			    .shardings = m->shardings.len,
 			    .pr = *pr};
-			*shared = true;
+			*cached = &cache->slot[k];
 			break;
 		}
 	return rc;
@@ -351,14 +368,63 @@ bool dt_shard_global_built(struct dt_pass_ctx *ctx,
 	return false;
 }
 
+/* The remarks of plan s of pr, found by the search with options so or
+ * taken again from a cache: where the search stopped at its limit, and
+ * the plan's modelled cost and peak. */
+static void remark_plan(struct dt_pass_ctx *ctx,
+			const struct dt_shard_problem *pr,
+			const struct dt_solve_options *so,
+			const struct solved_plan *s)
+{
+	if (!ctx->diag->remarks)
+		return;
+	uint32_t first = pr->pnodes.data[0].node;
+	if (s->at_timeout)
+		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
+			  "the whole-graph search stopped at its %.1f s limit: "
+			  "the plan is the best found",
+			  so->timeout_s);
+	if (s->at_rounds)
+		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
+			  "the whole-graph search stopped at its limit of %" PRId64
+			  " rounds per thread: the plan is the best found "
+			  "(--solve-timeout gives it time instead)",
+			  so->max_rounds);
+	char bound[64] = "";
+	if (s->lower_bound != INT64_MIN)
+		snprintf(bound, sizeof bound, ", lower bound %.2f us",
+			 (double)s->lower_bound / 1000);
+	int64_t compute = dt_shard_problem_compute_ns(pr, s->strategy);
+	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
+		  "whole-graph plan of %d nodes: modelled %.2f us (compute "
+		  "%.2f us, communication %.2f us)%s, peak %" PRId64
+		  " bytes per rank",
+		  pr->solve.nnodes, (double)s->cost / 1000,
+		  (double)compute / 1000, (double)(s->cost - compute) / 1000,
+		  bound, s->peak);
+}
+
 int dt_shard_global_solve(struct dt_pass_ctx *ctx,
-			  const struct dt_shard_problem *pr, int32_t *strategy,
+			  const struct dt_shard_problem *pr,
+			  struct dt_shard_cached *cached, int32_t *strategy,
 			  bool *solved)
 {
 	const struct dt_solve_problem *p = &pr->solve;
 	*solved = false;
 	if (p->nnodes == 0)
 		return DT_OK;
+	struct dt_solve_options so;
+	dt_shard_global_options(ctx, p, &so);
+	for (uint32_t i = 0; cached && i < cached->plans.len; i++) {
+		const struct solved_plan *s = &cached->plans.data[i];
+		if (s->limit != p->usage_limit)
+			continue;
+		memcpy(strategy, s->strategy,
+		       (size_t)p->nnodes * sizeof *strategy);
+		*solved = true;
+		remark_plan(ctx, pr, &so, s);
+		return DT_OK;
+	}
 	if (!check_edges(ctx, pr))
 		return DT_OK;
 	int32_t at;
@@ -373,8 +439,6 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 			  p->usage_limit, floor, node_name(ctx->m, id));
 		return DT_EINPUT;
 	}
-	struct dt_solve_options so;
-	dt_shard_global_options(ctx, p, &so);
 	struct dt_solve_result res = {.strategy = strategy};
 	int rc = dt_solve(p, &so, &res);
 	dt_pass_phase_time(ctx, "whole-graph solve", res.seconds);
@@ -407,30 +471,20 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 		return DT_OK;
 	}
 	*solved = true;
-	if (!ctx->diag->remarks)
-		return DT_OK;
-	bool timed = so.timeout_s > 0;
-	if (timed && res.seconds >= so.timeout_s)
-		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
-			  "the whole-graph search stopped at its %.1f s limit: "
-			  "the plan is the best found",
-			  so.timeout_s);
-	if (!timed && res.rounds >= so.threads * so.max_rounds)
-		node_diag(ctx, DT_REMARK, first, "shard-prop:timeout",
-			  "the whole-graph search stopped at its limit of %" PRId64
-			  " rounds per thread: the plan is the best found "
-			  "(--solve-timeout gives it time instead)",
-			  so.max_rounds);
-	char bound[64] = "";
-	if (res.lower_bound != INT64_MIN)
-		snprintf(bound, sizeof bound, ", lower bound %.2f us",
-			 (double)res.lower_bound / 1000);
-	int64_t compute = dt_shard_problem_compute_ns(pr, strategy);
-	node_diag(ctx, DT_REMARK, first, "shard-prop:global",
-		  "whole-graph plan of %d nodes: modelled %.2f us (compute "
-		  "%.2f us, communication %.2f us)%s, peak %" PRId64
-		  " bytes per rank",
-		  p->nnodes, (double)res.cost / 1000, (double)compute / 1000,
-		  (double)(res.cost - compute) / 1000, bound, res.peak_usage);
+	struct solved_plan found = {
+	    .limit = p->usage_limit,
+	    .strategy = strategy,
+	    .cost = res.cost,
+	    .peak = res.peak_usage,
+	    .lower_bound = res.lower_bound,
+	    .at_timeout = so.timeout_s > 0 && res.seconds >= so.timeout_s,
+	    .at_rounds = so.timeout_s <= 0 &&
+			 res.rounds >= so.threads * so.max_rounds};
+	remark_plan(ctx, pr, &so, &found);
+	if (cached) {
+		size_t bytes = (size_t)p->nnodes * sizeof *strategy;
+		found.strategy = memcpy(dt_malloc(bytes + 1), strategy, bytes);
+		dt_vec_push(&cached->plans, found);
+	}
 	return DT_OK;
 }

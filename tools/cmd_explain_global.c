@@ -485,7 +485,7 @@ int dt_explain_global(struct dt_module *m, uint32_t node,
 	    dt_shard_global_built(&ctx, &pr, DT_WARNING,
 				  "; explaining the node-by-node search "
 				  "(--search=greedy)"))
-		rc = dt_shard_global_solve(&ctx, &pr, plan, &solved);
+		rc = dt_shard_global_solve(&ctx, &pr, NULL, plan, &solved);
 	dt_arena_fini(&scratch);
 	*explained = rc == DT_OK && solved; /* else the warning says why */
 	if (*explained && o->json)

@@ -5,10 +5,12 @@
  * path is the first argument). shard-prop builds a clone's problem once:
  * a run on another clone under another usage limit takes it and plans as
  * a run without the cache does under that limit (not as the first run
- * did), a run pricing graph inputs unbucketed builds its own and the next
- * such run takes that, and a second shard-prop in one pipeline (the graph
- * has redistributions then) builds again. A build shows as the pass's
- * phase "whole-graph problem build" in --time-passes' table. */
+ * did), a run under a limit solved before takes that plan without
+ * solving, a run pricing graph inputs unbucketed builds its own and the
+ * next such run takes that, and a second shard-prop in one pipeline (the
+ * graph has redistributions then) builds again. Builds and solves show
+ * as the pass's phases "whole-graph problem build" and "whole-graph
+ * solve" in --time-passes' table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +33,7 @@ static const char *graph_path;
 struct run {
 	char *program; /* the graph after the pipeline, as written */
 	int builds;    /* the problem builds its timing table shows */
+	int solves;    /* the solves it shows */
 };
 
 static int count(const char *text, const char *what)
@@ -80,6 +83,7 @@ static struct run run_on(const struct dt_module *m, const char *pipeline,
 	struct run r = {.program = read_all(out)};
 	char *table = read_all(times);
 	r.builds = count(table, "whole-graph problem build");
+	r.solves = count(table, "whole-graph solve");
 	free(table);
 	return r;
 }
@@ -97,13 +101,18 @@ static void test_replans_share_the_problem(void **state)
 
 	struct run first = run_on(m, prop, cache, 0, false);
 	assert_int_equal(first.builds, 1);
+	assert_int_equal(first.solves, 1);
 	struct run again = run_on(m, prop, cache, KEPT_LIMIT, false);
 	assert_int_equal(again.builds, 0);
+	assert_int_equal(again.solves, 1);
 	struct run fresh = run_on(m, prop, NULL, KEPT_LIMIT, false);
 	assert_int_equal(fresh.builds, 1);
 	assert_string_equal(again.program, fresh.program);
 	/* The limit mattered: the first run's plan is another. */
 	assert_string_not_equal(again.program, first.program);
+	struct run solved = run_on(m, prop, cache, KEPT_LIMIT, false);
+	assert_int_equal(solved.builds + solved.solves, 0);
+	assert_string_equal(solved.program, again.program);
 
 	struct run unbucketed = run_on(m, prop, cache, KEPT_LIMIT, true);
 	assert_int_equal(unbucketed.builds, 1);
@@ -115,7 +124,7 @@ static void test_replans_share_the_problem(void **state)
 				  cache, 0, false);
 	assert_int_equal(twice.builds, 1);
 
-	struct run *runs[] = {&first, &again, &fresh, &unbucketed,
+	struct run *runs[] = {&first, &again, &fresh, &solved, &unbucketed,
 			      &unbucketed_again, &twice};
 	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
 		free(runs[k]->program);
