@@ -155,13 +155,15 @@ struct search_settings {
  * whether the pipeline runs without bucket-collectives and
  * schedule-collectives, which weigh each rank's own memory. */
 struct every_rank {
-	bool decided;
+	bool tried;       /* plan_for_every_rank ran */
+	bool decided;     /* and settings hold what it found */
 	struct search_settings settings;
 	bool agreed;      /* first_rank and agreement are set */
 	int first_rank;
 	uint64_t agreement;
 	int differs;      /* the first rank whose program did not match, -1 */
 	bool without_memory_passes;
+	size_t max_peak;  /* the most any rank's program holds */
 };
 
 /* What `opt` was told, for one run or one run per rank. */
@@ -556,6 +558,12 @@ static bool plan_for_every_rank(const struct opt_job *job,
 	return lowered;
 }
 
+static void warn_plans_alone(struct dt_diag *d, const char *file)
+{
+	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
+		       "the program for every rank cannot be lowered (lower it without --rank to see why), so each rank plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently");
+}
+
 /* Under --memory-budget, a rank's program (--rank R, or each of
  * -o 'L.{rank}.xml') takes the search settings of the program for every
  * rank (plan_for_every_rank, decided once for all of -o 'L.{rank}.xml'),
@@ -570,21 +578,21 @@ static bool settings_for_rank(const struct opt_job *job,
 	if (job->popt->pass.rank < 0 || job->popt->pass.memory_budget <= 0 ||
 	    m->view != DT_VIEW_GLOBAL)
 		return false;
-	if (job->every_rank && job->every_rank->decided) {
-		*settings = job->every_rank->settings;
-		return true;
+	struct every_rank *e = job->every_rank;
+	if (e && e->tried) {
+		*settings = e->settings;
+		return e->decided;
 	}
-	if (!plan_for_every_rank(job, pipeline, m, settings)) {
-		dt_diag_report(job->diag, DT_WARNING, m->file, 0, "opt:ranks",
-			       "the program for every rank cannot be lowered (lower it without --rank to see why), so rank %d plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently",
-			       job->popt->pass.rank);
-		return false;
-	}
-	if (job->every_rank) {
-		job->every_rank->decided = true;
-		job->every_rank->settings = *settings;
-	}
-	return true;
+	bool decided = plan_for_every_rank(job, pipeline, m, settings);
+	if (e)
+		*e = (struct every_rank){.tried = true, .decided = decided,
+					 .settings = *settings,
+					 .differs = e->differs,
+					 .without_memory_passes =
+					     e->without_memory_passes};
+	else if (!decided)
+		warn_plans_alone(job->diag, m->file);
+	return decided;
 }
 
 /* What every rank's program must agree on to run together (the runtime
@@ -646,7 +654,8 @@ static const char *peak_kind(enum dt_view v)
 }
 
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
- * report and timing, write `output`. Returns a dt_status. */
+ * report and timing, write `output` (NULL: nowhere). Returns a
+ * dt_status. */
 static int optimize(const struct opt_job *job, const char *output)
 {
 	double t0 = dt_now();
@@ -693,7 +702,7 @@ static int optimize(const struct opt_job *job, const char *output)
 		    settings.inputs_unbucketed)
 			dt_diag_report(job->diag, DT_REMARK, m->file, 0,
 				       "opt:ranks",
-				       "rank %d takes the plan of the program for every rank, which opt planned again under --memory-budget %lld: the search plans within %lld%s",
+				       "rank %d takes the plan every rank takes under --memory-budget %lld: the search plans within %lld%s",
 				       job->popt->pass.rank,
 				       (long long)job->popt->pass.memory_budget,
 				       (long long)settings.limit,
@@ -749,7 +758,12 @@ static int optimize(const struct opt_job *job, const char *output)
 	dt_module_destroy(shaped);
 	if (rc == DT_OK && !agrees_with_first_rank(job, m))
 		rc = DT_EINPUT;
-	if (rc == DT_OK)
+	if (rc == DT_OK && job->every_rank && m->view == DT_VIEW_LOCAL) {
+		size_t peak = run_peak(m);
+		if (peak > job->every_rank->max_peak)
+			job->every_rank->max_peak = peak;
+	}
+	if (rc == DT_OK && output)
 		rc = dt_write_file(m, output, job->diag);
 	double t3 = dt_now();
 	if (job->popt->time_passes)
@@ -772,21 +786,146 @@ static const char *rank_path(const char *output, const char *rank_at,
 	return path;
 }
 
-/* Lower and write every rank's program (ranks[0 .. nranks)); *written:
- * how many were written, the most of any attempt. Returns a dt_status;
- * DT_EINPUT with job->every_rank->differs set where a rank's program
- * does not agree with the first's (it is not written). */
+/* Lower and write every rank's program (ranks[0 .. nranks)) to `output`
+ * (NULL: nowhere); *written: how many were written, the most of any
+ * attempt. Returns a dt_status; DT_EINPUT with job->every_rank->differs
+ * set where a rank's program does not agree with the first's (it is not
+ * written). */
 static int lower_every_rank(struct opt_job *job, const char *output,
 			    const char *rank_at, const int32_t *ranks,
 			    int64_t nranks, int64_t *written)
 {
 	int rc = DT_OK;
+	FILE *problem_out = job->popt->pass.problem_out;
 	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
+		/* --dump-problem: the problem of all, written once */
+		if (*written > 0)
+			job->popt->pass.problem_out = NULL;
 		job->popt->pass.rank = ranks[i];
-		rc = optimize(job, rank_path(output, rank_at, ranks[i]));
-		if (rc == DT_OK && i + 1 > *written)
+		rc = optimize(job, output ? rank_path(output, rank_at, ranks[i])
+					  : NULL);
+		if (rc == DT_OK && output && i + 1 > *written)
 			*written = i + 1;
 	}
+	job->popt->pass.problem_out = problem_out;
+	return rc;
+}
+
+static void warn_ranks_differ(struct dt_diag *d, const char *file,
+			      const struct every_rank *e)
+{
+	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
+		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
+		       e->differs, e->first_rank);
+}
+
+/* Steps of fit_every_rank. */
+#define RANK_FIT_STEPS 8
+
+/* Where a rank's program (as `quiet`, a job that reports and writes
+ * nothing, lowered them last) holds more than --memory-budget though the
+ * program for every rank, whose search settings every rank takes, fits
+ * (each rank lowers its own shards, semantics §7): lower every rank
+ * again with the search's limit lowered by the largest excess·2^i
+ * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
+ * and agree, which quiet->every_rank then holds (remark opt:ranks to d);
+ * where none does, the settings stay. Each limit is solved once (the
+ * problem cache). */
+/* Whether every rank's program, its search planning within `limit`,
+ * agrees with the others and fits --memory-budget (lowered by `quiet`);
+ * quiet->every_rank then holds that limit and the largest peak. */
+static bool every_rank_fits(struct opt_job *quiet, const struct every_rank *first,
+			    int64_t limit, const int32_t *ranks, int64_t nranks)
+{
+	struct every_rank *e = quiet->every_rank;
+	*e = (struct every_rank){
+	    .tried = true,
+	    .decided = true,
+	    .settings = {limit, first->settings.inputs_unbucketed},
+	    .differs = -1,
+	    .without_memory_passes = first->without_memory_passes};
+	int64_t none = 0;
+	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none) ==
+		       DT_OK &&
+	       e->max_peak <= (size_t)quiet->popt->pass.memory_budget;
+}
+
+static void fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
+			   int64_t nranks, struct dt_diag *d)
+{
+	struct every_rank first = *quiet->every_rank;
+	int64_t budget = quiet->popt->pass.memory_budget;
+	int64_t excess = (int64_t)first.max_peak - budget;
+	int64_t over = first.settings.limit, fits = -1;
+	for (int i = 0; i < RANK_FIT_STEPS && fits < 0; i++) {
+		int64_t limit = first.settings.limit - (excess << i);
+		if (limit <= 0)
+			break;
+		if (every_rank_fits(quiet, &first, limit, ranks, nranks))
+			fits = limit;
+		else
+			over = limit;
+	}
+	if (fits < 0) {
+		*quiet->every_rank = first;
+		return;
+	}
+	/* The largest limit that fits, within REPLAN_BISECTIONS steps:
+	 * a limit cut further than needed gives up time for memory. */
+	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
+		int64_t mid = fits + (over - fits) / 2;
+		if (every_rank_fits(quiet, &first, mid, ranks, nranks))
+			fits = mid;
+		else
+			over = mid;
+	}
+	every_rank_fits(quiet, &first, fits, ranks, nranks);
+	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
+		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld, and every rank's program holds at most %zu",
+		       first.max_peak, (long long)budget, (long long)fits,
+		       quiet->every_rank->max_peak);
+}
+
+/* Settle what every rank's program of -o 'L.{rank}.xml' takes under
+ * --memory-budget by lowering every rank quietly, writing nothing: the
+ * search settings (settings_for_rank, fit_every_rank) and whether the
+ * memory-weighing passes run (the ranks' programs agree). Returns a
+ * dt_status; DT_EINPUT with every->differs set where they still differ
+ * without those passes. */
+static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
+			     int64_t nranks)
+{
+	struct dt_diag quiet_diag;
+	dt_diag_init_quiet(&quiet_diag);
+	struct dt_opt_sink no_sink = {0};
+	struct dt_pipeline_options po = *job->popt;
+	po.time_passes = false;
+	po.dump_after = NULL;
+	po.after_pass = NULL;
+	po.pass.problem_out = NULL;
+	struct opt_job quiet = *job;
+	quiet.popt = &po;
+	quiet.diag = &quiet_diag;
+	quiet.sink = &no_sink;
+	quiet.report = FORM_NONE;
+	quiet.dump_dir = NULL;
+	struct every_rank *e = job->every_rank;
+	int64_t none = 0;
+	int rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
+	if (e->tried && !e->decided)
+		warn_plans_alone(job->diag, job->input);
+	if (e->differs >= 0) {
+		warn_ranks_differ(job->diag, job->input, e);
+		*e = (struct every_rank){.tried = e->tried,
+					 .decided = e->decided,
+					 .settings = e->settings,
+					 .differs = -1,
+					 .without_memory_passes = true};
+		rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
+	}
+	if (rc == DT_OK && e->decided &&
+	    e->max_peak > (size_t)job->popt->pass.memory_budget)
+		fit_every_rank(&quiet, ranks, nranks, job->diag);
 	return rc;
 }
 
@@ -814,7 +953,8 @@ static int optimize_per_rank(struct opt_job *job, const char *output,
 		ranks[i] = dt_mesh_device(mesh, i);
 	dt_module_destroy(m);
 	/* Every rank's program from one problem and, under a budget, one
-	 * plan (settings_for_rank); all must declare and issue the same
+	 * plan (settings_for_rank), settled before any is written
+	 * (settle_every_rank); all must declare and issue the same
 	 * (agrees_with_first_rank), else every rank's is lowered again
 	 * without the passes that weigh each rank's own memory, and where
 	 * they still differ none is left written. */
@@ -822,12 +962,18 @@ static int optimize_per_rank(struct opt_job *job, const char *output,
 	job->every_rank = &every;
 	job->popt->pass.problem_cache = dt_shard_problem_cache_create();
 	int64_t written = 0;
-	rc = lower_every_rank(job, output, rank_at, ranks, nranks, &written);
-	if (every.differs >= 0) {
-		dt_diag_report(job->diag, DT_WARNING, job->input, 0, "opt:ranks",
-			       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
-			       every.differs, every.first_rank);
-		every = (struct every_rank){.decided = every.decided,
+	if (job->popt->pass.memory_budget > 0)
+		rc = settle_every_rank(job, ranks, nranks);
+	if (rc == DT_OK) {
+		every.agreed = false;
+		every.max_peak = 0;
+		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
+				      &written);
+	}
+	if (every.differs >= 0 && !every.without_memory_passes) {
+		warn_ranks_differ(job->diag, job->input, &every);
+		every = (struct every_rank){.tried = every.tried,
+					    .decided = every.decided,
 					    .settings = every.settings,
 					    .differs = -1,
 					    .without_memory_passes = true};
