@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* cmd_graph.c: the `opt`, `dump` and `verify` subcommands. */
+/* cmd_graph.c: the `opt` (its replan: opt_replan.c; its per-rank lowering:
+ * opt_ranks.c), `dump` and `verify` subcommands. */
 #include "cli.h"
 #include "cost_model.h"
 #include "dtopt_config.h"
 #include "frontend.h"
-#include "opt_output.h"
+#include "opt_job.h"
 #include "passes.h"
 #include "redistribute.h"
 #include "runtime.h"
@@ -18,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int load(const char *path, bool allow_unknown, struct dt_diag *d,
+int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
 		struct dt_module **m)
 {
 	struct dt_read_options opt = {.allow_unknown_targets = allow_unknown};
@@ -34,9 +35,6 @@ static void usage_emit(void *ud, const struct dt_diag_entry *e)
 		fprintf(stderr, "dtopt %s: error: %s\n", (const char *)ud,
 			e->message);
 }
-
-/* The form of --remarks and --report: absent, text or json. */
-enum output_form { FORM_NONE, FORM_TEXT, FORM_JSON };
 
 /* Parse the optional value of --remarks or --report; FORM_NONE when bad. */
 static enum output_form parse_form(const char *value)
@@ -141,44 +139,6 @@ static const char opt_help_passes[] =
 	"                        problem (kept, pruned, none) and what the best\n"
 	"                        plan keeping them costs (with --remarks)\n\n";
 
-/* What the whole-graph search planned the kept program with: the usage
- * limit and whether graph inputs' moves were priced unbucketed. */
-struct search_settings {
-	int64_t limit;
-	bool inputs_unbucketed;
-};
-
-/* What opt -o 'L.{rank}.xml' keeps from rank to rank: the search
- * settings every rank's program takes under --memory-budget, decided
- * once (settings_for_rank); what the first rank's program declares and
- * issues (rank_agreement), which every other rank's must match; and
- * whether the pipeline runs without bucket-collectives and
- * schedule-collectives, which weigh each rank's own memory. */
-struct every_rank {
-	bool tried;       /* plan_for_every_rank ran */
-	bool decided;     /* and settings hold what it found */
-	struct search_settings settings;
-	bool agreed;      /* first_rank and agreement are set */
-	int first_rank;
-	uint64_t agreement;
-	int differs;      /* the first rank whose program did not match, -1 */
-	bool without_memory_passes;
-	size_t max_peak;  /* the most any rank's program holds */
-};
-
-/* What `opt` was told, for one run or one run per rank. */
-struct opt_job {
-	const char *input;
-	const struct dt_pipeline *pipeline; /* NULL: the view's default */
-	struct dt_pipeline_options *popt;
-	const struct dt_cli_topology *topology_flags;
-	enum output_form report;
-	struct dt_diag *diag;
-	struct dt_opt_sink *sink;
-	struct dt_dump_dir *dump_dir; /* NULL: no --dump-dir */
-	struct every_rank *every_rank; /* NULL: the rank decides alone */
-};
-
 /* The "before" table of --report, from a copy of m whose metadata
  * shape-infer completed (collectives without <tensor> sizes would count 0
  * bytes; the output graph stays as the pipeline leaves it). Returns the
@@ -235,419 +195,6 @@ static void warn_over_budget(struct dt_module *m, int64_t budget,
 		       peak, rank, dt_str_get(m, n->name), (long long)budget);
 }
 
-/* Diagnostics kept for later (a replan's, reported if it is the one
- * kept). */
-struct kept_diags {
-	DT_VEC(struct dt_diag_entry) entries; /* strings owned */
-};
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strcpy(dt_malloc(strlen(s) + 1), s) : NULL;
-}
-
-static void keep_diag(void *ud, const struct dt_diag_entry *e)
-{
-	struct kept_diags *k = ud;
-	struct dt_diag_entry c = {e->severity, dup_or_null(e->file), e->line,
-				  dup_or_null(e->tag), dup_or_null(e->message)};
-	dt_vec_push(&k->entries, c);
-}
-
-static void kept_diags_fini(struct kept_diags *k, struct dt_diag *replay_to)
-{
-	for (uint32_t i = 0; i < k->entries.len; i++) {
-		struct dt_diag_entry *e = &k->entries.data[i];
-		if (replay_to)
-			dt_diag_report(replay_to, e->severity, e->file, e->line,
-				       e->tag, "%s", e->message);
-		dt_free((char *)e->file);
-		dt_free((char *)e->tag);
-		dt_free((char *)e->message);
-	}
-	dt_vec_free(&k->entries);
-}
-
-/* The program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
- * be made. */
-static size_t run_peak(struct dt_module *m)
-{
-	size_t peak;
-	return dt_memory_plan(m, NULL, &peak, NULL, NULL) == DT_OK ? peak
-								   : SIZE_MAX;
-}
-
-/* The modelled communication time (µs) of the collectives of `m`. */
-static double modelled_us(const struct dt_module *m,
-			  const struct dt_topology *topology)
-{
-	struct dt_comm_table t = {0};
-	dt_comm_table_fill(&t, m, topology);
-	double us = 0;
-	for (uint32_t i = 0; i < t.rows.len; i++)
-		us += t.rows.data[i].time_us;
-	dt_comm_table_fini(&t);
-	return us;
-}
-
-/* A program planned again with the search's limit `limit` (and graph
- * inputs' moves priced unbucketed or not): the module (NULL when the
- * pipeline failed), its peak as run, its modelled communication time, the
- * room its buckets lacked (dt_pass_options' bucket_room) and the
- * diagnostics its passes gave. */
-struct trial {
-	int64_t limit;
-	bool inputs_unbucketed;
-	struct dt_module *m;
-	size_t peak;
-	double us, room;
-	struct kept_diags diags;
-};
-
-/* Bisection steps between the first limit whose program fits and the
- * least one above it whose program does not. */
-#define REPLAN_BISECTIONS 3
-
-static void try_limit(const struct opt_job *job,
-		      const struct dt_pipeline *pipeline,
-		      const struct dt_module *input, int64_t limit,
-		      bool inputs_unbucketed, struct trial *t)
-{
-	struct dt_pipeline_options po = {.registry = job->popt->registry,
-					 .verify_each = job->popt->verify_each,
-					 .pass = job->popt->pass};
-	memset(t, 0, sizeof *t);
-	po.pass.search_budget = limit;
-	po.pass.problem_out = NULL;
-	po.pass.bisect = NULL;
-	po.pass.bucket_room = &t->room;
-	po.pass.search_inputs_unbucketed = inputs_unbucketed;
-	t->limit = limit;
-	t->inputs_unbucketed = inputs_unbucketed;
-	struct dt_diag d;
-	dt_diag_init(&d);
-	d.emit = keep_diag;
-	d.ud = &t->diags;
-	d.remarks = job->diag->remarks;
-	t->m = dt_module_clone(input);
-	if (dt_pipeline_run(t->m, pipeline, &po, &d) != DT_OK) {
-		dt_module_destroy(t->m);
-		t->m = NULL;
-		return;
-	}
-	t->peak = run_peak(t->m);
-	t->us = modelled_us(t->m, job->popt->pass.topology);
-}
-
-static void trial_drop(struct trial *t)
-{
-	kept_diags_fini(&t->diags, NULL);
-	dt_module_destroy(t->m);
-	t->m = NULL;
-}
-
-/* Plan again where the first program, which holds `peak` bytes as run,
- * does not fit --memory-budget B (the search plans with an estimate of
- * what lowering holds, semantics §6.6, and the passes after it keep a plan
- * only within max(B, its peak), §4.7): with the search's limit
- * B - excess·2^i (i = 0..3, excess = the peak over B) while the passes
- * keep B, up to the first program that fits; then bisect between that
- * limit and the least one above it whose program does not fit
- * (REPLAN_BISECTIONS steps: a limit cut by the whole excess is often
- * more than the estimate's error needs), keeping in *best, of the
- * programs that fit, the one of least modelled communication time.
- * Returns whether one fits. */
-static bool fit_replan(const struct opt_job *job,
-		       const struct dt_pipeline *pipeline,
-		       const struct dt_module *input, size_t peak,
-		       struct trial *best, int *tried)
-{
-	int64_t budget = job->popt->pass.memory_budget;
-	int64_t excess = (int64_t)peak - budget, over = budget;
-	struct trial t;
-	for (int i = 0; i < 4 && budget - (excess << i) > 0 && !best->m; i++) {
-		try_limit(job, pipeline, input, budget - (excess << i), false, &t);
-		(*tried)++;
-		if (!t.m) {
-			trial_drop(&t);
-			return false;
-		}
-		if (t.peak <= (size_t)budget) {
-			*best = t;
-			continue;
-		}
-		over = t.limit;
-		trial_drop(&t);
-	}
-	if (!best->m)
-		return false;
-	int64_t fits = best->limit;
-	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
-		try_limit(job, pipeline, input, fits + (over - fits) / 2, false,
-			  &t);
-		(*tried)++;
-		if (!t.m) {
-			trial_drop(&t);
-			break;
-		}
-		if (t.peak > (size_t)budget) {
-			over = t.limit;
-		} else {
-			fits = t.limit;
-			if (t.us < best->us) {
-				trial_drop(best);
-				*best = t;
-				continue;
-			}
-		}
-		trial_drop(&t);
-	}
-	return true;
-}
-
-/* Steps of give_room. */
-#define REPLAN_ROOM_STEPS 3
-
-/* Where the program in *best (best->m NULL: the first) fits but
- * bucket-collectives left merges undone that would pass the budget by up
- * to best->room bytes (the search priced those buckets' latencies once,
- * their memory not at all), plan again with the search's limit lowered by
- * that room, and again from there by the room the new program's buckets
- * lack, while some do and each step gives a program that fits and is
- * modelled faster, which replaces *best (REPLAN_ROOM_STEPS at most).
- * mixer/3d under its expert's budget: 38436 -> 36280 -> 34124 bytes,
- * 138.3 -> 129.9 -> 116.1 µs. */
-static void give_room(const struct opt_job *job,
-		      const struct dt_pipeline *pipeline,
-		      const struct dt_module *input, struct trial *best,
-		      int *tried)
-{
-	int64_t budget = job->popt->pass.memory_budget, limit = best->limit;
-	int64_t room = (int64_t)ceil(best->room);
-	for (int k = 0; k < REPLAN_ROOM_STEPS && room > 0 && limit - room > 0;
-	     k++) {
-		struct trial t;
-		try_limit(job, pipeline, input, limit - room, false, &t);
-		(*tried)++;
-		if (!t.m) {
-			trial_drop(&t);
-			return;
-		}
-		limit = t.limit;
-		room = (int64_t)ceil(t.room);
-		if (t.peak > (size_t)budget || t.us >= best->us) {
-			trial_drop(&t);
-			return;
-		}
-		trial_drop(best);
-		*best = t;
-	}
-}
-
-/* Where the first program (its buckets lacked `first_room` bytes) or the
- * one in *best left merges undone for --memory-budget, plan once more
- * within best's limit (the budget, or the one a replan step kept) with
- * graph inputs' moves priced unbucketed, each paying its collectives'
- * latencies: the search prices a bucket's latency once and its memory not
- * at all, while a merged gather of parameters holds every member from the
- * first member's read on. The program replaces *best when it fits and is
- * modelled faster.
- * mixer/fsdp_tp under its expert's budget: 76.5 -> 68.7 µs, 10 -> 9
- * collectives. */
-static void price_inputs_unbucketed(const struct opt_job *job,
-				    const struct dt_pipeline *pipeline,
-				    const struct dt_module *input,
-				    double first_room, struct trial *best,
-				    int *tried)
-{
-	int64_t budget = job->popt->pass.memory_budget;
-	if (first_room <= 0 && best->room <= 0)
-		return;
-	struct trial t;
-	try_limit(job, pipeline, input, best->limit, true, &t);
-	(*tried)++;
-	if (t.m && t.peak <= (size_t)budget && t.us < best->us) {
-		trial_drop(best);
-		*best = t;
-		return;
-	}
-	trial_drop(&t);
-}
-
-/* Plan the program lowered from global-view `input` again where it does
- * not fit --memory-budget (fit_replan) or where its buckets lacked `room`
- * bytes (give_room, price_inputs_unbucketed), keeping the fitting program
- * of least modelled communication time (remark opt:replan; its
- * diagnostics follow, those before it were the first plan's) and its
- * settings in *kept (left as they are where the first program stays). */
-static void replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
-		   struct dt_module *m, const struct dt_module *input,
-		   double room, struct search_settings *kept)
-{
-	int64_t budget = job->popt->pass.memory_budget;
-	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
-	if (peak == SIZE_MAX)
-		return;
-	bool over = peak > (size_t)budget;
-	struct trial best = {.limit = budget, .peak = peak, .room = room,
-			     .us = modelled_us(m, job->popt->pass.topology)};
-	double first_us = best.us;
-	int tried = 0;
-	if (over && !fit_replan(job, pipeline, input, peak, &best, &tried))
-		return;
-	give_room(job, pipeline, input, &best, &tried);
-	price_inputs_unbucketed(job, pipeline, input, room, &best, &tried);
-	if (!best.m)
-		return;
-	const char *priced = best.inputs_unbucketed
-				 ? ", graph inputs' moves priced unbucketed"
-				 : "";
-	if (over)
-		dt_diag_report(job->diag, DT_REMARK, m->file, 0, "opt:replan",
-			       "the program held %zu bytes per rank at its peak, over --memory-budget %lld: planned again within %lld%s (of %d plans tried, the program of least modelled time that fits), it holds %zu (the diagnostics after this one are that plan's)",
-			       peak, (long long)budget, (long long)best.limit,
-			       priced, tried, best.peak);
-	else
-		dt_diag_report(job->diag, DT_REMARK, m->file, 0, "opt:replan",
-			       "bucket-collectives left merges undone that would have passed --memory-budget %lld by up to %.0f bytes: planned again with the search's limit lowered by the room the buckets lacked and with graph inputs' moves priced unbucketed (%d plans); the program of least modelled time that fits, planned within %lld%s, holds %zu and is modelled at %.2f us against %.2f (the diagnostics after this one are that plan's)",
-			       (long long)budget, room, tried,
-			       (long long)best.limit, priced, best.peak,
-			       best.us, first_us);
-	kept_diags_fini(&best.diags, job->diag);
-	*kept = (struct search_settings){best.limit, best.inputs_unbucketed};
-	dt_module_swap(m, best.m);
-	dt_module_destroy(best.m);
-}
-
-/* The settings of the one program for every rank (lower-redistribute
- * without a rank) that opt keeps under --memory-budget, planning again
- * as it does, from a copy of global-view `m`, quietly; false when that
- * program cannot be lowered. A rank's own program holds its own peak:
- * with uneven shards ranks hold different ones, and ranks planning alone
- * would plan within different limits and lower different collectives
- * (an odd-sized mlp_sgd on 2x2x2 under 13250 bytes: 5 collectives on
- * four ranks, 4 on the other four). */
-static bool plan_for_every_rank(const struct opt_job *job,
-				const struct dt_pipeline *pipeline,
-				const struct dt_module *m,
-				struct search_settings *out)
-{
-	struct dt_diag quiet;
-	dt_diag_init_quiet(&quiet);
-	struct dt_pipeline_options po = {.registry = job->popt->registry,
-					 .verify_each = job->popt->verify_each,
-					 .pass = job->popt->pass};
-	po.pass.rank = -1;
-	po.pass.problem_out = NULL;
-	po.pass.bisect = NULL;
-	double room = 0;
-	po.pass.bucket_room = &room;
-	struct opt_job spmd = *job;
-	spmd.popt = &po;
-	spmd.diag = &quiet;
-	struct dt_module *input = dt_module_clone(m), *c = dt_module_clone(m);
-	*out = (struct search_settings){po.pass.memory_budget, false};
-	bool lowered = dt_pipeline_run(c, pipeline, &po, &quiet) == DT_OK &&
-		       c->view == DT_VIEW_LOCAL;
-	if (lowered) {
-		po.pass.bucket_room = NULL;
-		replan(&spmd, pipeline, c, input, room, out);
-	}
-	dt_module_destroy(c);
-	dt_module_destroy(input);
-	return lowered;
-}
-
-static void warn_plans_alone(struct dt_diag *d, const char *file)
-{
-	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
-		       "the program for every rank cannot be lowered (lower it without --rank to see why), so each rank plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently");
-}
-
-/* Under --memory-budget, a rank's program (--rank R, or each of
- * -o 'L.{rank}.xml') takes the search settings of the program for every
- * rank (plan_for_every_rank, decided once for all of -o 'L.{rank}.xml'),
- * so every rank lowers the same plan; where that program cannot be
- * lowered the rank plans alone, with a warning. Returns whether
- * *settings hold them. */
-static bool settings_for_rank(const struct opt_job *job,
-			      const struct dt_pipeline *pipeline,
-			      const struct dt_module *m,
-			      struct search_settings *settings)
-{
-	if (job->popt->pass.rank < 0 || job->popt->pass.memory_budget <= 0 ||
-	    m->view != DT_VIEW_GLOBAL)
-		return false;
-	struct every_rank *e = job->every_rank;
-	if (e && e->tried) {
-		*settings = e->settings;
-		return e->decided;
-	}
-	bool decided = plan_for_every_rank(job, pipeline, m, settings);
-	if (e)
-		*e = (struct every_rank){.tried = true, .decided = decided,
-					 .settings = *settings,
-					 .differs = e->differs,
-					 .without_memory_passes =
-					     e->without_memory_passes};
-	else if (!decided)
-		warn_plans_alone(job->diag, m->file);
-	return decided;
-}
-
-/* What every rank's program must agree on to run together (the runtime
- * checks the same at start-up): the groups it declares, by name in
- * order, and the collectives it issues in order (kind, group, dtype,
- * reduce op: dt_collective_sequence), as one hash. */
-static uint64_t rank_agreement(const struct dt_module *m)
-{
-	struct dt_collective_item *seq;
-	uint32_t n;
-	uint64_t h;
-	dt_collective_sequence(m, &seq, &n, &h);
-	dt_free(seq);
-	for (uint32_t g = 0; g < m->groups.len; g++)
-		for (const char *c = dt_str_get(m, m->groups.data[g].name);; c++) {
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-			if (!*c)
-				break;
-		}
-	return h;
-}
-
-/* With job->every_rank, whether m (the program of rank
- * job->popt->pass.rank) agrees with the first rank's; records the
- * first's, and the rank that does not agree. */
-static bool agrees_with_first_rank(const struct opt_job *job,
-				   const struct dt_module *m)
-{
-	struct every_rank *e = job->every_rank;
-	if (!e || m->view != DT_VIEW_LOCAL)
-		return true;
-	uint64_t a = rank_agreement(m);
-	if (!e->agreed) {
-		e->agreed = true;
-		e->first_rank = job->popt->pass.rank;
-		e->agreement = a;
-		return true;
-	}
-	if (a == e->agreement)
-		return true;
-	e->differs = job->popt->pass.rank;
-	return false;
-}
-
-/* `p` without bucket-collectives and schedule-collectives. */
-static void drop_memory_passes(struct dt_pipeline *p)
-{
-	int kept = 0;
-	for (int i = 0; i < p->npasses; i++)
-		if (p->passes[i] != &dt_pass_bucket_collectives &&
-		    p->passes[i] != &dt_pass_schedule_collectives)
-			p->passes[kept++] = p->passes[i];
-	p->npasses = kept;
-}
-
 static const char *peak_kind(enum dt_view v)
 {
 	return v == DT_VIEW_LOCAL ? "as run" : "liveness estimate";
@@ -656,11 +203,11 @@ static const char *peak_kind(enum dt_view v)
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
  * report and timing, write `output` (NULL: nowhere). Returns a
  * dt_status. */
-static int optimize(const struct opt_job *job, const char *output)
+int dt_opt_optimize(const struct opt_job *job, const char *output)
 {
 	double t0 = dt_now();
 	struct dt_module *m;
-	int rc = load(job->input, false, job->diag, &m);
+	int rc = dt_opt_load(job->input, false, job->diag, &m);
 	if (rc != DT_OK)
 		return rc;
 	double t1 = dt_now();
@@ -674,7 +221,7 @@ static int optimize(const struct opt_job *job, const char *output)
 		DT_REQUIRE(dt_pipeline_parse(&pipeline, dt_default_pipeline(m),
 					     job->diag) == DT_OK);
 	if (job->every_rank && job->every_rank->without_memory_passes)
-		drop_memory_passes(&pipeline);
+		dt_opt_drop_memory_passes(&pipeline);
 	struct dt_topology topology = m->topology;
 	dt_cli_topology_apply(job->topology_flags, &topology);
 	job->popt->pass.topology = &topology;
@@ -693,7 +240,7 @@ static int optimize(const struct opt_job *job, const char *output)
 	if (own_cache)
 		job->popt->pass.problem_cache = dt_shard_problem_cache_create();
 	struct search_settings settings;
-	bool fixed = settings_for_rank(job, &pipeline, m, &settings);
+	bool fixed = dt_opt_settings_for_rank(job, &pipeline, m, &settings);
 	if (fixed) {
 		job->popt->pass.search_budget = settings.limit;
 		job->popt->pass.search_inputs_unbucketed =
@@ -725,7 +272,7 @@ static int optimize(const struct opt_job *job, const char *output)
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
 	if (rc == DT_OK && input)
-		replan(job, &pipeline, m, input, room, &settings);
+		dt_opt_replan(job, &pipeline, m, input, room, &settings);
 	if (own_cache) {
 		dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
 		job->popt->pass.problem_cache = NULL;
@@ -756,10 +303,10 @@ static int optimize(const struct opt_job *job, const char *output)
 	dt_comm_table_fini(&before);
 	dt_comm_table_fini(&after);
 	dt_module_destroy(shaped);
-	if (rc == DT_OK && !agrees_with_first_rank(job, m))
+	if (rc == DT_OK && !dt_opt_agrees_with_first_rank(job, m))
 		rc = DT_EINPUT;
 	if (rc == DT_OK && job->every_rank && m->view == DT_VIEW_LOCAL) {
-		size_t peak = run_peak(m);
+		size_t peak = dt_opt_run_peak(m);
 		if (peak > job->every_rank->max_peak)
 			job->every_rank->max_peak = peak;
 	}
@@ -773,225 +320,6 @@ static int optimize(const struct opt_job *job, const char *output)
 	dt_opt_sink_fini(job->sink);
 	dt_module_destroy(m);
 	return rc;
-}
-
-/* `output` with its {rank} (at rank_at) replaced by `rank`, in a static
- * buffer. */
-static const char *rank_path(const char *output, const char *rank_at,
-			     int32_t rank)
-{
-	static char path[4096];
-	snprintf(path, sizeof path, "%.*s%d%s", (int)(rank_at - output),
-		 output, (int)rank, rank_at + strlen("{rank}"));
-	return path;
-}
-
-/* Lower and write every rank's program (ranks[0 .. nranks)) to `output`
- * (NULL: nowhere); *written: how many were written, the most of any
- * attempt. Returns a dt_status; DT_EINPUT with job->every_rank->differs
- * set where a rank's program does not agree with the first's (it is not
- * written). */
-static int lower_every_rank(struct opt_job *job, const char *output,
-			    const char *rank_at, const int32_t *ranks,
-			    int64_t nranks, int64_t *written)
-{
-	int rc = DT_OK;
-	FILE *problem_out = job->popt->pass.problem_out;
-	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
-		/* --dump-problem: the problem of all, written once */
-		if (*written > 0)
-			job->popt->pass.problem_out = NULL;
-		job->popt->pass.rank = ranks[i];
-		rc = optimize(job, output ? rank_path(output, rank_at, ranks[i])
-					  : NULL);
-		if (rc == DT_OK && output && i + 1 > *written)
-			*written = i + 1;
-	}
-	job->popt->pass.problem_out = problem_out;
-	return rc;
-}
-
-static void warn_ranks_differ(struct dt_diag *d, const char *file,
-			      const struct every_rank *e)
-{
-	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
-		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
-		       e->differs, e->first_rank);
-}
-
-/* Steps of fit_every_rank. */
-#define RANK_FIT_STEPS 8
-
-/* Where a rank's program (as `quiet`, a job that reports and writes
- * nothing, lowered them last) holds more than --memory-budget though the
- * program for every rank, whose search settings every rank takes, fits
- * (each rank lowers its own shards, semantics §7): lower every rank
- * again with the search's limit lowered by the largest excess·2^i
- * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
- * and agree, which quiet->every_rank then holds (remark opt:ranks to d);
- * where none does, the settings stay. Each limit is solved once (the
- * problem cache). */
-/* Whether every rank's program, its search planning within `limit`,
- * agrees with the others and fits --memory-budget (lowered by `quiet`);
- * quiet->every_rank then holds that limit and the largest peak. */
-static bool every_rank_fits(struct opt_job *quiet, const struct every_rank *first,
-			    int64_t limit, const int32_t *ranks, int64_t nranks)
-{
-	struct every_rank *e = quiet->every_rank;
-	*e = (struct every_rank){
-	    .tried = true,
-	    .decided = true,
-	    .settings = {limit, first->settings.inputs_unbucketed},
-	    .differs = -1,
-	    .without_memory_passes = first->without_memory_passes};
-	int64_t none = 0;
-	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none) ==
-		       DT_OK &&
-	       e->max_peak <= (size_t)quiet->popt->pass.memory_budget;
-}
-
-static void fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
-			   int64_t nranks, struct dt_diag *d)
-{
-	struct every_rank first = *quiet->every_rank;
-	int64_t budget = quiet->popt->pass.memory_budget;
-	int64_t excess = (int64_t)first.max_peak - budget;
-	int64_t over = first.settings.limit, fits = -1;
-	for (int i = 0; i < RANK_FIT_STEPS && fits < 0; i++) {
-		int64_t limit = first.settings.limit - (excess << i);
-		if (limit <= 0)
-			break;
-		if (every_rank_fits(quiet, &first, limit, ranks, nranks))
-			fits = limit;
-		else
-			over = limit;
-	}
-	if (fits < 0) {
-		*quiet->every_rank = first;
-		return;
-	}
-	/* The largest limit that fits, within REPLAN_BISECTIONS steps:
-	 * a limit cut further than needed gives up time for memory. */
-	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
-		int64_t mid = fits + (over - fits) / 2;
-		if (every_rank_fits(quiet, &first, mid, ranks, nranks))
-			fits = mid;
-		else
-			over = mid;
-	}
-	every_rank_fits(quiet, &first, fits, ranks, nranks);
-	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
-		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld, and every rank's program holds at most %zu",
-		       first.max_peak, (long long)budget, (long long)fits,
-		       quiet->every_rank->max_peak);
-}
-
-/* Settle what every rank's program of -o 'L.{rank}.xml' takes under
- * --memory-budget by lowering every rank quietly, writing nothing: the
- * search settings (settings_for_rank, fit_every_rank) and whether the
- * memory-weighing passes run (the ranks' programs agree). Returns a
- * dt_status; DT_EINPUT with every->differs set where they still differ
- * without those passes. */
-static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
-			     int64_t nranks)
-{
-	struct dt_diag quiet_diag;
-	dt_diag_init_quiet(&quiet_diag);
-	struct dt_opt_sink no_sink = {0};
-	struct dt_pipeline_options po = *job->popt;
-	po.time_passes = false;
-	po.dump_after = NULL;
-	po.after_pass = NULL;
-	po.pass.problem_out = NULL;
-	struct opt_job quiet = *job;
-	quiet.popt = &po;
-	quiet.diag = &quiet_diag;
-	quiet.sink = &no_sink;
-	quiet.report = FORM_NONE;
-	quiet.dump_dir = NULL;
-	struct every_rank *e = job->every_rank;
-	int64_t none = 0;
-	int rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
-	if (e->tried && !e->decided)
-		warn_plans_alone(job->diag, job->input);
-	if (e->differs >= 0) {
-		warn_ranks_differ(job->diag, job->input, e);
-		*e = (struct every_rank){.tried = e->tried,
-					 .decided = e->decided,
-					 .settings = e->settings,
-					 .differs = -1,
-					 .without_memory_passes = true};
-		rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
-	}
-	if (rc == DT_OK && e->decided &&
-	    e->max_peak > (size_t)job->popt->pass.memory_budget)
-		fit_every_rank(&quiet, ranks, nranks, job->diag);
-	return rc;
-}
-
-/* An output path with {rank}: lower once per rank of the graph's only
- * mesh, reloading the input for each (optimize loads what it lowers), and write
- * one graph per rank. Returns an exit code. */
-static int optimize_per_rank(struct opt_job *job, const char *output,
-			     const char *rank_at)
-{
-	struct dt_module *m;
-	int rc = load(job->input, false, job->diag, &m);
-	if (rc != DT_OK)
-		return dt_exit_code(rc);
-	if (m->meshes.len != 1) {
-		unsigned n = m->meshes.len;
-		dt_module_destroy(m);
-		return dt_usage_error("opt", "an output path with {rank} lowers "
-				      "for each rank of the graph's mesh, but "
-				      "it has %u meshes", n);
-	}
-	const struct dt_mesh *mesh = &m->meshes.data[0];
-	int64_t nranks = mesh->size;
-	int32_t *ranks = dt_calloc((size_t)nranks, sizeof *ranks);
-	for (int64_t i = 0; i < nranks; i++)
-		ranks[i] = dt_mesh_device(mesh, i);
-	dt_module_destroy(m);
-	/* Every rank's program from one problem and, under a budget, one
-	 * plan (settings_for_rank), settled before any is written
-	 * (settle_every_rank); all must declare and issue the same
-	 * (agrees_with_first_rank), else every rank's is lowered again
-	 * without the passes that weigh each rank's own memory, and where
-	 * they still differ none is left written. */
-	struct every_rank every = {.differs = -1};
-	job->every_rank = &every;
-	job->popt->pass.problem_cache = dt_shard_problem_cache_create();
-	int64_t written = 0;
-	if (job->popt->pass.memory_budget > 0)
-		rc = settle_every_rank(job, ranks, nranks);
-	if (rc == DT_OK) {
-		every.agreed = false;
-		every.max_peak = 0;
-		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
-				      &written);
-	}
-	if (every.differs >= 0 && !every.without_memory_passes) {
-		warn_ranks_differ(job->diag, job->input, &every);
-		every = (struct every_rank){.tried = every.tried,
-					    .decided = every.decided,
-					    .settings = every.settings,
-					    .differs = -1,
-					    .without_memory_passes = true};
-		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
-				      &written);
-	}
-	if (every.differs >= 0) {
-		dt_diag_report(job->diag, DT_ERROR, job->input, 0, NULL,
-			       "rank %d's program declares or issues other groups or collectives than rank %d's: no rank's program is written",
-			       every.differs, every.first_rank);
-		for (int64_t i = 0; i < written; i++)
-			unlink(rank_path(output, rank_at, ranks[i]));
-	}
-	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
-	job->popt->pass.problem_cache = NULL;
-	job->every_rank = NULL;
-	dt_free(ranks);
-	return dt_exit_code(rc);
 }
 
 /* Whether `path` names a regular file or none yet (written through a
@@ -1266,14 +594,16 @@ int dt_cmd_opt(int argc, char **argv)
 		}
 	}
 	int rc;
-	if (!rank_at)
-		rc = dt_exit_code(optimize(&job, output));
+	if (!rank_at && popt.pass.rank >= 0)
+		rc = dt_opt_rank(&job, output);
+	else if (!rank_at)
+		rc = dt_exit_code(dt_opt_optimize(&job, output));
 	else if (popt.pass.rank >= 0 || strcmp(job.input, "-") == 0)
 		rc = dt_usage_error("opt", "an output path with {rank} lowers "
 				    "for every rank: it needs an input file "
 				    "and no --rank");
 	else
-		rc = optimize_per_rank(&job, output, rank_at);
+		rc = dt_opt_per_rank(&job, output, rank_at);
 	if (problem_tmp)
 		rc = commit_problem(popt.pass.problem_out, problem_path,
 				    problem_tmp, rc);
@@ -1330,7 +660,7 @@ int dt_cmd_dump(int argc, char **argv)
 	struct dt_diag diag;
 	dt_cli_diag_init(&diag);
 	struct dt_module *m;
-	int rc = load(argv[optind], true, &diag, &m);
+	int rc = dt_opt_load(argv[optind], true, &diag, &m);
 	if (rc != DT_OK)
 		return dt_exit_code(rc);
 	rc = dt_cli_output_begin("dump", output);

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/* opt_job.h: what `dtopt opt` runs (cmd_graph.c) shares with its replan
+ * (opt_replan.c: planning again under --memory-budget) and its per-rank
+ * lowering (opt_ranks.c: one plan and agreeing programs for every rank
+ * of -o 'L.{rank}.xml'). Internal to tools/. */
+#ifndef DTOPT_OPT_JOB_H
+#define DTOPT_OPT_JOB_H
+
+#include "cli.h"
+#include "opt_output.h"
+#include "passes.h"
+
+/* The form of --remarks and --report: absent, text or json. */
+enum output_form { FORM_NONE, FORM_TEXT, FORM_JSON };
+
+
+/* What the whole-graph search planned the kept program with: the usage
+ * limit and whether graph inputs' moves were priced unbucketed. */
+struct search_settings {
+	int64_t limit;
+	bool inputs_unbucketed;
+};
+
+/* What opt -o 'L.{rank}.xml' keeps from rank to rank: the search
+ * settings every rank's program takes under --memory-budget, decided
+ * once (settings_for_rank); what the first rank's program declares and
+ * issues (rank_agreement), which every other rank's must match; and
+ * whether the pipeline runs without bucket-collectives and
+ * schedule-collectives, which weigh each rank's own memory. */
+struct every_rank {
+	bool tried;       /* plan_for_every_rank ran */
+	bool decided;     /* and settings hold what it found */
+	struct search_settings settings;
+	bool agreed;      /* first_rank and agreement are set */
+	int first_rank;
+	uint64_t agreement;
+	int differs;      /* the first rank whose program did not match, -1 */
+	bool without_memory_passes;
+	size_t max_peak;  /* the most any rank's program holds */
+};
+
+/* What `opt` was told, for one run or one run per rank. */
+struct opt_job {
+	const char *input;
+	const struct dt_pipeline *pipeline; /* NULL: the view's default */
+	struct dt_pipeline_options *popt;
+	const struct dt_cli_topology *topology_flags;
+	enum output_form report;
+	struct dt_diag *diag;
+	struct dt_opt_sink *sink;
+	struct dt_dump_dir *dump_dir; /* NULL: no --dump-dir */
+	struct every_rank *every_rank; /* NULL: the rank decides alone */
+};
+
+/* Bisection steps between the first limit whose program fits and the
+ * least one above it whose program does not (the replan's, and every
+ * rank's joint fit). */
+#define REPLAN_BISECTIONS 3
+
+/* Read `path` (allow_unknown: ops outside the table load as unknown). */
+int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
+		struct dt_module **m);
+/* Load the input, run the pipeline (for rank popt->pass.rank), print the
+ * report and timing, write `output` (NULL: nowhere). Returns a
+ * dt_status. */
+int dt_opt_optimize(const struct opt_job *job, const char *output);
+/* The program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
+ * be made. */
+size_t dt_opt_run_peak(struct dt_module *m);
+/* opt_replan.c: plan the program `m` lowered from global-view `input`
+ * again where it does not fit --memory-budget or where its buckets lacked
+ * `room` bytes, keeping the fitting program of least modelled
+ * communication time in m (remark opt:replan) and its settings in *kept
+ * (left as they are where the first program stays). */
+void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
+		   struct dt_module *m, const struct dt_module *input,
+		   double room, struct search_settings *kept);
+/* opt_ranks.c: under --memory-budget, whether a rank's program (--rank R,
+ * or each of -o 'L.{rank}.xml') takes the search settings of the program
+ * for every rank, which *settings then hold. */
+bool dt_opt_settings_for_rank(const struct opt_job *job,
+			      const struct dt_pipeline *pipeline,
+			      const struct dt_module *m,
+			      struct search_settings *settings);
+/* With job->every_rank, whether m (rank job->popt->pass.rank's program)
+ * agrees with the first rank's. */
+bool dt_opt_agrees_with_first_rank(const struct opt_job *job,
+				   const struct dt_module *m);
+/* `p` without bucket-collectives and schedule-collectives. */
+void dt_opt_drop_memory_passes(struct dt_pipeline *p);
+/* --rank R: rank R's program (popt->pass.rank) to `output`. Under
+ * --memory-budget (from a file, one mesh) it is the program of R that
+ * dt_opt_per_rank writes: every rank is settled quietly first, so ranks
+ * lowering for themselves in separate runs agree. Returns an exit
+ * code. */
+int dt_opt_rank(struct opt_job *job, const char *output);
+/* An output path with {rank} (at rank_at): every rank's program. Returns
+ * an exit code. */
+int dt_opt_per_rank(struct opt_job *job, const char *output,
+		    const char *rank_at);
+
+#endif

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+/* opt_ranks.c: ranks lowering for themselves (opt --rank R, and every
+ * rank of opt -o 'L.{rank}.xml', semantics §6.6) under --memory-budget
+ * take the plan of the program for every rank; the programs of -o
+ * 'L.{rank}.xml' are settled quietly before any is written: they must
+ * declare and issue what the first rank's does (else the passes that
+ * weigh each rank's own memory are left out), and every one must fit the
+ * budget where the program for every rank does (else every rank plans
+ * again within one common limit). */
+#include "opt_job.h"
+#include "runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The settings of the one program for every rank (lower-redistribute
+ * without a rank) that opt keeps under --memory-budget, planning again
+ * as it does, from a copy of global-view `m`, quietly (a pipeline that
+ * does not lower leaves the budget's own); false when that program
+ * cannot be lowered (an op refused for every rank at once, semantics §7).
+ * A rank's own program holds its own peak:
+ * with uneven shards ranks hold different ones, and ranks planning alone
+ * would plan within different limits and lower different collectives
+ * (an odd-sized mlp_sgd on 2x2x2 under 13250 bytes: 5 collectives on
+ * four ranks, 4 on the other four). */
+static bool plan_for_every_rank(const struct opt_job *job,
+				const struct dt_pipeline *pipeline,
+				const struct dt_module *m,
+				struct search_settings *out)
+{
+	struct dt_diag quiet;
+	dt_diag_init_quiet(&quiet);
+	struct dt_pipeline_options po = {.registry = job->popt->registry,
+					 .verify_each = job->popt->verify_each,
+					 .pass = job->popt->pass};
+	po.pass.rank = -1;
+	po.pass.problem_out = NULL;
+	po.pass.bisect = NULL;
+	double room = 0;
+	po.pass.bucket_room = &room;
+	struct opt_job spmd = *job;
+	spmd.popt = &po;
+	spmd.diag = &quiet;
+	struct dt_module *input = dt_module_clone(m), *c = dt_module_clone(m);
+	*out = (struct search_settings){po.pass.memory_budget, false};
+	bool ran = dt_pipeline_run(c, pipeline, &po, &quiet) == DT_OK;
+	if (ran && c->view == DT_VIEW_LOCAL) {
+		po.pass.bucket_room = NULL;
+		dt_opt_replan(&spmd, pipeline, c, input, room, out);
+	}
+	dt_module_destroy(c);
+	dt_module_destroy(input);
+	return ran;
+}
+
+static void warn_plans_alone(struct dt_diag *d, const char *file)
+{
+	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
+		       "the program for every rank cannot be lowered (lower it without --rank to see why), so each rank plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently");
+}
+
+/* Under --memory-budget, a rank's program (--rank R, or each of
+ * -o 'L.{rank}.xml') takes the search settings of the program for every
+ * rank (plan_for_every_rank, decided once for all of -o 'L.{rank}.xml'),
+ * so every rank lowers the same plan; where that program cannot be
+ * lowered the rank plans alone, with a warning. Returns whether
+ * *settings hold them. */
+bool dt_opt_settings_for_rank(const struct opt_job *job,
+			      const struct dt_pipeline *pipeline,
+			      const struct dt_module *m,
+			      struct search_settings *settings)
+{
+	if (job->popt->pass.rank < 0 || job->popt->pass.memory_budget <= 0 ||
+	    m->view != DT_VIEW_GLOBAL)
+		return false;
+	struct every_rank *e = job->every_rank;
+	if (e && e->tried) {
+		*settings = e->settings;
+		return e->decided;
+	}
+	bool decided = plan_for_every_rank(job, pipeline, m, settings);
+	if (e)
+		*e = (struct every_rank){.tried = true, .decided = decided,
+					 .settings = *settings,
+					 .differs = e->differs,
+					 .without_memory_passes =
+					     e->without_memory_passes};
+	else if (!decided)
+		warn_plans_alone(job->diag, m->file);
+	return decided;
+}
+
+/* What every rank's program must agree on to run together (the runtime
+ * checks the same at start-up): the groups it declares, by name in
+ * order, and the collectives it issues in order (kind, group, dtype,
+ * reduce op: dt_collective_sequence), as one hash. */
+static uint64_t rank_agreement(const struct dt_module *m)
+{
+	struct dt_collective_item *seq;
+	uint32_t n;
+	uint64_t h;
+	dt_collective_sequence(m, &seq, &n, &h);
+	dt_free(seq);
+	for (uint32_t g = 0; g < m->groups.len; g++)
+		for (const char *c = dt_str_get(m, m->groups.data[g].name);; c++) {
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	return h;
+}
+
+/* With job->every_rank, whether m (the program of rank
+ * job->popt->pass.rank) agrees with the first rank's; records the
+ * first's, and the rank that does not agree. */
+bool dt_opt_agrees_with_first_rank(const struct opt_job *job,
+				   const struct dt_module *m)
+{
+	struct every_rank *e = job->every_rank;
+	if (!e || m->view != DT_VIEW_LOCAL)
+		return true;
+	uint64_t a = rank_agreement(m);
+	if (!e->agreed) {
+		e->agreed = true;
+		e->first_rank = job->popt->pass.rank;
+		e->agreement = a;
+		return true;
+	}
+	if (a == e->agreement)
+		return true;
+	e->differs = job->popt->pass.rank;
+	return false;
+}
+
+/* `p` without bucket-collectives and schedule-collectives. */
+void dt_opt_drop_memory_passes(struct dt_pipeline *p)
+{
+	int kept = 0;
+	for (int i = 0; i < p->npasses; i++)
+		if (p->passes[i] != &dt_pass_bucket_collectives &&
+		    p->passes[i] != &dt_pass_schedule_collectives)
+			p->passes[kept++] = p->passes[i];
+	p->npasses = kept;
+}
+
+/* `output` with its {rank} (at rank_at) replaced by `rank`, in a static
+ * buffer. */
+static const char *rank_path(const char *output, const char *rank_at,
+			     int32_t rank)
+{
+	static char path[4096];
+	snprintf(path, sizeof path, "%.*s%d%s", (int)(rank_at - output),
+		 output, (int)rank, rank_at + strlen("{rank}"));
+	return path;
+}
+
+/* Lower and write every rank's program (ranks[0 .. nranks)) to `output`
+ * (NULL: nowhere); *written: how many were written, the most of any
+ * attempt. Returns a dt_status; DT_EINPUT with job->every_rank->differs
+ * set where a rank's program does not agree with the first's (it is not
+ * written). */
+static int lower_every_rank(struct opt_job *job, const char *output,
+			    const char *rank_at, const int32_t *ranks,
+			    int64_t nranks, int64_t *written)
+{
+	int rc = DT_OK;
+	FILE *problem_out = job->popt->pass.problem_out;
+	for (int64_t i = 0; i < nranks && rc == DT_OK; i++) {
+		/* --dump-problem: the problem of all, written once */
+		if (*written > 0)
+			job->popt->pass.problem_out = NULL;
+		job->popt->pass.rank = ranks[i];
+		rc = dt_opt_optimize(job, output ? rank_path(output, rank_at, ranks[i])
+					  : NULL);
+		if (rc == DT_OK && output && i + 1 > *written)
+			*written = i + 1;
+	}
+	job->popt->pass.problem_out = problem_out;
+	return rc;
+}
+
+static void warn_ranks_differ(struct dt_diag *d, const char *file,
+			      const struct every_rank *e)
+{
+	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
+		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
+		       e->differs, e->first_rank);
+}
+
+/* Steps of fit_every_rank. */
+#define RANK_FIT_STEPS 8
+
+/* Where a rank's program (as `quiet`, a job that reports and writes
+ * nothing, lowered them last) holds more than --memory-budget though the
+ * program for every rank, whose search settings every rank takes, fits
+ * (each rank lowers its own shards, semantics §7): lower every rank
+ * again with the search's limit lowered by the largest excess·2^i
+ * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
+ * and agree, which quiet->every_rank then holds (remark opt:ranks to d);
+ * where none does, the settings stay. Each limit is solved once (the
+ * problem cache). */
+/* Whether every rank's program, its search planning within `limit`,
+ * agrees with the others and fits --memory-budget (lowered by `quiet`);
+ * quiet->every_rank then holds that limit and the largest peak. */
+static bool every_rank_fits(struct opt_job *quiet, const struct every_rank *first,
+			    int64_t limit, const int32_t *ranks, int64_t nranks)
+{
+	struct every_rank *e = quiet->every_rank;
+	*e = (struct every_rank){
+	    .tried = true,
+	    .decided = true,
+	    .settings = {limit, first->settings.inputs_unbucketed},
+	    .differs = -1,
+	    .without_memory_passes = first->without_memory_passes};
+	int64_t none = 0;
+	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none) ==
+		       DT_OK &&
+	       e->max_peak <= (size_t)quiet->popt->pass.memory_budget;
+}
+
+static void fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
+			   int64_t nranks, struct dt_diag *d)
+{
+	struct every_rank first = *quiet->every_rank;
+	int64_t budget = quiet->popt->pass.memory_budget;
+	int64_t excess = (int64_t)first.max_peak - budget;
+	int64_t over = first.settings.limit, fits = -1;
+	for (int i = 0; i < RANK_FIT_STEPS && fits < 0; i++) {
+		int64_t limit = first.settings.limit - (excess << i);
+		if (limit <= 0)
+			break;
+		if (every_rank_fits(quiet, &first, limit, ranks, nranks))
+			fits = limit;
+		else
+			over = limit;
+	}
+	if (fits < 0) {
+		*quiet->every_rank = first;
+		return;
+	}
+	/* The largest limit that fits, within REPLAN_BISECTIONS steps:
+	 * a limit cut further than needed gives up time for memory. */
+	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
+		int64_t mid = fits + (over - fits) / 2;
+		if (every_rank_fits(quiet, &first, mid, ranks, nranks))
+			fits = mid;
+		else
+			over = mid;
+	}
+	every_rank_fits(quiet, &first, fits, ranks, nranks);
+	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
+		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld, and every rank's program holds at most %zu",
+		       first.max_peak, (long long)budget, (long long)fits,
+		       quiet->every_rank->max_peak);
+}
+
+/* Settle what every rank's program of -o 'L.{rank}.xml' takes under
+ * --memory-budget by lowering every rank quietly, writing nothing: the
+ * search settings (settings_for_rank, fit_every_rank) and whether the
+ * memory-weighing passes run (the ranks' programs agree). Returns a
+ * dt_status; DT_EINPUT with every->differs set where they still differ
+ * without those passes. */
+static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
+			     int64_t nranks)
+{
+	struct dt_diag quiet_diag;
+	dt_diag_init_quiet(&quiet_diag);
+	struct dt_opt_sink no_sink = {0};
+	struct dt_pipeline_options po = *job->popt;
+	po.time_passes = false;
+	po.dump_after = NULL;
+	po.after_pass = NULL;
+	po.pass.problem_out = NULL;
+	struct opt_job quiet = *job;
+	quiet.popt = &po;
+	quiet.diag = &quiet_diag;
+	quiet.sink = &no_sink;
+	quiet.report = FORM_NONE;
+	quiet.dump_dir = NULL;
+	struct every_rank *e = job->every_rank;
+	int64_t none = 0;
+	int rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
+	if (e->tried && !e->decided)
+		warn_plans_alone(job->diag, job->input);
+	if (e->differs >= 0) {
+		warn_ranks_differ(job->diag, job->input, e);
+		*e = (struct every_rank){.tried = e->tried,
+					 .decided = e->decided,
+					 .settings = e->settings,
+					 .differs = -1,
+					 .without_memory_passes = true};
+		rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
+	}
+	if (rc == DT_OK && e->decided &&
+	    e->max_peak > (size_t)job->popt->pass.memory_budget)
+		fit_every_rank(&quiet, ranks, nranks, job->diag);
+	return rc;
+}
+
+/* An output path with {rank}: lower once per rank of the graph's only
+ * mesh, reloading the input for each (optimize loads what it lowers), and write
+ * one graph per rank. Returns an exit code. */
+/* The ranks of m's only mesh, in mesh order (*nranks of them; dt_free
+ * them). */
+static int32_t *mesh_ranks(const struct dt_module *m, int64_t *nranks)
+{
+	const struct dt_mesh *mesh = &m->meshes.data[0];
+	*nranks = mesh->size;
+	int32_t *ranks = dt_calloc((size_t)*nranks, sizeof *ranks);
+	for (int64_t i = 0; i < *nranks; i++)
+		ranks[i] = dt_mesh_device(mesh, i);
+	return ranks;
+}
+
+int dt_opt_rank(struct opt_job *job, const char *output)
+{
+	if (job->popt->pass.memory_budget <= 0 || strcmp(job->input, "-") == 0)
+		return dt_exit_code(dt_opt_optimize(job, output));
+	struct dt_module *m;
+	int rc = dt_opt_load(job->input, false, job->diag, &m);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	if (m->view != DT_VIEW_GLOBAL || m->meshes.len != 1) {
+		dt_module_destroy(m);
+		return dt_exit_code(dt_opt_optimize(job, output));
+	}
+	int64_t nranks;
+	int32_t *ranks = mesh_ranks(m, &nranks);
+	dt_module_destroy(m);
+	int32_t rank = job->popt->pass.rank;
+	struct every_rank every = {.differs = -1};
+	job->every_rank = &every;
+	job->popt->pass.problem_cache = dt_shard_problem_cache_create();
+	rc = settle_every_rank(job, ranks, nranks);
+	job->popt->pass.rank = rank;
+	if (rc == DT_OK)
+		rc = dt_opt_optimize(job, output);
+	if (every.differs >= 0)
+		dt_diag_report(job->diag, DT_ERROR, job->input, 0, NULL,
+			       "rank %d's program declares or issues other groups or collectives than rank %d's: not written",
+			       every.differs, every.first_rank);
+	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
+	job->popt->pass.problem_cache = NULL;
+	job->every_rank = NULL;
+	dt_free(ranks);
+	return dt_exit_code(rc);
+}
+
+int dt_opt_per_rank(struct opt_job *job, const char *output,
+			     const char *rank_at)
+{
+	struct dt_module *m;
+	int rc = dt_opt_load(job->input, false, job->diag, &m);
+	if (rc != DT_OK)
+		return dt_exit_code(rc);
+	if (m->meshes.len != 1) {
+		unsigned n = m->meshes.len;
+		dt_module_destroy(m);
+		return dt_usage_error("opt", "an output path with {rank} lowers "
+				      "for each rank of the graph's mesh, but "
+				      "it has %u meshes", n);
+	}
+	int64_t nranks;
+	int32_t *ranks = mesh_ranks(m, &nranks);
+	dt_module_destroy(m);
+	/* Every rank's program from one problem and, under a budget, one
+	 * plan (settings_for_rank), settled before any is written
+	 * (settle_every_rank); all must declare and issue the same
+	 * (agrees_with_first_rank), else every rank's is lowered again
+	 * without the passes that weigh each rank's own memory, and where
+	 * they still differ none is left written. */
+	struct every_rank every = {.differs = -1};
+	job->every_rank = &every;
+	job->popt->pass.problem_cache = dt_shard_problem_cache_create();
+	int64_t written = 0;
+	if (job->popt->pass.memory_budget > 0)
+		rc = settle_every_rank(job, ranks, nranks);
+	if (rc == DT_OK) {
+		every.agreed = false;
+		every.max_peak = 0;
+		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
+				      &written);
+	}
+	if (every.differs >= 0 && !every.without_memory_passes) {
+		warn_ranks_differ(job->diag, job->input, &every);
+		every = (struct every_rank){.tried = every.tried,
+					    .decided = every.decided,
+					    .settings = every.settings,
+					    .differs = -1,
+					    .without_memory_passes = true};
+		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
+				      &written);
+	}
+	if (every.differs >= 0) {
+		dt_diag_report(job->diag, DT_ERROR, job->input, 0, NULL,
+			       "rank %d's program declares or issues other groups or collectives than rank %d's: no rank's program is written",
+			       every.differs, every.first_rank);
+		for (int64_t i = 0; i < written; i++)
+			unlink(rank_path(output, rank_at, ranks[i]));
+	}
+	dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
+	job->popt->pass.problem_cache = NULL;
+	job->every_rank = NULL;
+	dt_free(ranks);
+	return dt_exit_code(rc);
+}
