@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* opt_job.h: what `dtopt opt` runs (cmd_graph.c) shares with its replan
- * (opt_replan.c: planning again under --memory-budget) and its per-rank
- * lowering (opt_ranks.c: one plan and agreeing programs for every rank
- * of -o 'L.{rank}.xml'). Internal to tools/. */
+/* opt_job.h: `dtopt opt` in rooms: its command line (cmd_graph.c), one
+ * run (opt_run.c), its replan (opt_replan.c: planning again under
+ * --memory-budget) and its per-rank lowering (opt_ranks.c: one plan and
+ * agreeing programs for every rank). Internal to tools/. */
 #ifndef DTOPT_OPT_JOB_H
 #define DTOPT_OPT_JOB_H
 
@@ -57,14 +57,14 @@ struct opt_job {
  * rank's joint fit). */
 #define REPLAN_BISECTIONS 3
 
-/* Read `path` (allow_unknown: ops outside the table load as unknown). */
+/* opt_run.c: read `path` (allow_unknown: ops outside the table load as unknown). */
 int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
 		struct dt_module **m);
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
  * report and timing, write `output` (NULL: nowhere). Returns a
  * dt_status. */
 int dt_opt_optimize(const struct opt_job *job, const char *output);
-/* The program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
+/* opt_replan.c: the program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
  * be made. */
 size_t dt_opt_run_peak(struct dt_module *m);
 /* opt_replan.c: plan the program `m` lowered from global-view `input`
@@ -75,26 +75,16 @@ size_t dt_opt_run_peak(struct dt_module *m);
 void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
 		   struct dt_module *m, const struct dt_module *input,
 		   double room, struct search_settings *kept);
-/* opt_ranks.c: under --memory-budget, whether a rank's program (--rank R,
- * or each of -o 'L.{rank}.xml') takes the search settings of the program
- * for every rank, which *settings then hold. */
-bool dt_opt_settings_for_rank(const struct opt_job *job,
-			      const struct dt_pipeline *pipeline,
-			      const struct dt_module *m,
-			      struct search_settings *settings);
-/* With job->every_rank, whether m (rank job->popt->pass.rank's program)
- * agrees with the first rank's. */
-bool dt_opt_agrees_with_first_rank(const struct opt_job *job,
-				   const struct dt_module *m);
-/* `p` without bucket-collectives and schedule-collectives. */
-void dt_opt_drop_memory_passes(struct dt_pipeline *p);
-/* --rank R: rank R's program (popt->pass.rank) to `output`. Under
+/* opt_run.c: the warning that the program for every rank cannot be lowered, so each
+ * rank plans alone under --memory-budget. */
+void dt_opt_warn_plans_alone(struct dt_diag *d, const char *file);
+/* opt_ranks.c: --rank R, rank R's program (popt->pass.rank) to `output`. Under
  * --memory-budget (from a file, one mesh) it is the program of R that
  * dt_opt_per_rank writes: every rank is settled quietly first, so ranks
  * lowering for themselves in separate runs agree. Returns an exit
  * code. */
 int dt_opt_rank(struct opt_job *job, const char *output);
-/* An output path with {rank} (at rank_at): every rank's program. Returns
+/* opt_ranks.c: an output path with {rank} (at rank_at), every rank's program. Returns
  * an exit code. */
 int dt_opt_per_rank(struct opt_job *job, const char *output,
 		    const char *rank_at);

@@ -1,148 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* opt_ranks.c: ranks lowering for themselves (opt --rank R, and every
- * rank of opt -o 'L.{rank}.xml', semantics §6.6) under --memory-budget
- * take the plan of the program for every rank; the programs of -o
- * 'L.{rank}.xml' are settled quietly before any is written: they must
- * declare and issue what the first rank's does (else the passes that
- * weigh each rank's own memory are left out), and every one must fit the
- * budget where the program for every rank does (else every rank plans
- * again within one common limit). */
+/* opt_ranks.c: the programs of every rank (opt -o 'L.{rank}.xml', and
+ * opt --rank R under --memory-budget, semantics §6.6), from one problem
+ * and one plan, settled quietly before any is written: they must declare
+ * and issue what the first rank's does (else the passes that weigh each
+ * rank's own memory are left out), and every one must fit the budget
+ * where the program for every rank does (else every rank plans again
+ * within one common limit). One run of a rank is opt_run.c's. */
 #include "opt_job.h"
-#include "runtime.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* The settings of the one program for every rank (lower-redistribute
- * without a rank) that opt keeps under --memory-budget, planning again
- * as it does, from a copy of global-view `m`, quietly (a pipeline that
- * does not lower leaves the budget's own); false when that program
- * cannot be lowered (an op refused for every rank at once, semantics §7).
- * A rank's own program holds its own peak:
- * with uneven shards ranks hold different ones, and ranks planning alone
- * would plan within different limits and lower different collectives
- * (an odd-sized mlp_sgd on 2x2x2 under 13250 bytes: 5 collectives on
- * four ranks, 4 on the other four). */
-static bool plan_for_every_rank(const struct opt_job *job,
-				const struct dt_pipeline *pipeline,
-				const struct dt_module *m,
-				struct search_settings *out)
-{
-	struct dt_diag quiet;
-	dt_diag_init_quiet(&quiet);
-	struct dt_pipeline_options po = {.registry = job->popt->registry,
-					 .verify_each = job->popt->verify_each,
-					 .pass = job->popt->pass};
-	po.pass.rank = -1;
-	po.pass.problem_out = NULL;
-	po.pass.bisect = NULL;
-	double room = 0;
-	po.pass.bucket_room = &room;
-	struct opt_job spmd = *job;
-	spmd.popt = &po;
-	spmd.diag = &quiet;
-	struct dt_module *input = dt_module_clone(m), *c = dt_module_clone(m);
-	*out = (struct search_settings){po.pass.memory_budget, false};
-	bool ran = dt_pipeline_run(c, pipeline, &po, &quiet) == DT_OK;
-	if (ran && c->view == DT_VIEW_LOCAL) {
-		po.pass.bucket_room = NULL;
-		dt_opt_replan(&spmd, pipeline, c, input, room, out);
-	}
-	dt_module_destroy(c);
-	dt_module_destroy(input);
-	return ran;
-}
-
-static void warn_plans_alone(struct dt_diag *d, const char *file)
-{
-	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
-		       "the program for every rank cannot be lowered (lower it without --rank to see why), so each rank plans alone under --memory-budget: ranks whose shards hold other peaks may plan differently");
-}
-
-/* Under --memory-budget, a rank's program (--rank R, or each of
- * -o 'L.{rank}.xml') takes the search settings of the program for every
- * rank (plan_for_every_rank, decided once for all of -o 'L.{rank}.xml'),
- * so every rank lowers the same plan; where that program cannot be
- * lowered the rank plans alone, with a warning. Returns whether
- * *settings hold them. */
-bool dt_opt_settings_for_rank(const struct opt_job *job,
-			      const struct dt_pipeline *pipeline,
-			      const struct dt_module *m,
-			      struct search_settings *settings)
-{
-	if (job->popt->pass.rank < 0 || job->popt->pass.memory_budget <= 0 ||
-	    m->view != DT_VIEW_GLOBAL)
-		return false;
-	struct every_rank *e = job->every_rank;
-	if (e && e->tried) {
-		*settings = e->settings;
-		return e->decided;
-	}
-	bool decided = plan_for_every_rank(job, pipeline, m, settings);
-	if (e)
-		*e = (struct every_rank){.tried = true, .decided = decided,
-					 .settings = *settings,
-					 .differs = e->differs,
-					 .without_memory_passes =
-					     e->without_memory_passes};
-	else if (!decided)
-		warn_plans_alone(job->diag, m->file);
-	return decided;
-}
-
-/* What every rank's program must agree on to run together (the runtime
- * checks the same at start-up): the groups it declares, by name in
- * order, and the collectives it issues in order (kind, group, dtype,
- * reduce op: dt_collective_sequence), as one hash. */
-static uint64_t rank_agreement(const struct dt_module *m)
-{
-	struct dt_collective_item *seq;
-	uint32_t n;
-	uint64_t h;
-	dt_collective_sequence(m, &seq, &n, &h);
-	dt_free(seq);
-	for (uint32_t g = 0; g < m->groups.len; g++)
-		for (const char *c = dt_str_get(m, m->groups.data[g].name);; c++) {
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-			if (!*c)
-				break;
-		}
-	return h;
-}
-
-/* With job->every_rank, whether m (the program of rank
- * job->popt->pass.rank) agrees with the first rank's; records the
- * first's, and the rank that does not agree. */
-bool dt_opt_agrees_with_first_rank(const struct opt_job *job,
-				   const struct dt_module *m)
-{
-	struct every_rank *e = job->every_rank;
-	if (!e || m->view != DT_VIEW_LOCAL)
-		return true;
-	uint64_t a = rank_agreement(m);
-	if (!e->agreed) {
-		e->agreed = true;
-		e->first_rank = job->popt->pass.rank;
-		e->agreement = a;
-		return true;
-	}
-	if (a == e->agreement)
-		return true;
-	e->differs = job->popt->pass.rank;
-	return false;
-}
-
-/* `p` without bucket-collectives and schedule-collectives. */
-void dt_opt_drop_memory_passes(struct dt_pipeline *p)
-{
-	int kept = 0;
-	for (int i = 0; i < p->npasses; i++)
-		if (p->passes[i] != &dt_pass_bucket_collectives &&
-		    p->passes[i] != &dt_pass_schedule_collectives)
-			p->passes[kept++] = p->passes[i];
-	p->npasses = kept;
-}
 
 /* `output` with its {rank} (at rank_at) replaced by `rank`, in a static
  * buffer. */
@@ -282,7 +150,7 @@ static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
 	int64_t none = 0;
 	int rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
 	if (e->tried && !e->decided)
-		warn_plans_alone(job->diag, job->input);
+		dt_opt_warn_plans_alone(job->diag, job->input);
 	if (e->differs >= 0) {
 		warn_ranks_differ(job->diag, job->input, e);
 		*e = (struct every_rank){.tried = e->tried,
