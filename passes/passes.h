@@ -77,7 +77,7 @@ struct dt_pass_options {
 	/* When set, bucket-collectives stores there the most bytes a merge it
 	 * left undone to keep --memory-budget would have held beyond the
 	 * bound (0: none was left undone): the room the buckets lacked, which
-	 * opt's replan gives them (tools/cmd_graph.c). */
+	 * opt's replan gives them (tools/opt_replan.c). */
 	double *bucket_room;
 	/* Whole-graph problems shared by pipeline runs on copies of one
 	 * module (dt_shard_problem_cache); NULL: each run builds its own. */
@@ -225,7 +225,8 @@ int dt_shard_global_build(struct dt_pass_ctx *ctx, struct dt_shard_problem *pr,
 			  const struct dt_shard_problem_options *po);
 
 /* Whole-graph problems shared by the pipeline runs of opt's replan, which
- * plans clones of its input again under other usage limits: a problem
+ * plans clones of its input again under other usage limits, and of its
+ * ranks (tools/opt_ranks.c), which all plan one graph: a problem
  * depends on its limit only as its usage_limit, so shard-prop builds one
  * per set of the other options (graph inputs' moves bucketed or not) and
  * the later runs take it with their own limit. A module is told by its

@@ -13,7 +13,6 @@
 /* The form of --remarks and --report: absent, text or json. */
 enum output_form { FORM_NONE, FORM_TEXT, FORM_JSON };
 
-
 /* What the whole-graph search planned the kept program with: the usage
  * limit and whether graph inputs' moves were priced unbucketed. */
 struct search_settings {
@@ -36,7 +35,8 @@ struct every_rank {
 	uint64_t agreement;
 	int differs;      /* the first rank whose program did not match, -1 */
 	bool without_memory_passes;
-	size_t max_peak;  /* the most any rank's program holds */
+	size_t max_peak;  /* the most any rank's program holds (with a
+			     budget) */
 };
 
 /* What `opt` was told, for one run or one run per rank. */
@@ -57,16 +57,14 @@ struct opt_job {
  * rank's joint fit). */
 #define REPLAN_BISECTIONS 3
 
-/* opt_run.c: read `path` (allow_unknown: ops outside the table load as unknown). */
+/* opt_run.c: read `path` (allow_unknown: ops outside the table load as
+ * unknown). */
 int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
 		struct dt_module **m);
 /* Load the input, run the pipeline (for rank popt->pass.rank), print the
  * report and timing, write `output` (NULL: nowhere). Returns a
  * dt_status. */
 int dt_opt_optimize(const struct opt_job *job, const char *output);
-/* opt_replan.c: the program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
- * be made. */
-size_t dt_opt_run_peak(struct dt_module *m);
 /* opt_replan.c: plan the program `m` lowered from global-view `input`
  * again where it does not fit --memory-budget or where its buckets lacked
  * `room` bytes, keeping the fitting program of least modelled

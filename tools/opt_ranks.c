@@ -39,8 +39,9 @@ static int lower_every_rank(struct opt_job *job, const char *output,
 		if (*written > 0)
 			job->popt->pass.problem_out = NULL;
 		job->popt->pass.rank = ranks[i];
-		rc = dt_opt_optimize(job, output ? rank_path(output, rank_at, ranks[i])
-					  : NULL);
+		const char *path =
+		    output ? rank_path(output, rank_at, ranks[i]) : NULL;
+		rc = dt_opt_optimize(job, path);
 		if (rc == DT_OK && output && i + 1 > *written)
 			*written = i + 1;
 	}
@@ -48,31 +49,31 @@ static int lower_every_rank(struct opt_job *job, const char *output,
 	return rc;
 }
 
-static void warn_ranks_differ(struct dt_diag *d, const char *file,
-			      const struct every_rank *e)
+/* After a rank's program did not agree with the first rank's: warn,
+ * and lower every rank from now on without the passes that weigh each
+ * rank's own memory (the search settings stay). */
+static void without_memory_passes(const struct opt_job *job,
+				  struct every_rank *e)
 {
-	dt_diag_report(d, DT_WARNING, file, 0, "opt:ranks",
+	dt_diag_report(job->diag, DT_WARNING, job->input, 0, "opt:ranks",
 		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives and schedule-collectives weigh each rank's own memory, which uneven shards make differ): every rank's program is lowered again without those two passes",
 		       e->differs, e->first_rank);
+	*e = (struct every_rank){.tried = e->tried,
+				 .decided = e->decided,
+				 .settings = e->settings,
+				 .differs = -1,
+				 .without_memory_passes = true};
 }
 
 /* Steps of fit_every_rank. */
 #define RANK_FIT_STEPS 8
 
-/* Where a rank's program (as `quiet`, a job that reports and writes
- * nothing, lowered them last) holds more than --memory-budget though the
- * program for every rank, whose search settings every rank takes, fits
- * (each rank lowers its own shards, semantics §7): lower every rank
- * again with the search's limit lowered by the largest excess·2^i
- * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
- * and agree, which quiet->every_rank then holds (remark opt:ranks to d);
- * where none does, the settings stay. Each limit is solved once (the
- * problem cache). */
 /* Whether every rank's program, its search planning within `limit`,
  * agrees with the others and fits --memory-budget (lowered by `quiet`);
  * quiet->every_rank then holds that limit and the largest peak. */
-static bool every_rank_fits(struct opt_job *quiet, const struct every_rank *first,
-			    int64_t limit, const int32_t *ranks, int64_t nranks)
+static bool every_rank_fits(struct opt_job *quiet,
+			    const struct every_rank *first, int64_t limit,
+			    const int32_t *ranks, int64_t nranks)
 {
 	struct every_rank *e = quiet->every_rank;
 	*e = (struct every_rank){
@@ -83,10 +84,19 @@ static bool every_rank_fits(struct opt_job *quiet, const struct every_rank *firs
 	    .without_memory_passes = first->without_memory_passes};
 	int64_t none = 0;
 	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none) ==
-		       DT_OK &&
+		   DT_OK &&
 	       e->max_peak <= (size_t)quiet->popt->pass.memory_budget;
 }
 
+/* Where a rank's program (as `quiet`, a job that reports and writes
+ * nothing, lowered them last) holds more than --memory-budget though the
+ * program for every rank, whose search settings every rank takes, fits
+ * (each rank lowers its own shards, semantics §7): lower every rank
+ * again with the search's limit lowered by the largest excess·2^i
+ * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
+ * and agree, then bisect towards the last that did not; quiet->every_rank
+ * then holds the limit kept (remark opt:ranks to d); where none fits,
+ * the settings stay. Each limit is solved once (the problem cache). */
 static void fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
 			   int64_t nranks, struct dt_diag *d)
 {
@@ -152,12 +162,7 @@ static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
 	if (e->tried && !e->decided)
 		dt_opt_warn_plans_alone(job->diag, job->input);
 	if (e->differs >= 0) {
-		warn_ranks_differ(job->diag, job->input, e);
-		*e = (struct every_rank){.tried = e->tried,
-					 .decided = e->decided,
-					 .settings = e->settings,
-					 .differs = -1,
-					 .without_memory_passes = true};
+		without_memory_passes(job, e);
 		rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
 	}
 	if (rc == DT_OK && e->decided &&
@@ -166,9 +171,6 @@ static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
 	return rc;
 }
 
-/* An output path with {rank}: lower once per rank of the graph's only
- * mesh, reloading the input for each (optimize loads what it lowers), and write
- * one graph per rank. Returns an exit code. */
 /* The ranks of m's only mesh, in mesh order (*nranks of them; dt_free
  * them). */
 static int32_t *mesh_ranks(const struct dt_module *m, int64_t *nranks)
@@ -216,7 +218,7 @@ int dt_opt_rank(struct opt_job *job, const char *output)
 }
 
 int dt_opt_per_rank(struct opt_job *job, const char *output,
-			     const char *rank_at)
+		    const char *rank_at)
 {
 	struct dt_module *m;
 	int rc = dt_opt_load(job->input, false, job->diag, &m);
@@ -251,12 +253,7 @@ int dt_opt_per_rank(struct opt_job *job, const char *output,
 				      &written);
 	}
 	if (every.differs >= 0 && !every.without_memory_passes) {
-		warn_ranks_differ(job->diag, job->input, &every);
-		every = (struct every_rank){.tried = every.tried,
-					    .decided = every.decided,
-					    .settings = every.settings,
-					    .differs = -1,
-					    .without_memory_passes = true};
+		without_memory_passes(job, &every);
 		rc = lower_every_rank(job, output, rank_at, ranks, nranks,
 				      &written);
 	}

@@ -49,7 +49,7 @@ static void kept_diags_fini(struct kept_diags *k, struct dt_diag *replay_to)
 
 /* The program's peak as run (dt_memory_plan), SIZE_MAX when no plan can
  * be made. */
-size_t dt_opt_run_peak(struct dt_module *m)
+static size_t run_peak(struct dt_module *m)
 {
 	size_t peak;
 	return dt_memory_plan(m, NULL, &peak, NULL, NULL) == DT_OK ? peak
@@ -110,7 +110,7 @@ static void try_limit(const struct opt_job *job,
 		t->m = NULL;
 		return;
 	}
-	t->peak = dt_opt_run_peak(t->m);
+	t->peak = run_peak(t->m);
 	t->us = modelled_us(t->m, job->popt->pass.topology);
 }
 
@@ -260,7 +260,7 @@ void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline
 		   double room, struct search_settings *kept)
 {
 	int64_t budget = job->popt->pass.memory_budget;
-	size_t peak = m->view == DT_VIEW_LOCAL ? dt_opt_run_peak(m) : SIZE_MAX;
+	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
 	if (peak == SIZE_MAX)
 		return;
 	bool over = peak > (size_t)budget;

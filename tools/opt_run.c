@@ -86,13 +86,11 @@ static bool settings_for_rank(const struct opt_job *job,
 		return e->decided;
 	}
 	bool decided = plan_for_every_rank(job, pipeline, m, settings);
-	if (e)
-		*e = (struct every_rank){.tried = true, .decided = decided,
-					 .settings = *settings,
-					 .differs = e->differs,
-					 .without_memory_passes =
-					     e->without_memory_passes};
-	else if (!decided)
+	if (e) {
+		e->tried = true;
+		e->decided = decided;
+		e->settings = *settings;
+	} else if (!decided)
 		dt_opt_warn_plans_alone(job->diag, m->file);
 	return decided;
 }
@@ -109,7 +107,8 @@ static uint64_t rank_agreement(const struct dt_module *m)
 	dt_collective_sequence(m, &seq, &n, &h);
 	dt_free(seq);
 	for (uint32_t g = 0; g < m->groups.len; g++)
-		for (const char *c = dt_str_get(m, m->groups.data[g].name);; c++) {
+		for (const char *c = dt_str_get(m, m->groups.data[g].name);;
+		     c++) {
 			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
 			if (!*c)
 				break;
@@ -188,22 +187,24 @@ static double report_peak(struct dt_module *m, uint32_t *at)
 }
 
 /* Where the program the passes wrote does not fit --memory-budget as the
- * interpreter runs it, a warning naming its peak and where. */
-static void warn_over_budget(struct dt_module *m, int64_t budget,
-			     struct dt_diag *d)
+ * interpreter runs it, a warning naming its peak and where. Returns that
+ * peak (0 without a budget or a plan). */
+static size_t warn_over_budget(struct dt_module *m, int64_t budget,
+			       struct dt_diag *d)
 {
-	if (budget <= 0 || m->view != DT_VIEW_LOCAL)
-		return;
 	size_t peak;
 	int rank;
 	uint32_t at;
-	if (dt_memory_plan(m, NULL, &peak, &rank, &at) != DT_OK ||
-	    peak <= (size_t)budget)
-		return;
+	if (budget <= 0 || m->view != DT_VIEW_LOCAL ||
+	    dt_memory_plan(m, NULL, &peak, &rank, &at) != DT_OK)
+		return 0;
+	if (peak <= (size_t)budget)
+		return peak;
 	const struct dt_node *n = dt_node_get(m, at);
 	dt_diag_report(d, DT_WARNING, m->file, n->line, "opt:memory",
 		       "the program holds %zu bytes per rank at its peak (rank %d, at '%s'), over --memory-budget %lld (the passes keep a program within it only from a plan that fits, semantics §4.7; the search plans with an estimate, §6.6)",
 		       peak, rank, dt_str_get(m, n->name), (long long)budget);
+	return peak;
 }
 
 static const char *peak_kind(enum dt_view v)
@@ -289,8 +290,10 @@ int dt_opt_optimize(const struct opt_job *job, const char *output)
 		job->popt->pass.problem_cache = NULL;
 	}
 	dt_module_destroy(input);
-	if (rc == DT_OK)
-		warn_over_budget(m, job->popt->pass.memory_budget, job->diag);
+	size_t peak =
+	    rc == DT_OK
+		? warn_over_budget(m, job->popt->pass.memory_budget, job->diag)
+		: 0;
 	double t2 = dt_now();
 	if (rc == DT_OK && job->report != FORM_NONE) {
 		dt_comm_table_fill(&after, m, &topology);
@@ -316,11 +319,9 @@ int dt_opt_optimize(const struct opt_job *job, const char *output)
 	dt_module_destroy(shaped);
 	if (rc == DT_OK && !agrees_with_first_rank(job, m))
 		rc = DT_EINPUT;
-	if (rc == DT_OK && job->every_rank && m->view == DT_VIEW_LOCAL) {
-		size_t peak = dt_opt_run_peak(m);
-		if (peak > job->every_rank->max_peak)
-			job->every_rank->max_peak = peak;
-	}
+	if (rc == DT_OK && job->every_rank &&
+	    peak > job->every_rank->max_peak)
+		job->every_rank->max_peak = peak;
 	if (rc == DT_OK && output)
 		rc = dt_write_file(m, output, job->diag);
 	double t3 = dt_now();
