@@ -5,8 +5,10 @@ and `dtopt run --compare` (under mpirun for local-view graphs) with a time
 limit that ends a hang together with every rank mpirun started."""
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 
@@ -54,19 +56,23 @@ class Result:
 def run(cmd, limit=LIMIT):
     """Run cmd in a session of its own; on timeout end the whole session
     (mpirun and its ranks) and return code None."""
-    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
-    return finish(proc, cmd, start, limit)
+    return finish(*start(cmd), limit)
 
 
 def start(cmd):
-    """Start cmd (for running two at a time); finish() collects it."""
-    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-    return (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, start_new_session=True),
-            cmd, time.monotonic())
+    """Start cmd (for running two at a time); finish() collects it. Each
+    command gets an OpenMPI session directory of its own: OpenMPI 4.1 keeps
+    every job's session under one directory per host and user
+    (/tmp/ompi.HOST.UID), which the last job to leave removes, so a job
+    starting while another ends can fail at start-up ("mkdir
+    /tmp/ompi.HOST.0: File exists")."""
+    session_dir = tempfile.mkdtemp(prefix="dtopt-ompi-")
+    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_orte_tmpdir_base=session_dir)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    proc.session_dir = session_dir
+    return proc, cmd, time.monotonic()
 
 
 def finish(proc, cmd, started, limit=LIMIT):
@@ -82,6 +88,7 @@ def finish(proc, cmd, started, limit=LIMIT):
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 pass
         out, err, code = "", "still running after %d s (a hang)" % limit, None
+    shutil.rmtree(proc.session_dir, ignore_errors=True)
     return Result(cmd, code, out, err, time.monotonic() - started)
 
 
