@@ -79,6 +79,12 @@ struct dt_pass_options {
 	 * bound (0: none was left undone): the room the buckets lacked, which
 	 * opt's replan gives them (tools/opt_replan.c). */
 	double *bucket_room;
+	/* When set, shard-prop's whole-graph search stores there the peak
+	 * of the plan it takes, as its liveness estimate prices it (bytes
+	 * per rank; the `peak` of remark shard-prop:global); untouched where
+	 * it takes none. A usage limit at or above it keeps that plan
+	 * within the limit, so opt's replan steps down from it. */
+	int64_t *search_peak;
 	/* Whole-graph problems shared by pipeline runs on copies of one
 	 * module (dt_shard_problem_cache); NULL: each run builds its own. */
 	struct dt_shard_problem_cache *problem_cache;

@@ -368,14 +368,17 @@ bool dt_shard_global_built(struct dt_pass_ctx *ctx,
 	return false;
 }
 
-/* The remarks of plan s of pr, found by the search with options so or
- * taken again from a cache: where the search stopped at its limit, and
- * the plan's modelled cost and peak. */
-static void remark_plan(struct dt_pass_ctx *ctx,
+/* What the pass says of plan s of pr, found by the search with options
+ * so or taken again from a cache: its estimated peak to
+ * options->search_peak, and the remarks: where the search stopped at its
+ * limit, and the plan's modelled cost and peak. */
+static void report_plan(struct dt_pass_ctx *ctx,
 			const struct dt_shard_problem *pr,
 			const struct dt_solve_options *so,
 			const struct solved_plan *s)
 {
+	if (ctx->options->search_peak)
+		*ctx->options->search_peak = s->peak;
 	if (!ctx->diag->remarks)
 		return;
 	uint32_t first = pr->pnodes.data[0].node;
@@ -422,7 +425,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 		memcpy(strategy, s->strategy,
 		       (size_t)p->nnodes * sizeof *strategy);
 		*solved = true;
-		remark_plan(ctx, pr, &so, s);
+		report_plan(ctx, pr, &so, s);
 		return DT_OK;
 	}
 	if (!check_edges(ctx, pr))
@@ -480,7 +483,7 @@ int dt_shard_global_solve(struct dt_pass_ctx *ctx,
 	    .at_timeout = so.timeout_s > 0 && res.seconds >= so.timeout_s,
 	    .at_rounds = so.timeout_s <= 0 &&
 			 res.rounds >= so.threads * so.max_rounds};
-	remark_plan(ctx, pr, &so, &found);
+	report_plan(ctx, pr, &so, &found);
 	if (cached) {
 		size_t bytes = (size_t)p->nnodes * sizeof *strategy;
 		found.strategy = memcpy(dt_malloc(bytes + 1), strategy, bytes);

@@ -7,6 +7,7 @@
 #define DTOPT_OPT_JOB_H
 
 #include "cli.h"
+#include "opt_fit_limit.h"
 #include "opt_output.h"
 #include "passes.h"
 
@@ -37,6 +38,10 @@ struct every_rank {
 	bool without_memory_passes;
 	size_t max_peak;  /* the most any rank's program holds (with a
 			     budget) */
+	int64_t estimate; /* the search's estimate of the peak of the plan
+			     every rank takes (search_peak; 0: none) */
+	double room;      /* the most room any rank's buckets lacked
+			     (bucket_room) */
 };
 
 /* What `opt` was told, for one run or one run per rank. */
@@ -52,11 +57,6 @@ struct opt_job {
 	struct every_rank *every_rank; /* NULL: the rank decides alone */
 };
 
-/* Bisection steps between the first limit whose program fits and the
- * least one above it whose program does not (the replan's, and every
- * rank's joint fit). */
-#define REPLAN_BISECTIONS 3
-
 /* opt_run.c: read `path` (allow_unknown: ops outside the table load as
  * unknown). */
 int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
@@ -67,12 +67,13 @@ int dt_opt_load(const char *path, bool allow_unknown, struct dt_diag *d,
 int dt_opt_optimize(const struct opt_job *job, const char *output);
 /* opt_replan.c: plan the program `m` lowered from global-view `input`
  * again where it does not fit --memory-budget or where its buckets lacked
- * `room` bytes, keeping the fitting program of least modelled
- * communication time in m (remark opt:replan) and its settings in *kept
- * (left as they are where the first program stays). */
+ * `room` bytes (the search estimated its plan's peak at `estimate`, 0:
+ * unknown), keeping the fitting program of least modelled communication
+ * time in m (remark opt:replan) and its settings in *kept (left as they
+ * are where the first program stays). */
 void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
 		   struct dt_module *m, const struct dt_module *input,
-		   double room, struct search_settings *kept);
+		   double room, int64_t estimate, struct search_settings *kept);
 /* opt_run.c: the warning that the program for every rank cannot be lowered, so each
  * rank plans alone under --memory-budget. */
 void dt_opt_warn_plans_alone(struct dt_diag *d, const char *file);

@@ -8,6 +8,7 @@
  * within one common limit). One run of a rank is opt_run.c's. */
 #include "opt_job.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,15 +66,13 @@ static void without_memory_passes(const struct opt_job *job,
 				 .without_memory_passes = true};
 }
 
-/* Steps of fit_every_rank. */
-#define RANK_FIT_STEPS 8
-
-/* Whether every rank's program, its search planning within `limit`,
- * agrees with the others and fits --memory-budget (lowered by `quiet`);
- * quiet->every_rank then holds that limit and the largest peak. */
-static bool every_rank_fits(struct opt_job *quiet,
-			    const struct every_rank *first, int64_t limit,
-			    const int32_t *ranks, int64_t nranks)
+/* Every rank's program lowered by `quiet` (a job that reports and writes
+ * nothing) with its search planning within `limit`: quiet->every_rank
+ * then holds that limit and the largest peak. */
+static int lower_every_rank_within(struct opt_job *quiet,
+				   const struct every_rank *first,
+				   int64_t limit, const int32_t *ranks,
+				   int64_t nranks)
 {
 	struct every_rank *e = quiet->every_rank;
 	*e = (struct every_rank){
@@ -83,53 +82,97 @@ static bool every_rank_fits(struct opt_job *quiet,
 	    .differs = -1,
 	    .without_memory_passes = first->without_memory_passes};
 	int64_t none = 0;
-	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none) ==
-		   DT_OK &&
-	       e->max_peak <= (size_t)quiet->popt->pass.memory_budget;
+	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none);
 }
 
-/* Where a rank's program (as `quiet`, a job that reports and writes
- * nothing, lowered them last) holds more than --memory-budget though the
- * program for every rank, whose search settings every rank takes, fits
- * (each rank lowers its own shards, semantics §7): lower every rank
- * again with the search's limit lowered by the largest excess·2^i
- * (i = 0..RANK_FIT_STEPS-1) up to the first limit whose programs all fit
- * and agree, then bisect towards the last that did not; quiet->every_rank
- * then holds the limit kept (remark opt:ranks to d); where none fits,
- * the settings stay. Each limit is solved once (the problem cache). */
-static void fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
-			   int64_t nranks, struct dt_diag *d)
+/* What fit_every_rank's trials share. */
+struct rank_fit {
+	struct opt_job *quiet;
+	const struct every_rank *first;
+	const int32_t *ranks;
+	int64_t nranks;
+};
+
+/* Whether every rank's program, its search planning within `limit`,
+ * agrees with the others and fits --memory-budget (a program that
+ * differs counts as one that does not fit). */
+static enum limit_trial try_every_rank(void *ud, int64_t limit)
+{
+	struct rank_fit *f = ud;
+	int rc = lower_every_rank_within(f->quiet, f->first, limit, f->ranks,
+					 f->nranks);
+	const struct every_rank *e = f->quiet->every_rank;
+	if (rc != DT_OK)
+		return e->differs >= 0 ? LIMIT_OVER : LIMIT_NONE;
+	return e->max_peak <= (size_t)f->quiet->popt->pass.memory_budget
+		   ? LIMIT_FITS
+		   : LIMIT_OVER;
+}
+
+/* Every rank planned again within one common limit (as `quiet`, which
+ * lowered them last, and whose every_rank holds what they gave):
+ * dt_opt_fit_limit from the lower of the search's limit and its plan's
+ * estimated peak by `step`, up to the first limit whose programs all
+ * agree and fit. Returns that limit, quiet->every_rank then holding its
+ * programs' settings and peak; -1 where none does, the settings staying.
+ * Each limit is solved once (the problem cache). */
+static int64_t fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
+			      int64_t nranks, int64_t step)
 {
 	struct every_rank first = *quiet->every_rank;
-	int64_t budget = quiet->popt->pass.memory_budget;
-	int64_t excess = (int64_t)first.max_peak - budget;
-	int64_t over = first.settings.limit, fits = -1;
-	for (int i = 0; i < RANK_FIT_STEPS && fits < 0; i++) {
-		int64_t limit = first.settings.limit - (excess << i);
-		if (limit <= 0)
-			break;
-		if (every_rank_fits(quiet, &first, limit, ranks, nranks))
-			fits = limit;
-		else
-			over = limit;
-	}
-	if (fits < 0) {
+	int64_t from = first.settings.limit;
+	if (first.estimate > 0 && first.estimate < from)
+		from = first.estimate;
+	struct rank_fit f = {quiet, &first, ranks, nranks};
+	int64_t fits = dt_opt_fit_limit(from, step, try_every_rank, &f);
+	if (fits < 0)
 		*quiet->every_rank = first;
+	else
+		lower_every_rank_within(quiet, &first, fits, ranks, nranks);
+	return fits;
+}
+
+/* Where the ranks' programs (as `quiet` lowered them last) differ
+ * because bucket-collectives, weighing each rank's own memory (uneven
+ * shards make it differ), left merges undone on some ranks for want of
+ * up to every_rank->room bytes: every rank planned again within one
+ * common limit stepping down by that room (fit_every_rank), where every
+ * rank's buckets have it (remark opt:ranks to d). Returns whether their
+ * programs then agree and fit; where not, the settings stay. */
+static bool give_every_rank_room(struct opt_job *quiet, const int32_t *ranks,
+				 int64_t nranks, struct dt_diag *d)
+{
+	struct every_rank differing = *quiet->every_rank;
+	if (!differing.decided || differing.room <= 0 ||
+	    fit_every_rank(quiet, ranks, nranks,
+			   (int64_t)ceil(differing.room)) < 0)
+		return false;
+	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
+		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives weighs each rank's own memory, which uneven shards make differ, and left merges undone for want of up to %.0f bytes): every rank planned again within %lld, where they agree, and every rank's program holds at most %zu",
+		       differing.differs, differing.first_rank, differing.room,
+		       (long long)quiet->every_rank->settings.limit,
+		       quiet->every_rank->max_peak);
+	return true;
+}
+
+/* Where a rank's program (as `quiet` lowered them last) holds more than
+ * --memory-budget though the program for every rank, whose search
+ * settings every rank takes, fits (each rank lowers its own shards,
+ * semantics §7): every rank planned again within one common limit
+ * stepping down by the largest excess (fit_every_rank; remark opt:ranks
+ * to d); where none fits, the settings stay. */
+static void fit_every_rank_budget(struct opt_job *quiet, const int32_t *ranks,
+				  int64_t nranks, struct dt_diag *d)
+{
+	size_t over = quiet->every_rank->max_peak;
+	int64_t budget = quiet->popt->pass.memory_budget;
+	int64_t fits = fit_every_rank(quiet, ranks, nranks,
+				      (int64_t)over - budget);
+	if (fits < 0)
 		return;
-	}
-	/* The largest limit that fits, within REPLAN_BISECTIONS steps:
-	 * a limit cut further than needed gives up time for memory. */
-	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
-		int64_t mid = fits + (over - fits) / 2;
-		if (every_rank_fits(quiet, &first, mid, ranks, nranks))
-			fits = mid;
-		else
-			over = mid;
-	}
-	every_rank_fits(quiet, &first, fits, ranks, nranks);
 	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
 		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld, and every rank's program holds at most %zu",
-		       first.max_peak, (long long)budget, (long long)fits,
+		       over, (long long)budget, (long long)fits,
 		       quiet->every_rank->max_peak);
 }
 
@@ -161,13 +204,16 @@ static int settle_every_rank(const struct opt_job *job, const int32_t *ranks,
 	int rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
 	if (e->tried && !e->decided)
 		dt_opt_warn_plans_alone(job->diag, job->input);
+	if (e->differs >= 0 &&
+	    give_every_rank_room(&quiet, ranks, nranks, job->diag))
+		rc = DT_OK;
 	if (e->differs >= 0) {
 		without_memory_passes(job, e);
 		rc = lower_every_rank(&quiet, NULL, NULL, ranks, nranks, &none);
 	}
 	if (rc == DT_OK && e->decided &&
 	    e->max_peak > (size_t)job->popt->pass.memory_budget)
-		fit_every_rank(&quiet, ranks, nranks, job->diag);
+		fit_every_rank_budget(&quiet, ranks, nranks, job->diag);
 	return rc;
 }
 

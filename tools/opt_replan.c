@@ -71,13 +71,15 @@ static double modelled_us(const struct dt_module *m,
 
 /* A program planned again with the search's limit `limit` (and graph
  * inputs' moves priced unbucketed or not): the module (NULL when the
- * pipeline failed), its peak as run, its modelled communication time, the
- * room its buckets lacked (dt_pass_options' bucket_room) and the
+ * pipeline failed), the peak the search estimated for its plan
+ * (dt_pass_options' search_peak, 0: none), its peak as run, its modelled
+ * communication time, the room its buckets lacked (bucket_room) and the
  * diagnostics its passes gave. */
 struct trial {
 	int64_t limit;
 	bool inputs_unbucketed;
 	struct dt_module *m;
+	int64_t estimate;
 	size_t peak;
 	double us, room;
 	struct kept_diags diags;
@@ -96,6 +98,7 @@ static void try_limit(const struct opt_job *job,
 	po.pass.problem_out = NULL;
 	po.pass.bisect = NULL;
 	po.pass.bucket_room = &t->room;
+	po.pass.search_peak = &t->estimate;
 	po.pass.search_inputs_unbucketed = inputs_unbucketed;
 	t->limit = limit;
 	t->inputs_unbucketed = inputs_unbucketed;
@@ -114,6 +117,15 @@ static void try_limit(const struct opt_job *job,
 	t->us = modelled_us(t->m, job->popt->pass.topology);
 }
 
+/* The limit to step down from for a plan other than t's: the lower of
+ * t's limit and its plan's estimated peak (a limit at or above that peak
+ * keeps t's plan within it, and the search keeps it). */
+static int64_t step_down_from(const struct trial *t)
+{
+	return t->estimate > 0 && t->estimate < t->limit ? t->estimate
+							 : t->limit;
+}
+
 static void trial_drop(struct trial *t)
 {
 	kept_diags_fini(&t->diags, NULL);
@@ -121,63 +133,58 @@ static void trial_drop(struct trial *t)
 	t->m = NULL;
 }
 
-/* Plan again where the first program, which holds `peak` bytes as run,
- * does not fit --memory-budget B (the search plans with an estimate of
- * what lowering holds, semantics §6.6, and the passes after it keep a plan
- * only within max(B, its peak), §4.7): with the search's limit
- * B - excess·2^i (i = 0..3, excess = the peak over B) while the passes
- * keep B, up to the first program that fits; then bisect between that
- * limit and the least one above it whose program does not fit
- * (REPLAN_BISECTIONS steps: a limit cut by the whole excess is often
- * more than the estimate's error needs), keeping in *best, of the
- * programs that fit, the one of least modelled communication time.
- * Returns whether one fits. */
+/* What fit_replan's trials share: the job and input they plan from, the
+ * fitting program of least modelled communication time so far, and the
+ * count of plans tried. */
+struct replan_fit {
+	const struct opt_job *job;
+	const struct dt_pipeline *pipeline;
+	const struct dt_module *input;
+	struct trial *best;
+	int *tried;
+};
+
+static enum limit_trial try_replan(void *ud, int64_t limit)
+{
+	struct replan_fit *f = ud;
+	struct trial t;
+	try_limit(f->job, f->pipeline, f->input, limit, false, &t);
+	(*f->tried)++;
+	enum limit_trial r = LIMIT_NONE;
+	if (t.m)
+		r = t.peak <= (size_t)f->job->popt->pass.memory_budget
+			? LIMIT_FITS
+			: LIMIT_OVER;
+	if (r == LIMIT_FITS && (!f->best->m || t.us < f->best->us)) {
+		trial_drop(f->best);
+		*f->best = t;
+	} else {
+		trial_drop(&t);
+	}
+	return r;
+}
+
+/* Plan again where the first program (*best, its module NULL), which
+ * holds best->peak bytes as run, does not fit --memory-budget B (the
+ * search plans with an estimate of what lowering holds, semantics §6.6,
+ * and the passes after it keep a plan only within max(B, its peak),
+ * §4.7): dt_opt_fit_limit from the lower of B and the first plan's
+ * estimated peak by the peak's excess over B, while the passes keep B,
+ * keeping in *best, of the programs that fit, the one of least modelled
+ * communication time. Returns whether one fits.
+ * An odd-sized mixer on 4x1 under 66064 bytes: the first plan's estimate
+ * is 64728, its program holds 66072; limits from 66064 down by 8·2^i
+ * kept that plan, from 64728 the first step fits. */
 static bool fit_replan(const struct opt_job *job,
 		       const struct dt_pipeline *pipeline,
-		       const struct dt_module *input, size_t peak,
-		       struct trial *best, int *tried)
+		       const struct dt_module *input, struct trial *best,
+		       int *tried)
 {
-	int64_t budget = job->popt->pass.memory_budget;
-	int64_t excess = (int64_t)peak - budget, over = budget;
-	struct trial t;
-	for (int i = 0; i < 4 && budget - (excess << i) > 0 && !best->m; i++) {
-		try_limit(job, pipeline, input, budget - (excess << i), false, &t);
-		(*tried)++;
-		if (!t.m) {
-			trial_drop(&t);
-			return false;
-		}
-		if (t.peak <= (size_t)budget) {
-			*best = t;
-			continue;
-		}
-		over = t.limit;
-		trial_drop(&t);
-	}
-	if (!best->m)
-		return false;
-	int64_t fits = best->limit;
-	for (int k = 0; k < REPLAN_BISECTIONS && over - fits > 1; k++) {
-		try_limit(job, pipeline, input, fits + (over - fits) / 2, false,
-			  &t);
-		(*tried)++;
-		if (!t.m) {
-			trial_drop(&t);
-			break;
-		}
-		if (t.peak > (size_t)budget) {
-			over = t.limit;
-		} else {
-			fits = t.limit;
-			if (t.us < best->us) {
-				trial_drop(best);
-				*best = t;
-				continue;
-			}
-		}
-		trial_drop(&t);
-	}
-	return true;
+	struct replan_fit f = {job, pipeline, input, best, tried};
+	int64_t excess = (int64_t)best->peak - job->popt->pass.memory_budget;
+	int64_t fits =
+	    dt_opt_fit_limit(step_down_from(best), excess, try_replan, &f);
+	return fits >= 0;
 }
 
 /* Steps of give_room. */
@@ -186,19 +193,20 @@ static bool fit_replan(const struct opt_job *job,
 /* Where the program in *best (best->m NULL: the first) fits but
  * bucket-collectives left merges undone that would pass the budget by up
  * to best->room bytes (the search priced those buckets' latencies once,
- * their memory not at all), plan again with the search's limit lowered by
- * that room, and again from there by the room the new program's buckets
- * lack, while some do and each step gives a program that fits and is
- * modelled faster, which replaces *best (REPLAN_ROOM_STEPS at most).
- * mixer/3d under its expert's budget: 38436 -> 36280 -> 34124 bytes,
- * 138.3 -> 129.9 -> 116.1 µs. */
+ * their memory not at all), plan again with the search's limit
+ * step_down_from best by that room, and again from there by the room the
+ * new program's buckets lack, while some do and each step gives a program
+ * that fits and is modelled faster, which replaces *best
+ * (REPLAN_ROOM_STEPS at most). mixer/3d under its expert's budget of
+ * 38436 bytes (golden global_room): the first plan, estimated at 37568,
+ * lacks 2156; planned within 35412, 138.3 -> 116.1 µs. */
 static void give_room(const struct opt_job *job,
 		      const struct dt_pipeline *pipeline,
 		      const struct dt_module *input, struct trial *best,
 		      int *tried)
 {
-	int64_t budget = job->popt->pass.memory_budget, limit = best->limit;
-	int64_t room = (int64_t)ceil(best->room);
+	int64_t budget = job->popt->pass.memory_budget;
+	int64_t limit = step_down_from(best), room = (int64_t)ceil(best->room);
 	for (int k = 0; k < REPLAN_ROOM_STEPS && room > 0 && limit - room > 0;
 	     k++) {
 		struct trial t;
@@ -208,7 +216,7 @@ static void give_room(const struct opt_job *job,
 			trial_drop(&t);
 			return;
 		}
-		limit = t.limit;
+		limit = step_down_from(&t);
 		room = (int64_t)ceil(t.room);
 		if (t.peak > (size_t)budget || t.us >= best->us) {
 			trial_drop(&t);
@@ -251,24 +259,26 @@ static void price_inputs_unbucketed(const struct opt_job *job,
 
 /* Plan the program lowered from global-view `input` again where it does
  * not fit --memory-budget (fit_replan) or where its buckets lacked `room`
- * bytes (give_room, price_inputs_unbucketed), keeping the fitting program
+ * bytes (give_room, price_inputs_unbucketed), stepping down from the
+ * search's `estimate` of its plan's peak (0: none), keeping the fitting program
  * of least modelled communication time (remark opt:replan; its
  * diagnostics follow, those before it were the first plan's) and its
  * settings in *kept (left as they are where the first program stays). */
 void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline,
 		   struct dt_module *m, const struct dt_module *input,
-		   double room, struct search_settings *kept)
+		   double room, int64_t estimate, struct search_settings *kept)
 {
 	int64_t budget = job->popt->pass.memory_budget;
 	size_t peak = m->view == DT_VIEW_LOCAL ? run_peak(m) : SIZE_MAX;
 	if (peak == SIZE_MAX)
 		return;
 	bool over = peak > (size_t)budget;
-	struct trial best = {.limit = budget, .peak = peak, .room = room,
+	struct trial best = {.limit = budget, .estimate = estimate,
+			     .peak = peak, .room = room,
 			     .us = modelled_us(m, job->popt->pass.topology)};
 	double first_us = best.us;
 	int tried = 0;
-	if (over && !fit_replan(job, pipeline, input, peak, &best, &tried))
+	if (over && !fit_replan(job, pipeline, input, &best, &tried))
 		return;
 	give_room(job, pipeline, input, &best, &tried);
 	price_inputs_unbucketed(job, pipeline, input, room, &best, &tried);

@@ -44,7 +44,9 @@ static bool plan_for_every_rank(const struct opt_job *job,
 	po.pass.problem_out = NULL;
 	po.pass.bisect = NULL;
 	double room = 0;
+	int64_t estimate = 0;
 	po.pass.bucket_room = &room;
+	po.pass.search_peak = &estimate;
 	struct opt_job spmd = *job;
 	spmd.popt = &po;
 	spmd.diag = &quiet;
@@ -53,7 +55,8 @@ static bool plan_for_every_rank(const struct opt_job *job,
 	bool ran = dt_pipeline_run(c, pipeline, &po, &quiet) == DT_OK;
 	if (ran && c->view == DT_VIEW_LOCAL) {
 		po.pass.bucket_room = NULL;
-		dt_opt_replan(&spmd, pipeline, c, input, room, out);
+		po.pass.search_peak = NULL;
+		dt_opt_replan(&spmd, pipeline, c, input, room, estimate, out);
 	}
 	dt_module_destroy(c);
 	dt_module_destroy(input);
@@ -275,16 +278,20 @@ int dt_opt_optimize(const struct opt_job *job, const char *output)
 		? dt_module_clone(m)
 		: NULL;
 	double room = 0;
-	if (input)
+	int64_t estimate = 0;
+	if (input || job->every_rank)
 		job->popt->pass.bucket_room = &room;
+	job->popt->pass.search_peak = &estimate;
 	rc = dt_pipeline_run(m, &pipeline, job->popt, job->diag);
 	job->popt->pass.bucket_room = NULL;
+	job->popt->pass.search_peak = NULL;
 	job->popt->pass.search_budget = 0;
 	job->popt->pass.search_inputs_unbucketed = false;
 	if (rc == DT_OK && job->dump_dir && job->dump_dir->failed)
 		rc = DT_EIO;
 	if (rc == DT_OK && input)
-		dt_opt_replan(job, &pipeline, m, input, room, &settings);
+		dt_opt_replan(job, &pipeline, m, input, room, estimate,
+			      &settings);
 	if (own_cache) {
 		dt_shard_problem_cache_destroy(job->popt->pass.problem_cache);
 		job->popt->pass.problem_cache = NULL;
@@ -317,11 +324,16 @@ int dt_opt_optimize(const struct opt_job *job, const char *output)
 	dt_comm_table_fini(&before);
 	dt_comm_table_fini(&after);
 	dt_module_destroy(shaped);
+	if (rc == DT_OK && job->every_rank) {
+		struct every_rank *e = job->every_rank;
+		if (peak > e->max_peak)
+			e->max_peak = peak;
+		if (room > e->room)
+			e->room = room;
+		e->estimate = estimate;
+	}
 	if (rc == DT_OK && !agrees_with_first_rank(job, m))
 		rc = DT_EINPUT;
-	if (rc == DT_OK && job->every_rank &&
-	    peak > job->every_rank->max_peak)
-		job->every_rank->max_peak = peak;
 	if (rc == DT_OK && output)
 		rc = dt_write_file(m, output, job->diag);
 	double t3 = dt_now();

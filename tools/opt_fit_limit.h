@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+/* opt_fit_limit.h: how `opt` searches for a usage limit of the
+ * whole-graph search whose program fits --memory-budget (its replan,
+ * opt_replan.c, and every rank's joint fit, opt_ranks.c). */
+#ifndef DTOPT_OPT_FIT_LIMIT_H
+#define DTOPT_OPT_FIT_LIMIT_H
+
+#include <stdint.h>
+
+/* Steps of dt_opt_fit_limit down from its first limit. */
+#define FIT_LIMIT_STEPS 8
+
+/* Bisection steps of dt_opt_fit_limit: between the first limit whose
+ * program fits and the least one above it whose program does not, or
+ * towards one that fits between a limit that plans nothing and one whose
+ * program does not fit. */
+#define REPLAN_BISECTIONS 3
+
+/* What planning within a usage limit gave: a program that fits
+ * --memory-budget, one that does not, or none (the search found no plan
+ * within the limit). */
+enum limit_trial { LIMIT_FITS, LIMIT_OVER, LIMIT_NONE };
+
+/* The search for a usage limit whose program fits --memory-budget, below
+ * `from` (a limit that keeps a plan whose program does not fit): down by
+ * excess·2^i (excess > 0, i = 0..FIT_LIMIT_STEPS-1) up to the first limit
+ * whose program fits, stopping at one that plans nothing; from there,
+ * bisecting towards a fitting limit between it and the last that did not
+ * fit; then bisecting up towards the least limit above the one that fits
+ * whose program does not (a limit cut by the whole excess is often more
+ * than the estimate's error needs). `try` plans one limit (ud its state).
+ * Returns the largest limit found that fits, -1 where none does. */
+int64_t dt_opt_fit_limit(int64_t from, int64_t excess,
+			 enum limit_trial (*try)(void *ud, int64_t limit),
+			 void *ud);
+
+#endif
