@@ -3,6 +3,15 @@
  * --memory-budget (opt_fit_limit.h). */
 #include "opt_fit_limit.h"
 
+int64_t dt_opt_step_down_from(int64_t limit, int64_t estimate, int64_t peak,
+			      int64_t budget)
+{
+	if (estimate <= 0)
+		return limit;
+	int64_t from = estimate + (peak < budget ? budget - peak : 0);
+	return from < limit ? from : limit;
+}
+
 int64_t dt_opt_fit_limit(int64_t from, int64_t excess,
 			 enum limit_trial (*try)(void *ud, int64_t limit),
 			 void *ud)

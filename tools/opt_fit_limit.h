@@ -21,6 +21,17 @@
  * within the limit). */
 enum limit_trial { LIMIT_FITS, LIMIT_OVER, LIMIT_NONE };
 
+/* The usage limit to step down from for a plan other than one planned
+ * within `limit`, estimated by the search at `estimate` bytes (0:
+ * unknown), whose program holds `peak` as run under --memory-budget
+ * `budget`: the lower of `limit` and estimate + (budget - peak, where
+ * positive). A limit at or above the estimate keeps that plan within it,
+ * and the search keeps it; a program with bytes to spare under the budget
+ * needs its plan's estimate lowered only by what it needs beyond them, as
+ * lowering adds to the estimate about what it added before. */
+int64_t dt_opt_step_down_from(int64_t limit, int64_t estimate, int64_t peak,
+			      int64_t budget);
+
 /* The search for a usage limit whose program fits --memory-budget, below
  * `from` (a limit that keeps a plan whose program does not fit): down by
  * excess·2^i (excess > 0, i = 0..FIT_LIMIT_STEPS-1) up to the first limit

@@ -111,18 +111,17 @@ static enum limit_trial try_every_rank(void *ud, int64_t limit)
 
 /* Every rank planned again within one common limit (as `quiet`, which
  * lowered them last, and whose every_rank holds what they gave):
- * dt_opt_fit_limit from the lower of the search's limit and its plan's
- * estimated peak by `step`, up to the first limit whose programs all
- * agree and fit. Returns that limit, quiet->every_rank then holding its
+ * dt_opt_fit_limit from dt_opt_step_down_from (the largest rank's peak)
+ * by `step`, up to the first limit whose programs all agree and fit. Returns that limit, quiet->every_rank then holding its
  * programs' settings and peak; -1 where none does, the settings staying.
  * Each limit is solved once (the problem cache). */
 static int64_t fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
 			      int64_t nranks, int64_t step)
 {
 	struct every_rank first = *quiet->every_rank;
-	int64_t from = first.settings.limit;
-	if (first.estimate > 0 && first.estimate < from)
-		from = first.estimate;
+	int64_t from = dt_opt_step_down_from(
+	    first.settings.limit, first.estimate, (int64_t)first.max_peak,
+	    quiet->popt->pass.memory_budget);
 	struct rank_fit f = {quiet, &first, ranks, nranks};
 	int64_t fits = dt_opt_fit_limit(from, step, try_every_rank, &f);
 	if (fits < 0)

@@ -7,7 +7,8 @@
  * fitting limit; steps that overshoot into limits that plan nothing
  * bisect back up to the fitting band; no fitting limit gives -1 after a
  * bounded number of trials; a limit the search answers is always one it
- * tried and saw fit. */
+ * tried and saw fit. And the limit the search steps down from
+ * (dt_opt_step_down_from). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,6 +94,22 @@ static void test_answer_was_seen_to_fit(void **state)
 	}
 }
 
+/* Where to step down from: the limit where the estimate is unknown; the
+ * estimate where the program is over the budget (the mixer on 4x1:
+ * 64728); the estimate plus the bytes spared where it is under (mixer/3d:
+ * 37568 + 38436 - 37648); never above the limit. */
+static void test_step_down_from(void **state)
+{
+	(void)state;
+	assert_int_equal(dt_opt_step_down_from(66064, 0, 66072, 66064), 66064);
+	assert_int_equal(dt_opt_step_down_from(66064, 64728, 66072, 66064),
+			 64728);
+	assert_int_equal(dt_opt_step_down_from(38436, 37568, 37648, 38436),
+			 38356);
+	assert_int_equal(dt_opt_step_down_from(38000, 37568, 30000, 38436),
+			 38000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -100,6 +117,7 @@ int main(void)
 	    cmocka_unit_test(test_floor_bisects_back_up),
 	    cmocka_unit_test(test_none_fits),
 	    cmocka_unit_test(test_answer_was_seen_to_fit),
+	    cmocka_unit_test(test_step_down_from),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
