@@ -112,9 +112,10 @@ static enum limit_trial try_every_rank(void *ud, int64_t limit)
 /* Every rank planned again within one common limit (as `quiet`, which
  * lowered them last, and whose every_rank holds what they gave):
  * dt_opt_fit_limit from dt_opt_step_down_from (the largest rank's peak)
- * by `step`, up to the first limit whose programs all agree and fit. Returns that limit, quiet->every_rank then holding its
- * programs' settings and peak; -1 where none does, the settings staying.
- * Each limit is solved once (the problem cache). */
+ * by `step`, up to the first limit whose programs all agree and fit.
+ * Returns that limit, quiet->every_rank then holding its programs'
+ * settings and peak; -1 where none does, the settings staying. Each limit
+ * is solved once (the problem cache). */
 static int64_t fit_every_rank(struct opt_job *quiet, const int32_t *ranks,
 			      int64_t nranks, int64_t step)
 {
