@@ -12,7 +12,8 @@ int64_t dt_opt_step_down_from(int64_t limit, int64_t estimate, int64_t peak,
 	return from < limit ? from : limit;
 }
 
-int64_t dt_opt_fit_limit(int64_t from, int64_t excess,
+/* dt_opt_fit_limit from one start. */
+static int64_t fit_below(int64_t from, int64_t excess,
 			 enum limit_trial (*try)(void *ud, int64_t limit),
 			 void *ud)
 {
@@ -51,5 +52,15 @@ int64_t dt_opt_fit_limit(int64_t from, int64_t excess,
 		else
 			over = mid;
 	}
+	return fits;
+}
+
+int64_t dt_opt_fit_limit(int64_t limit, int64_t from, int64_t excess,
+			 enum limit_trial (*try)(void *ud, int64_t limit),
+			 void *ud)
+{
+	int64_t fits = fit_below(from, excess, try, ud);
+	if (fits < 0 && from < limit)
+		fits = fit_below(limit, excess, try, ud);
 	return fits;
 }

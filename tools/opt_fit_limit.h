@@ -33,15 +33,20 @@ int64_t dt_opt_step_down_from(int64_t limit, int64_t estimate, int64_t peak,
 			      int64_t budget);
 
 /* The search for a usage limit whose program fits --memory-budget, below
- * `from` (a limit that keeps a plan whose program does not fit): down by
+ * `from` (a limit that keeps a plan whose program does not fit, at most
+ * the search's `limit`): down by
  * excess·2^i (excess > 0, i = 0..FIT_LIMIT_STEPS-1) up to the first limit
  * whose program fits, stopping at one that plans nothing; from there,
  * bisecting towards a fitting limit between it and the last that did not
  * fit; then bisecting up towards the least limit above the one that fits
  * whose program does not (a limit cut by the whole excess is often more
- * than the estimate's error needs). `try` plans one limit (ud its state).
- * Returns the largest limit found that fits, -1 where none does. */
-int64_t dt_opt_fit_limit(int64_t from, int64_t excess,
+ * than the estimate's error needs). Where none fits and `from` is below
+ * `limit`, the same from `limit`: the search is a heuristic, and a limit
+ * above a plan's estimate can still find another plan (odd_mlp_sgd_3d.xml
+ * per rank under 8000 bytes: from the estimate, 7324, nothing fits; from
+ * 8000, 7958 does). `try` plans one limit (ud its state). Returns the
+ * largest limit found that fits, -1 where none does. */
+int64_t dt_opt_fit_limit(int64_t limit, int64_t from, int64_t excess,
 			 enum limit_trial (*try)(void *ud, int64_t limit),
 			 void *ud);
 

@@ -182,8 +182,8 @@ static bool fit_replan(const struct opt_job *job,
 {
 	struct replan_fit f = {job, pipeline, input, best, tried};
 	int64_t excess = (int64_t)best->peak - job->popt->pass.memory_budget;
-	int64_t fits =
-	    dt_opt_fit_limit(step_down_from(job, best), excess, try_replan, &f);
+	int64_t fits = dt_opt_fit_limit(best->limit, step_down_from(job, best),
+					excess, try_replan, &f);
 	return fits >= 0;
 }
 

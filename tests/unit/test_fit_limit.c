@@ -42,7 +42,7 @@ static void test_first_steps_then_up(void **state)
 {
 	(void)state;
 	struct landscape l = {100, 100, 985, 0, -1};
-	assert_int_equal(dt_opt_fit_limit(1000, 10, plan_within, &l), 985);
+	assert_int_equal(dt_opt_fit_limit(1000, 1000, 10, plan_within, &l), 985);
 	assert_int_equal(l.tried, 2 + REPLAN_BISECTIONS);
 }
 
@@ -53,7 +53,7 @@ static void test_floor_bisects_back_up(void **state)
 {
 	(void)state;
 	struct landscape l = {650, 650, 690, 0, -1};
-	assert_int_equal(dt_opt_fit_limit(1000, 300, plan_within, &l), 690);
+	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &l), 690);
 	assert_int_equal(l.last_fit, 690);
 	assert_int_equal(l.tried, 2 + 2 * REPLAN_BISECTIONS);
 }
@@ -64,11 +64,11 @@ static void test_none_fits(void **state)
 {
 	(void)state;
 	struct landscape l = {500, 0, -1, 0, -1};
-	assert_int_equal(dt_opt_fit_limit(1000, 300, plan_within, &l), -1);
+	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &l), -1);
 	assert_true(l.tried <= FIT_LIMIT_STEPS + REPLAN_BISECTIONS);
 	/* the steps stop before a limit of 0 or less */
 	struct landscape low = {0, 0, -1, 0, -1};
-	assert_int_equal(dt_opt_fit_limit(1000, 300, plan_within, &low), -1);
+	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &low), -1);
 	assert_int_equal(low.tried, 2); /* 700, 400; 1000 - 1200 stops */
 }
 
@@ -85,13 +85,27 @@ static void test_answer_was_seen_to_fit(void **state)
 		int64_t fits_to = fits_from + (int64_t)(x >> 40) % 100;
 		int64_t excess = (int64_t)(x >> 50) % 200 + 1;
 		struct landscape l = {none_below, fits_from, fits_to, 0, -1};
-		int64_t got = dt_opt_fit_limit(1000, excess, plan_within, &l);
+		int64_t got = dt_opt_fit_limit(1000, 1000, excess, plan_within, &l);
 		if (got >= 0) {
 			assert_true(got >= fits_from && got <= fits_to);
 			assert_true(got < 1000);
 		}
 		assert_true(l.tried <= FIT_LIMIT_STEPS + 2 * REPLAN_BISECTIONS);
 	}
+}
+
+/* Nothing fits below the estimate (700): the steps start again from the
+ * search's limit (1000) and find the band above the estimate. */
+static void test_again_from_the_limit(void **state)
+{
+	(void)state;
+	struct landscape l = {650, 800, 850, 0, -1};
+	int64_t got = dt_opt_fit_limit(1000, 700, 100, plan_within, &l);
+	assert_true(got >= 800 && got <= 850);
+	assert_int_equal(got, l.last_fit);
+	struct landscape once = {650, 800, 850, 0, -1};
+	assert_int_equal(dt_opt_fit_limit(700, 700, 100, plan_within, &once),
+			 -1);
 }
 
 /* Where to step down from: the limit where the estimate is unknown; the
@@ -118,6 +132,7 @@ int main(void)
 	    cmocka_unit_test(test_none_fits),
 	    cmocka_unit_test(test_answer_was_seen_to_fit),
 	    cmocka_unit_test(test_step_down_from),
+	    cmocka_unit_test(test_again_from_the_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
