@@ -33,7 +33,7 @@ static int64_t fit_below(int64_t from, int64_t excess,
 			over = limit;
 	}
 	for (int k = 0;
-	     k < REPLAN_BISECTIONS && fits < 0 && none > 0 && over - none > 1;
+	     k < FIT_LIMIT_BISECTIONS && fits < 0 && none > 0 && over - none > 1;
 	     k++) {
 		int64_t mid = none + (over - none) / 2;
 		enum limit_trial r = try(ud, mid);
@@ -44,7 +44,7 @@ static int64_t fit_below(int64_t from, int64_t excess,
 		else
 			none = mid;
 	}
-	for (int k = 0; k < REPLAN_BISECTIONS && fits >= 0 && over - fits > 1;
+	for (int k = 0; k < FIT_LIMIT_BISECTIONS && fits >= 0 && over - fits > 1;
 	     k++) {
 		int64_t mid = fits + (over - fits) / 2;
 		if (try(ud, mid) == LIMIT_FITS)

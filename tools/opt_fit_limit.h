@@ -14,7 +14,7 @@
  * program fits and the least one above it whose program does not, or
  * towards one that fits between a limit that plans nothing and one whose
  * program does not fit. */
-#define REPLAN_BISECTIONS 3
+#define FIT_LIMIT_BISECTIONS 3
 
 /* What planning within a usage limit gave: a program that fits
  * --memory-budget, one that does not, or none (the search found no plan

@@ -85,15 +85,6 @@ static int lower_every_rank_within(struct opt_job *quiet,
 	return lower_every_rank(quiet, NULL, NULL, ranks, nranks, &none);
 }
 
-/* What opt:ranks adds where every rank's search priced graph inputs'
- * moves unbucketed. */
-static const char *unbucketed_note(const struct every_rank *e)
-{
-	return e->settings.inputs_unbucketed
-		   ? ", graph inputs' moves priced unbucketed"
-		   : "";
-}
-
 /* What fit_every_rank's trials share. */
 struct rank_fit {
 	struct opt_job *quiet;
@@ -158,10 +149,9 @@ static bool give_every_rank_room(struct opt_job *quiet, const int32_t *ranks,
 			   (int64_t)ceil(differing.room)) < 0)
 		return false;
 	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
-		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives weighs each rank's own memory, which uneven shards make differ, and left merges undone for want of up to %.0f bytes): every rank planned again within %lld%s, where they agree, and every rank's program holds at most %zu",
+		       "rank %d's program would declare or issue other groups or collectives than rank %d's (bucket-collectives weighs each rank's own memory, which uneven shards make differ, and left merges undone for want of up to %.0f bytes): every rank planned again within %lld, where they agree, and every rank's program holds at most %zu",
 		       differing.differs, differing.first_rank, differing.room,
 		       (long long)quiet->every_rank->settings.limit,
-		       unbucketed_note(quiet->every_rank),
 		       quiet->every_rank->max_peak);
 	return true;
 }
@@ -182,9 +172,8 @@ static void fit_every_rank_budget(struct opt_job *quiet, const int32_t *ranks,
 	if (fits < 0)
 		return;
 	dt_diag_report(d, DT_REMARK, quiet->input, 0, "opt:ranks",
-		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld%s, and every rank's program holds at most %zu",
+		       "a rank's program held %zu bytes at its peak, over --memory-budget %lld, where the program for every rank fits: every rank planned again within %lld, and every rank's program holds at most %zu",
 		       over, (long long)budget, (long long)fits,
-		       unbucketed_note(quiet->every_rank),
 		       quiet->every_rank->max_peak);
 }
 

@@ -262,8 +262,8 @@ static void price_inputs_unbucketed(const struct opt_job *job,
 /* Plan the program lowered from global-view `input` again where it does
  * not fit --memory-budget (fit_replan) or where its buckets lacked `room`
  * bytes (give_room, price_inputs_unbucketed), stepping down from the
- * search's `estimate` of its plan's peak (0: none), keeping the fitting program
- * of least modelled communication time (remark opt:replan; its
+ * search's `estimate` of its plan's peak (0: none), keeping the fitting
+ * program of least modelled communication time (remark opt:replan; its
  * diagnostics follow, those before it were the first plan's) and its
  * settings in *kept (left as they are where the first program stays). */
 void dt_opt_replan(const struct opt_job *job, const struct dt_pipeline *pipeline,

@@ -43,7 +43,7 @@ static void test_first_steps_then_up(void **state)
 	(void)state;
 	struct landscape l = {100, 100, 985, 0, -1};
 	assert_int_equal(dt_opt_fit_limit(1000, 1000, 10, plan_within, &l), 985);
-	assert_int_equal(l.tried, 2 + REPLAN_BISECTIONS);
+	assert_int_equal(l.tried, 2 + FIT_LIMIT_BISECTIONS);
 }
 
 /* 1000 - 300 = 700 does not fit, 400 plans nothing: between them 550 and
@@ -55,7 +55,7 @@ static void test_floor_bisects_back_up(void **state)
 	struct landscape l = {650, 650, 690, 0, -1};
 	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &l), 690);
 	assert_int_equal(l.last_fit, 690);
-	assert_int_equal(l.tried, 2 + 2 * REPLAN_BISECTIONS);
+	assert_int_equal(l.tried, 2 + 2 * FIT_LIMIT_BISECTIONS);
 }
 
 /* Nothing fits: every limit at or above 500 holds too much, below it
@@ -65,7 +65,7 @@ static void test_none_fits(void **state)
 	(void)state;
 	struct landscape l = {500, 0, -1, 0, -1};
 	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &l), -1);
-	assert_true(l.tried <= FIT_LIMIT_STEPS + REPLAN_BISECTIONS);
+	assert_true(l.tried <= FIT_LIMIT_STEPS + FIT_LIMIT_BISECTIONS);
 	/* the steps stop before a limit of 0 or less */
 	struct landscape low = {0, 0, -1, 0, -1};
 	assert_int_equal(dt_opt_fit_limit(1000, 1000, 300, plan_within, &low), -1);
@@ -90,7 +90,7 @@ static void test_answer_was_seen_to_fit(void **state)
 			assert_true(got >= fits_from && got <= fits_to);
 			assert_true(got < 1000);
 		}
-		assert_true(l.tried <= FIT_LIMIT_STEPS + 2 * REPLAN_BISECTIONS);
+		assert_true(l.tried <= FIT_LIMIT_STEPS + 2 * FIT_LIMIT_BISECTIONS);
 	}
 }
 
