@@ -508,6 +508,41 @@ static void test_eliminate_budget(void **state)
 	dt_solve_problem_fini(&p);
 }
 
+/* A core of 6 nodes from the real-model problems (3, 17, 14, 22, 2 and 14
+ * strategies): eliminating the smallest table first sums tables of 86030
+ * entries, leaving the smallest table behind first 13138. A budget
+ * between the two is met by the second order, and its plan is the
+ * optimum; a budget below both is refused. */
+static void test_eliminate_order(void **state)
+{
+	(void)state;
+	rng_state = 11;
+	static const int32_t ns[6] = {3, 17, 14, 22, 2, 14};
+	static const int32_t ends[9][2] = {{0, 1}, {0, 2}, {0, 4}, {1, 4}, {1, 3},
+					   {2, 5}, {2, 3}, {3, 5}, {4, 5}};
+	struct dt_solve_problem p;
+	init_problem(&p, 6, 9);
+	int64_t cost[22 * 22], usage[22] = {0};
+	for (int32_t v = 0; v < 6; v++) {
+		for (int32_t s = 0; s < ns[v]; s++)
+			cost[s] = rnd(50);
+		set_node(&p, v, 0, 1, ns[v], cost, usage);
+	}
+	for (int32_t e = 0; e < 9; e++) {
+		for (int32_t k = 0; k < ns[ends[e][0]] * ns[ends[e][1]]; k++)
+			cost[k] = rnd(40);
+		set_edge(&p, e, ends[e][0], ends[e][1], cost);
+	}
+	int32_t x[6] = {0};
+	dt_wide found;
+	assert_false(dt_eliminate(&p, 13137, x, &found));
+	assert_true(dt_eliminate(&p, 13138, x, &found));
+	int64_t opt = brute_force(&p, NULL);
+	assert_int_equal(dt_wide_clamp(found), opt);
+	assert_int_equal(dt_solve_plan_cost(&p, x, NULL), opt);
+	dt_solve_problem_fini(&p);
+}
+
 /* A grid of 3 rows and n columns with 4 strategies: after the corners,
  * nothing reduces (treewidth 3), and there are too many nodes for branch
  * and bound, but variable elimination's tables hold 4^4 entries. */
@@ -976,6 +1011,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_weight_decay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eliminate_random, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eliminate_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eliminate_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_proven, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_search, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trws, setup, teardown),
