@@ -385,20 +385,19 @@ bool dt_eliminate(const struct dt_solve_problem *p, int64_t max_work, int32_t *x
 	bool ok = true;
 	for (int32_t v = 0; v < n; v++)
 		ok = ok && p->nodes[v].nstrategies <= UINT16_MAX;
-	/* The order of the smaller tables, of those within the budget. */
+	/* Of the two orders within the budget, the one of smaller tables. */
 	struct order by_kept;
 	order_init(&el.o, n);
 	order_init(&by_kept, n);
-	bool by_built = ok && plan_order(p, max_work, false, &el.o);
-	if (ok && plan_order(p, max_work, true, &by_kept) &&
-	    (!by_built || by_kept.work < el.o.work)) {
+	bool built_fits = ok && plan_order(p, max_work, false, &el.o);
+	bool kept_fits = ok && plan_order(p, max_work, true, &by_kept);
+	if (kept_fits && (!built_fits || by_kept.work < el.o.work)) {
 		struct order t = el.o;
 		el.o = by_kept;
 		by_kept = t;
-		by_built = true;
 	}
 	order_fini(&by_kept, n);
-	ok = by_built;
+	ok = built_fits || kept_fits;
 	if (ok) {
 		for (int32_t e = 0; e < p->nedges; e++) {
 			int32_t *vars = dt_malloc(sizeof(int32_t) * 2);
